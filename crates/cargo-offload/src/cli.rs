@@ -1,0 +1,319 @@
+//! Command line: `cargo offload <build|run|test> [options] [-- args]`.
+//!
+//! Parsed like cargo-nextest: clap with `bin_name = "cargo"` and one
+//! `offload` subcommand. Cargo's own flags are accepted with cargo's
+//! spelling and forwarded to both passes (the device pass gets the target
+//! selection, features and profile; the host pass gets everything).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+
+/// The architecture used when `--arch` is not given and no GPU is found:
+/// `sm_80` PTX runs (JIT-compiled by the driver) on every NVIDIA GPU from the
+/// A100 (sm_80) on, including the H100/H200 (sm_90).
+pub const DEFAULT_NVPTX_ARCH: &str = "sm_80";
+
+#[derive(Parser, Debug)]
+#[command(name = "cargo", bin_name = "cargo", disable_version_flag = true)]
+pub enum CargoCli {
+    /// Build, run and test Rust crates whose kernels run on the GPU
+    Offload(OffloadCli),
+}
+
+#[derive(Args, Debug)]
+#[command(
+    version,
+    about = "Build, run and test Rust crates whose kernels run on the GPU",
+    long_about = "Build, run and test Rust crates whose kernels run on the GPU.\n\n\
+        Each command compiles the crate twice: a device pass for the GPU target, whose kernels are \
+        linked into one device image per final binary (PTX, plus a cubin where ptxas is found), and \
+        a host pass in which each binary embeds its image. Without a usable GPU the same binaries \
+        run their kernels on the host CPU.",
+    after_help = "Environment: OFFLOAD_RUSTC / OFFLOAD_CARGO (device compiler), OFFLOAD_PTXAS (empty: no cubin), \
+        OFFLOAD_DEVICE_RUSTFLAGS (extra rustc flags for the device pass), OFFLOAD_LLVM_LINK / OFFLOAD_OPT / \
+        OFFLOAD_LLC (LLVM tools). At run time: OFFLOAD_DEVICE=cuda|host, OFFLOAD_LOG=1."
+)]
+pub struct OffloadCli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Build the device images and the host binaries that embed them
+    Build(BuildArgs),
+    /// Build, then run a binary (like `cargo run`)
+    Run(RunArgs),
+    /// Build, then run the tests (like `cargo test`); kernels in tests run on the GPU if there is one
+    Test(TestArgs),
+}
+
+/// Options of the device pass.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DeviceOpts {
+    /// GPU architecture: sm_XY for NVIDIA (default: the GPU nvidia-smi reports, else sm_80)
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
+
+    /// Device target triple
+    #[arg(long = "target", value_name = "TRIPLE", default_value = "nvptx64-nvidia-cuda")]
+    pub target: String,
+
+    /// Print the commands (with their environment) instead of running them
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Use verbose output (-vv: also the device link commands)
+    #[arg(short, long, action = ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Do not print cargo-offload's status lines
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Cargo's options, forwarded.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CargoOpts {
+    /// Package(s) to build
+    #[arg(short = 'p', long = "package", value_name = "SPEC", help_heading = "Package Selection")]
+    pub package: Vec<String>,
+    /// All packages in the workspace
+    #[arg(long, help_heading = "Package Selection")]
+    pub workspace: bool,
+    /// Exclude packages from the build
+    #[arg(long, value_name = "SPEC", help_heading = "Package Selection")]
+    pub exclude: Vec<String>,
+
+    /// Only this package's library
+    #[arg(long, help_heading = "Target Selection")]
+    pub lib: bool,
+    /// Only the specified binary
+    #[arg(long, value_name = "NAME", help_heading = "Target Selection")]
+    pub bin: Vec<String>,
+    /// All binaries
+    #[arg(long, help_heading = "Target Selection")]
+    pub bins: bool,
+    /// Only the specified example
+    #[arg(long, value_name = "NAME", help_heading = "Target Selection")]
+    pub example: Vec<String>,
+    /// All examples
+    #[arg(long, help_heading = "Target Selection")]
+    pub examples: bool,
+    /// Only the specified test target
+    #[arg(long = "test", value_name = "NAME", help_heading = "Target Selection")]
+    pub test: Vec<String>,
+    /// All test targets
+    #[arg(long, help_heading = "Target Selection")]
+    pub tests: bool,
+    /// Only the specified bench target
+    #[arg(long, value_name = "NAME", help_heading = "Target Selection")]
+    pub bench: Vec<String>,
+    /// All bench targets
+    #[arg(long, help_heading = "Target Selection")]
+    pub benches: bool,
+    /// All targets
+    #[arg(long, help_heading = "Target Selection")]
+    pub all_targets: bool,
+
+    /// Space or comma separated list of features to activate
+    #[arg(short = 'F', long, value_name = "FEATURES", help_heading = "Feature Selection")]
+    pub features: Vec<String>,
+    /// Activate all available features
+    #[arg(long, help_heading = "Feature Selection")]
+    pub all_features: bool,
+    /// Do not activate the `default` feature
+    #[arg(long, help_heading = "Feature Selection")]
+    pub no_default_features: bool,
+
+    /// Build artifacts in release mode, with optimizations
+    #[arg(short = 'r', long, help_heading = "Compilation Options")]
+    pub release: bool,
+    /// Build artifacts with the specified profile
+    #[arg(long, value_name = "PROFILE-NAME", help_heading = "Compilation Options")]
+    pub profile: Option<String>,
+    /// Number of parallel jobs
+    #[arg(short = 'j', long, value_name = "N", help_heading = "Compilation Options")]
+    pub jobs: Option<String>,
+    /// Directory for all generated artifacts
+    #[arg(long, value_name = "DIRECTORY", help_heading = "Compilation Options")]
+    pub target_dir: Option<PathBuf>,
+    /// Error format of the host pass
+    #[arg(long, value_name = "FMT", help_heading = "Compilation Options")]
+    pub message_format: Vec<String>,
+
+    /// Path to Cargo.toml
+    #[arg(long, value_name = "PATH", help_heading = "Manifest Options")]
+    pub manifest_path: Option<PathBuf>,
+    /// Assert that `Cargo.lock` will remain unchanged
+    #[arg(long, help_heading = "Manifest Options")]
+    pub locked: bool,
+    /// Run without accessing the network
+    #[arg(long, help_heading = "Manifest Options")]
+    pub offline: bool,
+    /// Equivalent to specifying both --locked and --offline
+    #[arg(long, help_heading = "Manifest Options")]
+    pub frozen: bool,
+}
+
+impl CargoOpts {
+    /// The flags to forward. The device pass gets everything but
+    /// `--message-format` (it reads JSON itself) and `--target-dir` (it has
+    /// its own, below the host's).
+    pub fn to_args(&self, device: bool) -> Vec<String> {
+        let mut a = Vec::new();
+        let mut many = |flag: &str, vals: &[String]| {
+            for v in vals {
+                a.push(flag.to_string());
+                a.push(v.clone());
+            }
+        };
+        many("--package", &self.package);
+        many("--exclude", &self.exclude);
+        many("--bin", &self.bin);
+        many("--example", &self.example);
+        many("--test", &self.test);
+        many("--bench", &self.bench);
+        many("--features", &self.features);
+        if !device {
+            many("--message-format", &self.message_format);
+        }
+        let flags = [
+            (self.workspace, "--workspace"),
+            (self.lib, "--lib"),
+            (self.bins, "--bins"),
+            (self.examples, "--examples"),
+            (self.tests, "--tests"),
+            (self.benches, "--benches"),
+            (self.all_targets, "--all-targets"),
+            (self.all_features, "--all-features"),
+            (self.no_default_features, "--no-default-features"),
+            (self.release, "--release"),
+            (self.locked, "--locked"),
+            (self.offline, "--offline"),
+            (self.frozen, "--frozen"),
+        ];
+        for (on, f) in flags {
+            if on {
+                a.push(f.to_string());
+            }
+        }
+        if let Some(p) = &self.profile {
+            a.push("--profile".into());
+            a.push(p.clone());
+        }
+        if let Some(j) = &self.jobs {
+            a.push("--jobs".into());
+            a.push(j.clone());
+        }
+        if let Some(m) = &self.manifest_path {
+            a.push("--manifest-path".into());
+            a.push(m.display().to_string());
+        }
+        if !device {
+            if let Some(t) = &self.target_dir {
+                a.push("--target-dir".into());
+                a.push(t.display().to_string());
+            }
+        }
+        a
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub device: DeviceOpts,
+    #[command(flatten)]
+    pub cargo: CargoOpts,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub device: DeviceOpts,
+    #[command(flatten)]
+    pub cargo: CargoOpts,
+    /// Arguments for the binary
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    #[command(flatten)]
+    pub device: DeviceOpts,
+    #[command(flatten)]
+    pub cargo: CargoOpts,
+    /// Compile, but don't run tests
+    #[arg(long)]
+    pub no_run: bool,
+    /// Run only the tests whose names contain this string
+    #[arg(value_name = "TESTNAME")]
+    pub filter: Option<String>,
+    /// Arguments for the test binaries
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+}
+
+/// Parses `cargo offload …` (argv[0] is the program, argv[1] is `offload`).
+pub fn parse<I, T>(argv: I) -> Result<OffloadCli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    CargoCli::try_parse_from(argv).map(|CargoCli::Offload(o)| o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(line: &str) -> OffloadCli {
+        parse(line.split_whitespace()).unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    fn err(line: &str) -> String {
+        parse(line.split_whitespace()).map(|_| ()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn valid_command_lines() {
+        let table: &[(&str, &[&str])] = &[
+            ("cargo offload build", &[]),
+            ("cargo offload build --release --bin a", &["--bin", "a", "--release"]),
+            ("cargo offload build -p x --features f1,f2 --no-default-features", &["--package", "x", "--features", "f1,f2", "--no-default-features"]),
+            ("cargo offload build --profile bench -j 2", &["--profile", "bench", "--jobs", "2"]),
+            ("cargo offload build --example e --manifest-path m/Cargo.toml", &["--example", "e", "--manifest-path", "m/Cargo.toml"]),
+        ];
+        for (line, device_args) in table {
+            let Command::Build(b) = ok(line).command else { panic!("{line}") };
+            assert_eq!(b.cargo.to_args(true), *device_args, "{line}");
+        }
+        let Command::Run(r) = ok("cargo offload run --arch sm_90 -v -- --size 10").command else { panic!() };
+        assert_eq!(r.device.arch.as_deref(), Some("sm_90"));
+        assert_eq!(r.device.verbose, 1);
+        assert_eq!(r.args, ["--size", "10"]);
+        let Command::Test(t) = ok("cargo offload test --test integ some_name -- --nocapture").command else { panic!() };
+        assert_eq!(t.cargo.test, ["integ"]);
+        assert_eq!(t.filter.as_deref(), Some("some_name"));
+        assert_eq!(t.args, ["--nocapture"]);
+        let Command::Build(b) = ok("cargo offload build --target-dir t --message-format json").command else { panic!() };
+        assert!(b.cargo.to_args(true).is_empty(), "device pass keeps its own target dir and JSON");
+        assert_eq!(b.cargo.to_args(false), ["--message-format", "json", "--target-dir", "t"]);
+        let Command::Build(b) = ok("cargo offload build --target amdgcn-amd-amdhsa --arch gfx90a --dry-run").command else { panic!() };
+        assert_eq!(b.device.target, "amdgcn-amd-amdhsa");
+        assert!(b.device.dry_run);
+    }
+
+    #[test]
+    fn invalid_command_lines() {
+        assert!(err("cargo offload").contains("Usage"));
+        assert!(err("cargo offload fly").contains("unrecognized subcommand"));
+        assert!(err("cargo offload build --arch").contains("a value is required"));
+        assert!(err("cargo offload build --bogus").contains("unexpected argument '--bogus'"));
+        assert!(err("cargo build").contains("unrecognized subcommand"));
+    }
+}

@@ -1,0 +1,324 @@
+//! The device pass: the user's package built for the GPU target.
+//!
+//! A hermetic inner `cargo` (rust-gpu's `spirv-builder` is the model): the
+//! device toolchain's cargo and rustc, our own target directory below the
+//! host's, flags passed through `CARGO_ENCODED_RUSTFLAGS` (which overrides
+//! every other source of rustflags), every inherited setting that would leak
+//! host choices into the device build cleared with a one-line reason that
+//! `-v` prints. Artifacts are taken from cargo's JSON messages.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use cargo_metadata::{Message, TargetKind};
+
+use crate::cli::CargoOpts;
+use crate::errors::{CliError, Result};
+use crate::status;
+use crate::toolchain::DeviceToolchain;
+
+/// One environment change of the inner cargo, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvChange {
+    pub key: String,
+    /// `None` removes the variable.
+    pub value: Option<String>,
+    pub why: &'static str,
+}
+
+/// Everything the device pass needs to know.
+pub struct DevicePass<'a> {
+    pub tc: &'a DeviceToolchain,
+    pub triple: &'a str,
+    pub arch: &'a str,
+    pub cargo: &'a CargoOpts,
+    /// `cargo test --no-run` instead of `cargo build`.
+    pub tests: bool,
+    pub target_dir: PathBuf,
+    /// This executable (the rustc wrapper).
+    pub wrapper: PathBuf,
+    /// The `offload-linker` executable.
+    pub linker: PathBuf,
+    pub verbose: u8,
+}
+
+/// A device image cargo reported for one final binary.
+#[derive(Debug, Clone)]
+pub struct DeviceArtifact {
+    /// Crate name (`-` replaced by `_`), as rustc's `--crate-name`.
+    pub crate_name: String,
+    /// Target kinds (`bin`, `test`, `example`, `bench`, `lib`, …).
+    pub kinds: Vec<String>,
+    pub src_path: PathBuf,
+    /// Built with the test harness (`cargo test` unit tests).
+    pub test: bool,
+    /// The `.ptx` (or `.elf`) file.
+    pub image: PathBuf,
+}
+
+impl DeviceArtifact {
+    /// `bin sample_offload`, `test integ (tests/integ.rs)`, …
+    pub fn describe(&self) -> String {
+        let kind = if self.test { "test" } else { self.kinds.first().map(String::as_str).unwrap_or("bin") };
+        format!("{kind} `{}`", self.crate_name)
+    }
+}
+
+impl DevicePass<'_> {
+    fn rustflags(&self) -> Vec<String> {
+        let mut f = vec![
+            "--cfg".to_string(),
+            "offload_device".into(),
+            "--check-cfg".into(),
+            "cfg(offload_device)".into(),
+            format!("-Ctarget-cpu={}", self.arch),
+            format!("-Clinker={}", self.linker.display()),
+        ];
+        if let Ok(extra) = std::env::var("OFFLOAD_DEVICE_RUSTFLAGS") {
+            f.extend(extra.split_whitespace().map(String::from));
+        }
+        f
+    }
+
+    /// The environment of the inner cargo, each change with its reason.
+    pub fn env(&self) -> Vec<EnvChange> {
+        let set = |key: &str, value: String, why: &'static str| EnvChange { key: key.into(), value: Some(value), why };
+        let unset = |key: &str, why: &'static str| EnvChange { key: key.into(), value: None, why };
+        let tools = &self.tc.llvm;
+        let mut e = vec![
+            set("RUSTC", self.tc.rustc.display().to_string(), "the device compiler (it has rust-src for -Zbuild-std)"),
+            set("RUSTC_WRAPPER", self.wrapper.display().to_string(), "cargo-offload rewrites crate types and adds #![no_std] for the device"),
+            unset("RUSTC_WORKSPACE_WRAPPER", "a host-side tool; the device pass goes through RUSTC_WRAPPER only"),
+            set("CARGO_ENCODED_RUSTFLAGS", self.rustflags().join("\x1f"), "device flags; overrides RUSTFLAGS and [build] rustflags, which are for the host"),
+            unset("RUSTFLAGS", "host flags do not apply to the device pass"),
+            unset("CARGO_BUILD_TARGET", "the device target is given with --target"),
+            unset("CARGO_TARGET_DIR", "the device pass has its own target directory"),
+            set("RUSTC_BOOTSTRAP", "1".into(), "-Zbuild-std and the GPU kernel ABI are unstable; enabled for the device pass only"),
+            set("__OFFLOAD_PHASE", "device".into(), "tells the wrapper which pass it serves"),
+            set("OFFLOAD_SYSROOT", self.tc.sysroot.display().to_string(), "the device rustc's sysroot (rust-src, rustup's llvm-tools)"),
+            set("OFFLOAD_LLVM_MAJOR", self.tc.llvm_major.to_string(), "LLVM major version of the device rustc"),
+            set("OFFLOAD_LLVM_LINK", tools.llvm_link.display().to_string(), "for offload-linker"),
+            set("OFFLOAD_OPT", tools.opt.display().to_string(), "for offload-linker"),
+            set("OFFLOAD_LLC", tools.llc.display().to_string(), "for offload-linker"),
+        ];
+        if let Some(lld) = &tools.lld {
+            e.push(set("OFFLOAD_LLD", lld.display().to_string(), "for offload-linker (AMD GPU code objects)"));
+        }
+        if let Some(w) = std::env::var_os("RUSTC_WRAPPER").filter(|w| !w.is_empty()) {
+            e.push(set("__OFFLOAD_INNER_WRAPPER", w.to_string_lossy().into_owned(), "your RUSTC_WRAPPER, chained after cargo-offload's"));
+        }
+        if self.verbose >= 2 {
+            e.push(set("OFFLOAD_LINK_LOG", self.link_log().display().to_string(), "offload-linker appends its commands here (-vv)"));
+        }
+        e
+    }
+
+    pub fn link_log(&self) -> PathBuf {
+        self.target_dir.join("link-commands.log")
+    }
+
+    /// The inner cargo's arguments.
+    pub fn args(&self) -> Vec<String> {
+        let mut a: Vec<String> = if self.tests {
+            vec!["test".into(), "--no-run".into()]
+        } else {
+            vec!["build".into()]
+        };
+        a.push("--target".into());
+        a.push(self.triple.into());
+        a.push("-Zbuild-std=core".into());
+        a.push("--target-dir".into());
+        a.push(self.target_dir.display().to_string());
+        a.push("--message-format".into());
+        a.push(if status::color() { "json-diagnostic-rendered-ansi".into() } else { "json".into() });
+        a.extend(self.cargo.to_args(true));
+        a
+    }
+
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.tc.cargo);
+        cmd.args(self.args());
+        for c in self.env() {
+            match &c.value {
+                Some(v) => cmd.env(&c.key, v),
+                None => cmd.env_remove(&c.key),
+            };
+        }
+        if status::color() {
+            cmd.env("CARGO_TERM_COLOR", "always");
+        }
+        cmd
+    }
+
+    /// Prints the command and its environment the way `--dry-run` and `-v` show it.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        for c in self.env() {
+            match &c.value {
+                Some(v) if c.key == "CARGO_ENCODED_RUSTFLAGS" => {
+                    s.push_str(&format!("  {}='{}'    # {}\n", c.key, v.replace('\x1f', "\\x1f"), c.why))
+                }
+                Some(v) => s.push_str(&format!("  {}={}    # {}\n", c.key, v, c.why)),
+                None => s.push_str(&format!("  unset {}    # {}\n", c.key, c.why)),
+            }
+        }
+        s.push_str(&format!("  {} {}", self.tc.cargo.display(), self.args().join(" ")));
+        s
+    }
+
+    /// Runs the pass and returns the device images of the final binaries.
+    pub fn run(&self) -> Result<Vec<DeviceArtifact>> {
+        if self.verbose >= 1 {
+            status::status("Running", format!("device pass:\n{}", self.render()));
+        }
+        if self.verbose >= 2 {
+            let _ = std::fs::create_dir_all(&self.target_dir);
+            let _ = std::fs::remove_file(self.link_log());
+        }
+        let mut child = self
+            .command()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| CliError::Spawn { program: self.tc.cargo.display().to_string(), source })?;
+        let stderr = child.stderr.take().expect("piped");
+        let label = format!("(device {})", self.arch);
+        // cargo's own status lines, labelled as device work.
+        let relay = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                let plain = strip_ansi(&line);
+                let t = plain.trim_start();
+                if t.starts_with("Compiling ") || t.starts_with("Finished ") || t.starts_with("Checking ") {
+                    eprintln!("{line} {label}");
+                } else {
+                    eprintln!("{line}");
+                }
+            }
+        });
+        let stdout = child.stdout.take().expect("piped");
+        let mut artifacts = Vec::new();
+        let mut std_missing: Vec<String> = Vec::new();
+        let mut errors = 0usize;
+        for msg in Message::parse_stream(BufReader::new(stdout)) {
+            let Ok(msg) = msg else { continue };
+            match msg {
+                Message::CompilerMessage(m) => {
+                    if let Some(r) = &m.message.rendered {
+                        eprint!("{r}");
+                    }
+                    if m.message.level == cargo_metadata::diagnostic::DiagnosticLevel::Error {
+                        errors += 1;
+                        if m.message.message.contains("can't find crate for `std`") {
+                            let name = m.target.name.clone();
+                            if !std_missing.contains(&name) {
+                                std_missing.push(name);
+                            }
+                        }
+                    }
+                }
+                Message::CompilerArtifact(a) => {
+                    let image = a
+                        .filenames
+                        .iter()
+                        .find(|f| matches!(f.extension(), Some("ptx") | Some("elf")))
+                        .map(|f| f.clone().into_std_path_buf());
+                    if let Some(image) = image {
+                        artifacts.push(DeviceArtifact {
+                            crate_name: a.target.name.replace('-', "_"),
+                            kinds: a.target.kind.iter().map(kind_name).collect(),
+                            src_path: a.target.src_path.clone().into_std_path_buf(),
+                            test: a.profile.test,
+                            image,
+                        });
+                    }
+                }
+                Message::TextLine(t) => eprintln!("{t}"),
+                _ => {}
+            }
+        }
+        let status = child.wait().map_err(|source| CliError::Spawn { program: self.tc.cargo.display().to_string(), source })?;
+        let _ = relay.join();
+        if self.verbose >= 2 {
+            if let Ok(log) = std::fs::read_to_string(self.link_log()) {
+                for l in log.lines() {
+                    status::status("Running", format!("device link: {l}"));
+                }
+            }
+        }
+        if !status.success() {
+            return Err(CliError::DeviceBuild {
+                what: format!("{} for {} {}, {errors} error(s)", self.tc.cargo.display(), self.triple, self.arch),
+                hints: hints_for(&std_missing),
+            });
+        }
+        Ok(artifacts)
+    }
+}
+
+fn kind_name(k: &TargetKind) -> String {
+    k.to_string()
+}
+
+/// What to do when crates failed for want of `std`.
+pub fn hints_for(std_missing: &[String]) -> Vec<String> {
+    let mut h = Vec::new();
+    if !std_missing.is_empty() {
+        let names = std_missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+        h.push(format!(
+            "{names} needed `std`, which GPU targets do not have. Keep host-only code out of the device pass with \
+             `#[offload::host]` (on `fn main`, `use std::…` and the like) or `#[cfg(not(offload_device))]`"
+        ));
+        h.push(
+            "a dependency that only host code uses goes under `[target.'cfg(not(offload_device))'.dependencies]` in \
+             Cargo.toml, so the device pass does not build it; one that kernels use must support `no_std`"
+                .into(),
+        );
+    }
+    h
+}
+
+/// Removes ANSI escape sequences (for matching cargo's colored lines).
+pub fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `<target-dir>/offload/<triple>-<arch>`: one device target directory per
+/// architecture, so switching `--arch` does not rebuild everything.
+pub fn device_target_dir(host_target_dir: &Path, triple: &str, arch: &str) -> PathBuf {
+    host_target_dir.join("offload").join(format!("{triple}-{arch}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_is_stripped() {
+        assert_eq!(strip_ansi("\x1b[1m\x1b[32m   Compiling\x1b[0m foo"), "   Compiling foo");
+    }
+
+    #[test]
+    fn std_hint_names_the_crates() {
+        let h = hints_for(&["rand".into()]);
+        assert!(h[0].starts_with("`rand` needed `std`"));
+        assert!(h[1].contains("cfg(not(offload_device))"));
+        assert!(hints_for(&[]).is_empty());
+    }
+}

@@ -1,0 +1,251 @@
+//! From a linked device image to an object file the host linker takes.
+//!
+//! For each final binary: the PTX from the device pass, a cubin assembled by
+//! `ptxas` where one is found (cached by the PTX's hash, so a rebuild that
+//! changed nothing runs no `ptxas`), both written as one bundle
+//! (`offload-image` format) into section `offload_images` of a relocatable
+//! ELF object. The host pass links that object into the binary (the rustc
+//! wrapper adds `-C link-arg=<object>`); `offload`'s runtime finds the
+//! section through `__start_offload_images`/`__stop_offload_images`.
+//! An object is rewritten only when its bytes change, so an unchanged image
+//! does not make cargo relink the binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use object::write::Object;
+use object::{Architecture, BinaryFormat, Endianness, SectionFlags, SectionKind};
+use offload_image::{ImageKind, OwnedImage};
+use serde::{Deserialize, Serialize};
+
+use crate::device::DeviceArtifact;
+use crate::errors::{CliError, Result};
+
+/// One entry of the map the host wrapper reads: which object goes into
+/// which final binary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ImageMapEntry {
+    pub crate_name: String,
+    /// Canonical path of the target's root source file.
+    pub src_path: PathBuf,
+    /// Built with the test harness.
+    pub test: bool,
+    pub object: PathBuf,
+    pub kernels: Vec<String>,
+}
+
+/// FNV-1a 64: a stable content hash for cache file names.
+pub fn fnv64(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in data {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T> {
+    r.map_err(|source| CliError::Io { path: path.to_path_buf(), source })
+}
+
+/// Writes `data` to `path` unless the file already holds exactly that.
+pub fn write_if_changed(path: &Path, data: &[u8]) -> Result<bool> {
+    if std::fs::read(path).ok().as_deref() == Some(data) {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent() {
+        io(dir, std::fs::create_dir_all(dir))?;
+    }
+    let tmp = path.with_extension("tmp");
+    io(&tmp, std::fs::write(&tmp, data))?;
+    io(path, std::fs::rename(&tmp, path))?;
+    Ok(true)
+}
+
+/// Result of assembling one PTX.
+pub enum Cubin {
+    Bytes(Vec<u8>),
+    /// ptxas cannot target this architecture (e.g. CUDA 13 dropped sm_50–sm_72).
+    Unsupported(String),
+}
+
+/// Assembles `ptx` for `arch` with `ptxas -O3`, cached under `cache_dir`.
+pub fn assemble(ptxas: &Path, ptx_path: &Path, ptx: &[u8], arch: &str, cache_dir: &Path) -> Result<Cubin> {
+    let key = format!("{:016x}-{arch}", fnv64(ptx));
+    let cached = cache_dir.join(format!("{key}.cubin"));
+    if let Ok(bytes) = std::fs::read(&cached) {
+        return Ok(Cubin::Bytes(bytes));
+    }
+    io(cache_dir, std::fs::create_dir_all(cache_dir))?;
+    let tmp = cache_dir.join(format!("{key}.cubin.tmp"));
+    let out = Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-O3")
+        .arg(ptx_path)
+        .arg("-o")
+        .arg(&tmp)
+        .output()
+        .map_err(|source| CliError::Spawn { program: ptxas.display().to_string(), source })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
+        if stderr.contains("is not defined for option 'gpu-name'") || stderr.contains("Unsupported gpu architecture") {
+            return Ok(Cubin::Unsupported(stderr));
+        }
+        return Err(CliError::Ptxas { ptx: ptx_path.to_path_buf(), arch: arch.into(), stderr });
+    }
+    io(&cached, std::fs::rename(&tmp, &cached))?;
+    io(&cached, std::fs::read(&cached)).map(Cubin::Bytes)
+}
+
+/// The ELF object carrying `bundle` in section `offload_images`, for the
+/// host architecture `arch` (`std::env::consts::ARCH` spelling).
+pub fn host_object(bundle: &[u8], arch: &str) -> Result<Vec<u8>> {
+    let architecture = match arch {
+        "x86_64" => Architecture::X86_64,
+        "aarch64" => Architecture::Aarch64,
+        "riscv64" => Architecture::Riscv64,
+        "powerpc64" => Architecture::PowerPc64,
+        other => return Err(CliError::Usage(format!("embedding device images is not supported on host architecture {other}"))),
+    };
+    let mut obj = Object::new(BinaryFormat::Elf, architecture, Endianness::Little);
+    let section = obj.add_section(Vec::new(), offload_image::SECTION_NAME.as_bytes().to_vec(), SectionKind::ReadOnlyData);
+    // SHF_ALLOC: loaded at run time; SHF_GNU_RETAIN: kept by --gc-sections
+    // (lld does not keep sections for __start_/__stop_ references alone).
+    obj.section_mut(section).flags =
+        SectionFlags::Elf { sh_flags: u64::from(object::elf::SHF_ALLOC) | u64::from(object::elf::SHF_GNU_RETAIN) };
+    obj.append_section_data(section, bundle, 8);
+    obj.write().map_err(|e| CliError::Usage(format!("could not write the image object: {e}")))
+}
+
+/// Embeds each artifact; returns the map for the host wrapper.
+pub fn embed(
+    artifacts: &[DeviceArtifact],
+    triple: &str,
+    arch: &str,
+    ptxas: Option<&Path>,
+    out_dir: &Path,
+    mut status: impl FnMut(&str, String),
+) -> Result<Vec<ImageMapEntry>> {
+    let mut map = Vec::new();
+    for a in artifacts {
+        let bytes = io(&a.image, std::fs::read(&a.image))?;
+        let (kind, kernels) = if triple.starts_with("nvptx") {
+            let text = String::from_utf8_lossy(&bytes);
+            (ImageKind::Ptx, offload_image::ptx_entries(&text))
+        } else {
+            (ImageKind::AmdgpuElf, elf_kernels(&bytes))
+        };
+        let kernels: Vec<String> =
+            kernels.into_iter().filter(|k| k.starts_with(offload_linker::KERNEL_PREFIX)).collect();
+        let mut images = Vec::new();
+        let mut payload = bytes.clone();
+        if kind == ImageKind::Ptx {
+            payload.push(0);
+        }
+        images.push(OwnedImage { kind, triple: triple.into(), arch: arch.into(), kernels: kernels.clone(), bytes: payload });
+        let mut what = vec![format!("{kind} {arch}")];
+        if let (ImageKind::Ptx, Some(ptxas)) = (kind, ptxas) {
+            if !kernels.is_empty() {
+                match assemble(ptxas, &a.image, &bytes, arch, &out_dir.join("cubin-cache"))? {
+                    Cubin::Bytes(cubin) => {
+                        images.push(OwnedImage {
+                            kind: ImageKind::Cubin,
+                            triple: triple.into(),
+                            arch: arch.into(),
+                            kernels: kernels.clone(),
+                            bytes: cubin,
+                        });
+                        what.push(format!("cubin {arch}"));
+                    }
+                    Cubin::Unsupported(why) => {
+                        crate::status::warn(format!("ptxas cannot assemble for {arch}; embedding PTX only ({why})"))
+                    }
+                }
+            }
+        }
+        let bundle = offload_image::write_bundle(&images);
+        let object = host_object(&bundle, std::env::consts::ARCH)?;
+        let src = std::fs::canonicalize(&a.src_path).unwrap_or_else(|_| a.src_path.clone());
+        let tag = format!("{:08x}", fnv64(src.to_string_lossy().as_bytes()) as u32);
+        let kind_tag = if a.test { "test" } else { a.kinds.first().map(String::as_str).unwrap_or("bin") };
+        let path = out_dir.join(format!("{}-{kind_tag}-{tag}.o", a.crate_name));
+        write_if_changed(&path, &object)?;
+        status(
+            "Embedding",
+            format!("device image in {} ({}; {} kernel(s))", a.describe(), what.join(" + "), kernels.len()),
+        );
+        map.push(ImageMapEntry { crate_name: a.crate_name.clone(), src_path: src, test: a.test, object: path, kernels });
+    }
+    Ok(map)
+}
+
+/// Kernel symbols of an AMD GPU code object: ELF symbols with a `.kd`
+/// (kernel descriptor) twin, named without the suffix.
+pub fn elf_kernels(bytes: &[u8]) -> Vec<String> {
+    use object::{Object as _, ObjectSymbol};
+    let Ok(file) = object::File::parse(bytes) else { return Vec::new() };
+    let mut k: Vec<String> = file
+        .symbols()
+        .filter_map(|s| s.name().ok().and_then(|n| n.strip_suffix(".kd")).map(String::from))
+        .collect();
+    k.sort();
+    k.dedup();
+    k
+}
+
+/// Writes the map the host wrapper reads.
+pub fn write_map(path: &Path, map: &[ImageMapEntry]) -> Result<()> {
+    let json = serde_json::to_vec_pretty(map).expect("serializable");
+    write_if_changed(path, &json).map(|_| ())
+}
+
+/// Reads the map (host wrapper side).
+pub fn read_map(path: &Path) -> Option<Vec<ImageMapEntry>> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// Default location of the map for one invocation.
+pub fn map_path(images_dir: &Path, profile_tag: &str) -> PathBuf {
+    images_dir.join(format!("image-map-{profile_tag}.json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object::{Object as _, ObjectSection};
+
+    #[test]
+    fn object_holds_the_bundle_in_its_section() {
+        let bundle = offload_image::write_bundle(&[OwnedImage {
+            kind: ImageKind::Ptx,
+            triple: "nvptx64-nvidia-cuda".into(),
+            arch: "sm_90".into(),
+            kernels: vec!["__offload_kernel_x".into()],
+            bytes: b".version 7.8\0".to_vec(),
+        }]);
+        let obj = host_object(&bundle, "x86_64").unwrap();
+        let file = object::File::parse(&*obj).unwrap();
+        let sec = file.section_by_name("offload_images").expect("section");
+        assert_eq!(sec.data().unwrap(), &bundle[..]);
+        assert_eq!(sec.align(), 8);
+        match sec.flags() {
+            SectionFlags::Elf { sh_flags } => {
+                assert_ne!(sh_flags & u64::from(object::elf::SHF_ALLOC), 0);
+                assert_ne!(sh_flags & u64::from(object::elf::SHF_GNU_RETAIN), 0);
+            }
+            f => panic!("{f:?}"),
+        }
+        let (imgs, _) = offload_image::read_bundle(sec.data().unwrap()).unwrap();
+        assert_eq!(imgs[0].kernel_names().collect::<Vec<_>>(), ["__offload_kernel_x"]);
+    }
+
+    #[test]
+    fn unchanged_files_are_not_rewritten() {
+        let dir = std::env::temp_dir().join(format!("offload-embed-{}", std::process::id()));
+        let p = dir.join("x.o");
+        assert!(write_if_changed(&p, b"abc").unwrap());
+        assert!(!write_if_changed(&p, b"abc").unwrap());
+        assert!(write_if_changed(&p, b"abd").unwrap());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

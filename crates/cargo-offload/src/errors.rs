@@ -1,0 +1,118 @@
+//! Errors of `cargo offload` and its exit codes, documented in one place.
+//!
+//! | code | meaning |
+//! | --- | --- |
+//! | 0 | success |
+//! | 1 | an I/O or internal error (message says which file or step) |
+//! | 2 | bad command line (printed by clap) |
+//! | 3 | the device toolchain is incomplete (rustc with rust-src, LLVM tools) |
+//! | 4 | the device pass failed to compile or link |
+//! | 5 | the selected binaries define no kernels |
+//! | 6 | embedding the device image failed (ptxas, object writing) |
+//! | other | the host `cargo` (or the program it ran) exited with this code |
+
+use std::path::PathBuf;
+
+use offload_linker::ToolError;
+
+/// Exit codes; see the module docs.
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const INTERNAL: i32 = 1;
+    pub const USAGE: i32 = 2;
+    pub const SETUP: i32 = 3;
+    pub const DEVICE_BUILD: i32 = 4;
+    pub const NO_KERNELS: i32 = 5;
+    pub const EMBED: i32 = 6;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("no device compiler found: tried {tried}")]
+    NoDeviceRustc { tried: String, hint: String },
+
+    #[error("`{rustc}` has no library sources (rust-src), which `-Zbuild-std=core` needs to build `core` for the GPU")]
+    MissingRustSrc { rustc: PathBuf, hint: String },
+
+    #[error(transparent)]
+    Tools(#[from] ToolError),
+
+    #[error("unknown --arch `{arch}` for {target}")]
+    UnknownArch { arch: String, target: String, known: Vec<String> },
+
+    #[error("unknown device target `{0}`: use nvptx64-nvidia-cuda (NVIDIA) or amdgcn-amd-amdhsa (AMD)")]
+    UnknownTarget(String),
+
+    #[error("the device pass failed ({what})")]
+    DeviceBuild { what: String, hints: Vec<String> },
+
+    #[error("no kernels: {binaries} define(s) no `#[offload::kernel]` function")]
+    NoKernels { binaries: String },
+
+    #[error("could not run `{program}`: {source}")]
+    Spawn { program: String, #[source] source: std::io::Error },
+
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, #[source] source: std::io::Error },
+
+    #[error("`cargo metadata` failed: {0}")]
+    Metadata(String),
+
+    #[error("ptxas failed to assemble {} for {arch}:\n{stderr}", ptx.display())]
+    Ptxas { ptx: PathBuf, arch: String, stderr: String },
+
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::NoDeviceRustc { .. } | CliError::MissingRustSrc { .. } | CliError::Tools(_) => exit::SETUP,
+            CliError::UnknownArch { .. } | CliError::UnknownTarget(_) | CliError::Usage(_) => exit::USAGE,
+            CliError::DeviceBuild { .. } => exit::DEVICE_BUILD,
+            CliError::NoKernels { .. } => exit::NO_KERNELS,
+            CliError::Ptxas { .. } => exit::EMBED,
+            CliError::Spawn { .. } | CliError::Io { .. } | CliError::Metadata(_) => exit::INTERNAL,
+        }
+    }
+
+    /// What to do about it, printed under the error.
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            CliError::NoDeviceRustc { hint, .. } | CliError::MissingRustSrc { hint, .. } => vec![hint.clone()],
+            CliError::UnknownArch { known, target, .. } => {
+                let example = if target.starts_with("nvptx") { "sm_90" } else { "gfx90a" };
+                vec![
+                    format!("architectures LLVM knows for {target}: {}", known.join(", ")),
+                    format!("pass your GPU's, e.g. `--arch {example}` (NVIDIA: `nvidia-smi --query-gpu=compute_cap --format=csv` prints 9.0 for sm_90)"),
+                ]
+            }
+            CliError::DeviceBuild { hints, .. } => hints.clone(),
+            CliError::NoKernels { .. } => vec![
+                "mark a function `#[offload::kernel]` and launch it from host code, e.g. `my_kernel(offload::for_len(n), &x, &mut y)?`".into(),
+            ],
+            CliError::Ptxas { .. } => vec![
+                "the PTX itself is kept; set OFFLOAD_PTXAS= (empty) to skip assembling cubins and let the driver JIT-compile the PTX".into(),
+            ],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Prints the error once, with its causes and hints, the way cargo does.
+    pub fn report(&self) {
+        use std::error::Error as _;
+        let mut msg = format!("{}{self}", crate::status::error_prefix());
+        let mut source = self.source();
+        while let Some(s) = source {
+            msg.push_str(&format!("\n\nCaused by:\n  {s}"));
+            source = s.source();
+        }
+        for h in self.hints() {
+            msg.push_str(&format!("\n  = help: {h}"));
+        }
+        eprintln!("{msg}");
+    }
+}
+
+pub type Result<T, E = CliError> = std::result::Result<T, E>;

@@ -1,0 +1,105 @@
+//! The host pass: the user's own `cargo build|run|test`, with cargo-offload
+//! as `RUSTC_WORKSPACE_WRAPPER` so that each final binary of the workspace
+//! links its device image (see `wrapper.rs`). Dependencies outside the
+//! workspace are compiled exactly as a plain `cargo build` compiles them and
+//! share its cache.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::cli::CargoOpts;
+use crate::errors::{CliError, Result};
+use crate::status;
+use crate::wrapper::{INNER_VAR, MAP_VAR, PHASE_VAR};
+
+/// What the host cargo does.
+#[derive(Debug, Clone)]
+pub enum Action {
+    Build,
+    Run { args: Vec<String> },
+    Test { no_run: bool, filter: Option<String>, args: Vec<String> },
+}
+
+pub struct HostPass<'a> {
+    pub cargo: &'a CargoOpts,
+    pub action: &'a Action,
+    pub wrapper: &'a Path,
+    pub map: &'a Path,
+    pub verbose: u8,
+}
+
+impl HostPass<'_> {
+    /// The cargo that ran `cargo offload` (`$CARGO`), else `cargo`.
+    fn cargo_program(&self) -> String {
+        std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+    }
+
+    pub fn args(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        match self.action {
+            Action::Build => a.push("build".into()),
+            Action::Run { .. } => a.push("run".into()),
+            Action::Test { no_run, filter, .. } => {
+                a.push("test".into());
+                if *no_run {
+                    a.push("--no-run".into());
+                }
+                if let Some(f) = filter {
+                    a.push(f.clone());
+                }
+            }
+        }
+        a.extend(self.cargo.to_args(false));
+        if self.verbose >= 1 {
+            a.push("-v".into());
+        }
+        let trailing = match self.action {
+            Action::Run { args } | Action::Test { args, .. } => args.as_slice(),
+            Action::Build => &[],
+        };
+        if !trailing.is_empty() {
+            a.push("--".into());
+            a.extend(trailing.iter().cloned());
+        }
+        a
+    }
+
+    fn env(&self) -> Vec<(String, String, &'static str)> {
+        let mut e = vec![
+            (
+                "RUSTC_WORKSPACE_WRAPPER".to_string(),
+                self.wrapper.display().to_string(),
+                "links each final binary's device image (workspace members only; dependencies stay shared with plain cargo)",
+            ),
+            (PHASE_VAR.into(), "host".into(), "tells the wrapper which pass it serves"),
+            (MAP_VAR.into(), self.map.display().to_string(), "which image object goes into which binary"),
+        ];
+        if let Some(w) = std::env::var_os("RUSTC_WORKSPACE_WRAPPER").filter(|w| !w.is_empty()) {
+            e.push((INNER_VAR.into(), w.to_string_lossy().into_owned(), "your RUSTC_WORKSPACE_WRAPPER, chained"));
+        }
+        e
+    }
+
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        for (k, v, why) in self.env() {
+            s.push_str(&format!("  {k}={v}    # {why}\n"));
+        }
+        s.push_str(&format!("  {} {}", self.cargo_program(), self.args().join(" ")));
+        s
+    }
+
+    /// Runs the host cargo with inherited stdio; returns its exit code.
+    pub fn run(&self) -> Result<i32> {
+        if self.verbose >= 1 {
+            status::status("Running", format!("host pass:\n{}", self.render()));
+        }
+        let mut cmd = Command::new(self.cargo_program());
+        cmd.args(self.args());
+        for (k, v, _) in self.env() {
+            cmd.env(k, v);
+        }
+        let status = cmd.status().map_err(|source| CliError::Spawn { program: self.cargo_program(), source })?;
+        Ok(status.code().unwrap_or(101))
+    }
+}

@@ -1,0 +1,376 @@
+//! The rustc wrapper: a phase dispatcher (cargo-miri's `phases.rs` is the
+//! model).
+//!
+//! Who calls whom:
+//!
+//! ```text
+//! user ─ cargo offload run ─ cargo-offload (CLI)
+//!          ├─ device cargo ─ cargo-offload (wrapper, __OFFLOAD_PHASE=device) ─ device rustc ─ offload-linker
+//!          ├─ embed: PTX (+ ptxas cubin) → bundle → ELF object per final binary
+//!          └─ host cargo ─── cargo-offload (wrapper, __OFFLOAD_PHASE=host) ─── host rustc ─── system linker
+//! ```
+//!
+//! Cargo runs a wrapper as `<wrapper> <rustc> <args…>`. In both phases,
+//! cargo's probes (`--print …`, `-vV`) pass through untouched, and a wrapper
+//! the user had set (`RUSTC_WRAPPER`, e.g. sccache) is chained, not replaced.
+//!
+//! Device phase, for crates compiled for the GPU target (host-side build
+//! scripts and proc macros pass through):
+//! - crates from the sysroot (`core`, `compiler_builtins`) pass through;
+//! - a final crate becomes a `cdylib`, as rustc's `std::offload` does in
+//!   `collect_crate_types`: `--crate-type bin` → `cdylib`, and a test
+//!   target's `--test` → `--crate-type cdylib --cfg test` (the test harness
+//!   needs `std`; the kernels do not). The linker of a `cdylib` hears which
+//!   symbols to export; the kernels would otherwise be internalized away;
+//! - `#![no_std]` is added to every other crate whose root file does not
+//!   mention `no_std` itself.
+//!
+//! Host phase (workspace members only, through `RUSTC_WORKSPACE_WRAPPER`):
+//! - `--check-cfg cfg(offload_device)` is added, so `#[cfg(offload_device)]`
+//!   does not warn;
+//! - a final crate (`bin`, or `--test`) with an image in the map gets
+//!   `-C link-arg=<image object>`, and after rustc succeeds, the object is
+//!   added to the first rule of rustc's dep-info file, so cargo relinks the
+//!   binary when the image changes.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::embed::{read_map, ImageMapEntry};
+
+pub const PHASE_VAR: &str = "__OFFLOAD_PHASE";
+pub const MAP_VAR: &str = "__OFFLOAD_IMAGE_MAP";
+pub const INNER_VAR: &str = "__OFFLOAD_INNER_WRAPPER";
+
+/// Whether this process was started by cargo as a rustc wrapper.
+pub fn is_wrapper_invocation(args: &[OsString]) -> bool {
+    std::env::var_os(PHASE_VAR).is_some() && args.len() >= 2 && args[1] != "offload"
+}
+
+/// `--print …`, `-vV`, `-V`, `--version`: cargo's probes.
+pub fn is_query(args: &[String]) -> bool {
+    args.iter().any(|a| a.starts_with("--print") || a == "-vV" || a == "-V" || a == "--version")
+        || args.iter().any(|a| a == "-")
+}
+
+/// The value of `--flag value` or `--flag=value`.
+pub fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == flag {
+            return it.next().map(String::as_str);
+        }
+        if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Every value of `flag`.
+pub fn flag_values<'a>(args: &'a [String], flag: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == flag {
+            if let Some(v) = it.next() {
+                out.push(v.as_str());
+            }
+        } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Flags of rustc that take their value as the next argument.
+const VALUE_FLAGS: &[&str] = &[
+    "--crate-name", "--crate-type", "--edition", "--emit", "--out-dir", "-o", "--target", "-L", "-l", "--extern",
+    "--cfg", "--check-cfg", "-C", "--codegen", "-Z", "--cap-lints", "--error-format", "--json", "-W", "-A", "-D",
+    "-F", "--warn", "--allow", "--deny", "--forbid", "--remap-path-prefix", "--explain", "--diagnostic-width", "--color",
+];
+
+/// The crate root source file: the first positional argument.
+pub fn source_file(args: &[String]) -> Option<&str> {
+    let mut skip = false;
+    for a in args {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if VALUE_FLAGS.contains(&a.as_str()) {
+            skip = true;
+            continue;
+        }
+        if !a.starts_with('-') && a.ends_with(".rs") {
+            return Some(a);
+        }
+    }
+    None
+}
+
+pub fn is_gpu_target(args: &[String]) -> bool {
+    flag_value(args, "--target").is_some_and(|t| t.starts_with("nvptx") || t.starts_with("amdgcn"))
+}
+
+/// Whether the root file declares `no_std` itself (`#![no_std]` or inside
+/// `cfg_attr`); then adding it again would only warn.
+pub fn declares_no_std(src: &str) -> bool {
+    src.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("#![") && l.contains("no_std")
+    })
+}
+
+/// A crate of the sysroot (built by `-Zbuild-std`).
+fn is_sysroot_crate(args: &[String]) -> bool {
+    let Some(src) = source_file(args) else { return false };
+    let Some(sysroot) = std::env::var_os("OFFLOAD_SYSROOT") else { return false };
+    let lib = PathBuf::from(sysroot).join("lib/rustlib/src");
+    let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
+    let src = std::fs::canonicalize(src).unwrap_or_else(|_| PathBuf::from(src));
+    src.starts_with(&lib)
+}
+
+/// The device phase's rewrite of a rustc command line (see the module docs).
+pub fn device_args(args: &[String], root_src: Option<&str>) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len() + 4);
+    let mut it = args.iter().peekable();
+    let mut test = false;
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--test" => test = true,
+            "--crate-type" => {
+                let v = it.next().cloned().unwrap_or_default();
+                out.push(a.clone());
+                out.push(if v == "bin" { "cdylib".into() } else { v });
+            }
+            s if s == "--crate-type=bin" => out.push("--crate-type=cdylib".into()),
+            _ => out.push(a.clone()),
+        }
+    }
+    if test {
+        out.push("--crate-type".into());
+        out.push("cdylib".into());
+        out.push("--cfg".into());
+        out.push("test".into());
+    }
+    let declares = root_src.map(declares_no_std).unwrap_or(false);
+    if !declares {
+        out.push("-Zcrate-attr=no_std".into());
+    }
+    out
+}
+
+/// Inserts `dep` into the first rule of a Makefile-style dep-info file
+/// (the one cargo reads), and adds an empty rule for it.
+pub fn add_dep_info(contents: &str, dep: &Path) -> String {
+    let escaped = dep.display().to_string().replace(' ', "\\ ");
+    let mut out = String::with_capacity(contents.len() + 2 * escaped.len() + 8);
+    let mut done = false;
+    for line in contents.lines() {
+        out.push_str(line);
+        if !done && !line.starts_with('#') && (line.contains(": ") || line.ends_with(':')) {
+            out.push(' ');
+            out.push_str(&escaped);
+            done = true;
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str(&escaped);
+    out.push_str(":\n");
+    out
+}
+
+fn dep_info_path(args: &[String]) -> Option<PathBuf> {
+    let emits = flag_values(args, "--emit");
+    if !emits.iter().any(|e| e.split(',').any(|k| k.starts_with("dep-info"))) {
+        return None;
+    }
+    let out_dir = flag_value(args, "--out-dir")?;
+    let name = flag_value(args, "--crate-name")?;
+    let extra = flag_values(args, "-C")
+        .into_iter()
+        .find_map(|c| c.strip_prefix("extra-filename="))
+        .unwrap_or("")
+        .to_string();
+    Some(Path::new(out_dir).join(format!("{name}{extra}.d")))
+}
+
+/// The map entry for this compilation, if it is a final crate with an image.
+pub fn find_image<'m>(args: &[String], map: &'m [ImageMapEntry]) -> Option<&'m ImageMapEntry> {
+    let name = flag_value(args, "--crate-name")?;
+    let test = args.iter().any(|a| a == "--test");
+    let is_bin = flag_values(args, "--crate-type").contains(&"bin");
+    if !test && !is_bin {
+        return None;
+    }
+    let src = source_file(args)?;
+    let src = std::fs::canonicalize(src).unwrap_or_else(|_| PathBuf::from(src));
+    map.iter().find(|e| e.crate_name == name && e.test == test && e.src_path == src)
+}
+
+/// The host phase's rewrite; returns the image object to record, if any.
+pub fn host_args(args: &[String], map: &[ImageMapEntry]) -> (Vec<String>, Option<PathBuf>) {
+    let mut out = args.to_vec();
+    out.push("--check-cfg".into());
+    out.push("cfg(offload_device)".into());
+    match find_image(args, map) {
+        Some(e) => {
+            out.push("-C".into());
+            out.push(format!("link-arg={}", e.object.display()));
+            (out, Some(e.object.clone()))
+        }
+        None => (out, None),
+    }
+}
+
+fn command(rustc: &str, args: &[String]) -> Command {
+    match std::env::var_os(INNER_VAR).filter(|w| !w.is_empty()) {
+        Some(inner) => {
+            let mut c = Command::new(inner);
+            c.arg(rustc).args(args);
+            c
+        }
+        None => {
+            let mut c = Command::new(rustc);
+            c.args(args);
+            c
+        }
+    }
+}
+
+fn run(rustc: &str, args: &[String]) -> i32 {
+    match command(rustc, args).status() {
+        Ok(s) => s.code().unwrap_or(101),
+        Err(e) => {
+            eprintln!("error: cargo-offload: could not run `{rustc}`: {e}");
+            101
+        }
+    }
+}
+
+/// The wrapper's `main`.
+pub fn main(argv: Vec<OsString>) -> i32 {
+    let argv: Vec<String> = argv.into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let rustc = argv[1].clone();
+    let args = &argv[2..];
+    if is_query(args) {
+        return run(&rustc, args);
+    }
+    match std::env::var(PHASE_VAR).as_deref() {
+        Ok("device") => {
+            if !is_gpu_target(args) || is_sysroot_crate(args) {
+                return run(&rustc, args);
+            }
+            let root = source_file(args).and_then(|p| std::fs::read_to_string(p).ok());
+            run(&rustc, &device_args(args, root.as_deref()))
+        }
+        Ok("host") => {
+            let map = std::env::var_os(MAP_VAR).and_then(|p| read_map(Path::new(&p))).unwrap_or_default();
+            let (new_args, object) = host_args(args, &map);
+            let code = run(&rustc, &new_args);
+            if code == 0 {
+                if let (Some(obj), Some(d)) = (object, dep_info_path(args)) {
+                    if let Ok(contents) = std::fs::read_to_string(&d) {
+                        let _ = std::fs::write(&d, add_dep_info(&contents, &obj));
+                    }
+                }
+            }
+            code
+        }
+        _ => run(&rustc, args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn probes_pass_through() {
+        assert!(is_query(&v("- --crate-name ___ --print=file-names --crate-type bin")));
+        assert!(is_query(&v("-vV")));
+        assert!(!is_query(&v("--crate-name a src/main.rs --crate-type bin")));
+    }
+
+    #[test]
+    fn finds_the_source_file() {
+        let a = v("--crate-name foo --edition=2021 src/main.rs --error-format=json --crate-type bin -C opt-level=3 --cfg x.rs");
+        assert_eq!(source_file(&a), Some("src/main.rs"));
+        assert_eq!(source_file(&v("--cfg a.rs --crate-name b")), None);
+    }
+
+    #[test]
+    fn device_rewrites() {
+        let a = v("--crate-name s --edition=2021 src/main.rs --crate-type bin --target nvptx64-nvidia-cuda");
+        assert_eq!(
+            device_args(&a, Some("fn main() {}")),
+            v("--crate-name s --edition=2021 src/main.rs --crate-type cdylib --target nvptx64-nvidia-cuda -Zcrate-attr=no_std")
+        );
+        let t = v("--crate-name s src/main.rs --test --target nvptx64-nvidia-cuda");
+        assert_eq!(
+            device_args(&t, Some("#![cfg_attr(not(feature = \"std\"), no_std)]")),
+            v("--crate-name s src/main.rs --target nvptx64-nvidia-cuda --crate-type cdylib --cfg test")
+        );
+        let l = v("--crate-name l src/lib.rs --crate-type lib --target nvptx64-nvidia-cuda");
+        assert_eq!(device_args(&l, Some("#![no_std]\n")), l);
+        assert!(is_gpu_target(&a));
+        assert!(!is_gpu_target(&v("--crate-name build_script_build build.rs --crate-type bin")));
+    }
+
+    #[test]
+    fn host_adds_the_image_of_final_crates_only() {
+        let dir = std::env::temp_dir().join(format!("offload-wrap-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        let main = dir.join("src/main.rs");
+        std::fs::write(&main, "fn main() {}").unwrap();
+        let main = std::fs::canonicalize(&main).unwrap();
+        let entry = ImageMapEntry {
+            crate_name: "s".into(),
+            src_path: main.clone(),
+            test: false,
+            object: "/img/s.o".into(),
+            kernels: vec![],
+        };
+        let map = vec![entry];
+        let bin = vec![
+            "--crate-name".to_string(),
+            "s".into(),
+            main.display().to_string(),
+            "--crate-type".into(),
+            "bin".into(),
+        ];
+        let (args, obj) = host_args(&bin, &map);
+        assert_eq!(obj, Some(PathBuf::from("/img/s.o")));
+        assert!(args.ends_with(&["-C".to_string(), "link-arg=/img/s.o".to_string()]));
+        // the unit-test build of the same bin has no image in this map
+        let mut test = bin.clone();
+        test.truncate(3);
+        test.push("--test".into());
+        assert_eq!(host_args(&test, &map).1, None);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn dep_info_gains_the_image() {
+        let d = "/t/deps/s-1.d: src/main.rs src/k.rs\n\nsrc/main.rs:\nsrc/k.rs:\n\n# env-dep:X=1\n";
+        let out = add_dep_info(d, Path::new("/t/img dir/s.o"));
+        assert!(out.starts_with("/t/deps/s-1.d: src/main.rs src/k.rs /t/img\\ dir/s.o\n"));
+        assert!(out.ends_with("/t/img\\ dir/s.o:\n"));
+        assert_eq!(out.matches("s.o").count(), 2);
+    }
+
+    #[test]
+    fn dep_info_path_from_args() {
+        let a = v("--crate-name s src/main.rs --emit=dep-info,link -C extra-filename=-abc --out-dir /t/deps");
+        assert_eq!(dep_info_path(&a), Some(PathBuf::from("/t/deps/s-abc.d")));
+        assert_eq!(dep_info_path(&v("--crate-name s --emit=link --out-dir /t")), None);
+    }
+}

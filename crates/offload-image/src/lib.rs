@@ -1,0 +1,486 @@
+//! The device-image container that `cargo offload` embeds in a host binary.
+//!
+//! One final binary (bin, test, example, bench) carries one *bundle*: a small
+//! versioned header followed by a table of images of the same kernels, each
+//! for one device kind and architecture (PTX for `sm_80`, a cubin for `sm_90`,
+//! an AMD GPU code object for `gfx90a`, ...). The runtime picks one image for
+//! the device it finds (see [`select`]). The shape follows LLVM's
+//! `OffloadBinary` (`llvm/include/llvm/Object/OffloadBinary.h`): a fixed
+//! header, fixed-size entries, strings and payloads addressed by offset.
+//!
+//! # Layout
+//!
+//! All integers are little-endian; every offset is in bytes from the start of
+//! the bundle; the bundle's total size is a multiple of 8 so that bundles can
+//! be concatenated in one linker section without padding.
+//!
+//! ```text
+//! struct Header {            // 32 bytes
+//!     magic:   [u8; 8],      // b"OFLDIMG\0"
+//!     version: u32,          // FORMAT_VERSION (1)
+//!     count:   u32,          // number of Entry records that follow
+//!     size:    u64,          // total bundle size in bytes, header included
+//!     reserved: u64,         // 0
+//! }
+//! struct Entry {             // 48 bytes, `count` of them right after the header
+//!     kind:    u32,          // ImageKind: 1 = PTX, 2 = cubin, 3 = AMD GPU code object
+//!     flags:   u32,          // 0
+//!     triple:  (u32, u32),   // (offset, len) of the UTF-8 target triple
+//!     arch:    (u32, u32),   // (offset, len) of the UTF-8 architecture, e.g. "sm_90"
+//!     kernels: (u32, u32),   // (offset, len) of '\n'-separated kernel symbols
+//!     image:   (u64, u64),   // (offset, len) of the image bytes
+//! }
+//! // then strings and image payloads, in any order, each 8-byte aligned
+//! ```
+#![forbid(unsafe_code)]
+
+use std::fmt;
+
+/// The magic bytes a bundle starts with.
+pub const MAGIC: [u8; 8] = *b"OFLDIMG\0";
+/// The layout version this crate reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// Size in bytes of [`Header`](self#layout).
+pub const HEADER_SIZE: usize = 32;
+/// Size in bytes of one entry record.
+pub const ENTRY_SIZE: usize = 48;
+/// Name of the linker section that holds bundles in an ELF host binary.
+pub const SECTION_NAME: &str = "offload_images";
+
+/// What an image holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ImageKind {
+    /// PTX assembly text; the CUDA driver compiles it for the GPU at load time
+    /// (JIT), so it runs on any GPU whose SM version is at least `arch`.
+    Ptx,
+    /// A cubin (CUDA ELF with SASS) for exactly one SM major version: it runs on
+    /// `sm_XY` GPUs with the same X and a minor version >= Y (CUDA C
+    /// Programming Guide, "Binary Compatibility").
+    Cubin,
+    /// An AMD GPU code object (HSA ELF) for one `gfx` architecture.
+    AmdgpuElf,
+}
+
+impl ImageKind {
+    fn code(self) -> u32 {
+        match self {
+            ImageKind::Ptx => 1,
+            ImageKind::Cubin => 2,
+            ImageKind::AmdgpuElf => 3,
+        }
+    }
+
+    fn from_code(code: u32) -> Option<Self> {
+        match code {
+            1 => Some(ImageKind::Ptx),
+            2 => Some(ImageKind::Cubin),
+            3 => Some(ImageKind::AmdgpuElf),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ImageKind::Ptx => "PTX",
+            ImageKind::Cubin => "cubin",
+            ImageKind::AmdgpuElf => "AMD GPU code object",
+        })
+    }
+}
+
+/// One image of a bundle, borrowed from the bundle's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Image<'a> {
+    pub kind: ImageKind,
+    /// Target triple, e.g. `nvptx64-nvidia-cuda`.
+    pub triple: &'a str,
+    /// Architecture, e.g. `sm_90` or `gfx90a`.
+    pub arch: &'a str,
+    /// Kernel symbols defined by the image, '\n'-separated.
+    pub kernels: &'a str,
+    /// The image itself (PTX text, cubin or code object bytes).
+    pub bytes: &'a [u8],
+}
+
+impl<'a> Image<'a> {
+    /// The kernel entry symbols of this image.
+    pub fn kernel_names(&self) -> impl Iterator<Item = &'a str> {
+        self.kernels.split('\n').filter(|s| !s.is_empty())
+    }
+}
+
+/// An image to be written into a bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedImage {
+    pub kind: ImageKind,
+    pub triple: String,
+    pub arch: String,
+    pub kernels: Vec<String>,
+    pub bytes: Vec<u8>,
+}
+
+/// Why a byte string is not a valid bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FormatError {
+    /// Fewer bytes than the header or an entry says there are.
+    Truncated { needed: usize, have: usize },
+    /// The bundle does not start with [`MAGIC`].
+    BadMagic,
+    /// The bundle was written by a newer `cargo offload`.
+    UnsupportedVersion(u32),
+    /// An entry's kind code is unknown.
+    UnknownKind(u32),
+    /// An entry points outside the bundle.
+    OutOfBounds { entry: usize, field: &'static str },
+    /// A string field is not UTF-8.
+    NotUtf8 { entry: usize, field: &'static str },
+    /// The bundle's size field is not a multiple of 8 or smaller than its table.
+    BadSize(u64),
+}
+
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FormatError::Truncated { needed, have } => {
+                write!(f, "device image bundle is truncated: needs {needed} bytes, has {have}")
+            }
+            FormatError::BadMagic => f.write_str("not a device image bundle (bad magic bytes)"),
+            FormatError::UnsupportedVersion(v) => write!(
+                f,
+                "device image bundle has format version {v}, this runtime reads version {FORMAT_VERSION}; rebuild with the same `cargo offload` as the `offload` crate"
+            ),
+            FormatError::UnknownKind(k) => write!(f, "device image has unknown kind code {k}"),
+            FormatError::OutOfBounds { entry, field } => {
+                write!(f, "device image entry {entry}: field `{field}` points outside the bundle")
+            }
+            FormatError::NotUtf8 { entry, field } => {
+                write!(f, "device image entry {entry}: field `{field}` is not UTF-8")
+            }
+            FormatError::BadSize(s) => write!(f, "device image bundle has an invalid size {s}"),
+        }
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+fn align8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+/// Serializes images into one bundle (see the [layout](self#layout)).
+pub fn write_bundle(images: &[OwnedImage]) -> Vec<u8> {
+    let table_end = HEADER_SIZE + ENTRY_SIZE * images.len();
+    let mut out = vec![0u8; table_end];
+    let mut entries = Vec::with_capacity(images.len());
+    let push = |out: &mut Vec<u8>, data: &[u8]| -> (usize, usize) {
+        let off = out.len();
+        out.extend_from_slice(data);
+        out.resize(align8(out.len()), 0);
+        (off, data.len())
+    };
+    for image in images {
+        let triple = push(&mut out, image.triple.as_bytes());
+        let arch = push(&mut out, image.arch.as_bytes());
+        let kernels = push(&mut out, image.kernels.join("\n").as_bytes());
+        let bytes = push(&mut out, &image.bytes);
+        entries.push((image.kind, triple, arch, kernels, bytes));
+    }
+    let size = out.len() as u64;
+    out[0..8].copy_from_slice(&MAGIC);
+    out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out[12..16].copy_from_slice(&(images.len() as u32).to_le_bytes());
+    out[16..24].copy_from_slice(&size.to_le_bytes());
+    for (i, (kind, triple, arch, kernels, bytes)) in entries.into_iter().enumerate() {
+        let e = &mut out[HEADER_SIZE + i * ENTRY_SIZE..HEADER_SIZE + (i + 1) * ENTRY_SIZE];
+        e[0..4].copy_from_slice(&kind.code().to_le_bytes());
+        let mut put32 = |at: usize, (off, len): (usize, usize)| {
+            e[at..at + 4].copy_from_slice(&(off as u32).to_le_bytes());
+            e[at + 4..at + 8].copy_from_slice(&(len as u32).to_le_bytes());
+        };
+        put32(8, triple);
+        put32(16, arch);
+        put32(24, kernels);
+        e[32..40].copy_from_slice(&(bytes.0 as u64).to_le_bytes());
+        e[40..48].copy_from_slice(&(bytes.1 as u64).to_le_bytes());
+    }
+    out
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Reads one bundle from the start of `bytes`; returns its images and its size.
+pub fn read_bundle(bytes: &[u8]) -> Result<(Vec<Image<'_>>, usize), FormatError> {
+    if bytes.len() < HEADER_SIZE {
+        return Err(FormatError::Truncated { needed: HEADER_SIZE, have: bytes.len() });
+    }
+    if bytes[0..8] != MAGIC {
+        return Err(FormatError::BadMagic);
+    }
+    let version = u32_at(bytes, 8);
+    if version != FORMAT_VERSION {
+        return Err(FormatError::UnsupportedVersion(version));
+    }
+    let count = u32_at(bytes, 12) as usize;
+    let size64 = u64_at(bytes, 16);
+    let table_end = HEADER_SIZE.saturating_add(count.saturating_mul(ENTRY_SIZE));
+    if size64 % 8 != 0 || size64 < table_end as u64 {
+        return Err(FormatError::BadSize(size64));
+    }
+    let size = usize::try_from(size64).map_err(|_| FormatError::BadSize(size64))?;
+    if bytes.len() < size {
+        return Err(FormatError::Truncated { needed: size, have: bytes.len() });
+    }
+    let bundle = &bytes[..size];
+    let mut images = Vec::with_capacity(count);
+    for i in 0..count {
+        let e = &bundle[HEADER_SIZE + i * ENTRY_SIZE..HEADER_SIZE + (i + 1) * ENTRY_SIZE];
+        let code = u32_at(e, 0);
+        let kind = ImageKind::from_code(code).ok_or(FormatError::UnknownKind(code))?;
+        let range = |field: &'static str, off: u64, len: u64| -> Result<&[u8], FormatError> {
+            let end = off.checked_add(len).filter(|&end| end <= size as u64);
+            match end {
+                Some(end) => Ok(&bundle[off as usize..end as usize]),
+                None => Err(FormatError::OutOfBounds { entry: i, field }),
+            }
+        };
+        let string = |field: &'static str, at: usize| -> Result<&str, FormatError> {
+            let raw = range(field, u32_at(e, at) as u64, u32_at(e, at + 4) as u64)?;
+            std::str::from_utf8(raw).map_err(|_| FormatError::NotUtf8 { entry: i, field })
+        };
+        images.push(Image {
+            kind,
+            triple: string("triple", 8)?,
+            arch: string("arch", 16)?,
+            kernels: string("kernels", 24)?,
+            bytes: range("image", u64_at(e, 32), u64_at(e, 40))?,
+        });
+    }
+    Ok((images, size))
+}
+
+/// Reads every bundle in a linker section that holds several bundles back to
+/// back (one per object file that contributed one). Zero bytes between
+/// bundles (alignment padding a linker may insert) are skipped.
+pub fn read_section(mut bytes: &[u8]) -> Result<Vec<Image<'_>>, FormatError> {
+    let mut all = Vec::new();
+    loop {
+        while bytes.len() >= 8 && bytes[..8] == [0; 8] {
+            bytes = &bytes[8..];
+        }
+        if bytes.iter().all(|&b| b == 0) {
+            return Ok(all);
+        }
+        let (images, size) = read_bundle(bytes)?;
+        all.extend(images);
+        bytes = &bytes[size..];
+    }
+}
+
+/// A GPU as the runtime sees it, for [`select`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    /// An NVIDIA GPU of compute capability `major.minor`.
+    Cuda { major: u32, minor: u32 },
+}
+
+/// Parses an NVIDIA architecture name `sm_XY` / `sm_XYa` / `compute_XY` into
+/// (major, minor); `sm_90` is (9, 0), `sm_100` is (10, 0).
+pub fn parse_sm(arch: &str) -> Option<(u32, u32)> {
+    let digits = arch.strip_prefix("sm_").or_else(|| arch.strip_prefix("compute_"))?;
+    let digits = digits.trim_end_matches(['a', 'f']);
+    if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (major, minor) = digits.split_at(digits.len() - 1);
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// Chooses the image to load on `device`, or `None` if no image can run there.
+///
+/// The rule, for an NVIDIA GPU of compute capability X.Y:
+/// 1. a cubin for `sm_XZ` with the same major X and the highest Z <= Y
+///    (cubins are binary-compatible only within one major version);
+/// 2. otherwise the PTX with the highest `sm_AB` <= X.Y, compiled by the
+///    driver's JIT (PTX is forward-compatible to newer GPUs);
+/// 3. otherwise nothing: every image targets a newer GPU than this one.
+pub fn select<'a>(images: &[Image<'a>], device: Device) -> Option<Image<'a>> {
+    let Device::Cuda { major, minor } = device;
+    let arch_of = |img: &Image<'_>| parse_sm(img.arch);
+    let cubin = images
+        .iter()
+        .filter(|i| i.kind == ImageKind::Cubin)
+        .filter_map(|i| arch_of(i).map(|a| (a, i)))
+        .filter(|&((ma, mi), _)| ma == major && mi <= minor)
+        .max_by_key(|&(a, _)| a);
+    if let Some((_, img)) = cubin {
+        return Some(*img);
+    }
+    images
+        .iter()
+        .filter(|i| i.kind == ImageKind::Ptx)
+        .filter_map(|i| arch_of(i).map(|a| (a, i)))
+        .filter(|&(a, _)| a <= (major, minor))
+        .max_by_key(|&(a, _)| a)
+        .map(|(_, img)| *img)
+}
+
+/// Lists the kernel entry names in PTX text: every `.entry NAME(` directive.
+pub fn ptx_entries(ptx: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in ptx.lines() {
+        let mut words = line.split_whitespace();
+        while let Some(w) = words.next() {
+            if w == ".entry" {
+                if let Some(name) = words.next() {
+                    let name = name.split('(').next().unwrap_or(name);
+                    if !name.is_empty() {
+                        names.push(name.to_string());
+                    }
+                }
+                break;
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<OwnedImage> {
+        vec![
+            OwnedImage {
+                kind: ImageKind::Ptx,
+                triple: "nvptx64-nvidia-cuda".into(),
+                arch: "sm_80".into(),
+                kernels: vec!["k_a".into(), "k_b".into()],
+                bytes: b".version 7.8\n".to_vec(),
+            },
+            OwnedImage {
+                kind: ImageKind::Cubin,
+                triple: "nvptx64-nvidia-cuda".into(),
+                arch: "sm_90".into(),
+                kernels: vec!["k_a".into(), "k_b".into()],
+                bytes: vec![0x7f, b'E', b'L', b'F', 1, 2, 3],
+            },
+        ]
+    }
+
+    #[test]
+    fn round_trip() {
+        let imgs = sample();
+        let bytes = write_bundle(&imgs);
+        assert_eq!(bytes.len() % 8, 0);
+        let (read, size) = read_bundle(&bytes).unwrap();
+        assert_eq!(size, bytes.len());
+        assert_eq!(read.len(), 2);
+        for (r, w) in read.iter().zip(&imgs) {
+            assert_eq!(r.kind, w.kind);
+            assert_eq!(r.triple, w.triple);
+            assert_eq!(r.arch, w.arch);
+            assert_eq!(r.kernel_names().collect::<Vec<_>>(), w.kernels);
+            assert_eq!(r.bytes, &w.bytes[..]);
+        }
+    }
+
+    #[test]
+    fn golden_bytes() {
+        let img = OwnedImage {
+            kind: ImageKind::Ptx,
+            triple: "t".into(),
+            arch: "sm_90".into(),
+            kernels: vec!["k".into()],
+            bytes: b"PTX".to_vec(),
+        };
+        let bytes = write_bundle(&[img]);
+        #[rustfmt::skip]
+        let expected: Vec<u8> = [
+            // header: magic, version 1, count 1, size 112, reserved
+            b"OFLDIMG\0".as_slice(), &[1, 0, 0, 0], &[1, 0, 0, 0], &[112, 0, 0, 0, 0, 0, 0, 0], &[0; 8],
+            // entry: kind 1, flags 0
+            &[1, 0, 0, 0], &[0, 0, 0, 0],
+            &[80, 0, 0, 0, 1, 0, 0, 0],   // triple at 80, len 1
+            &[88, 0, 0, 0, 5, 0, 0, 0],   // arch at 88, len 5
+            &[96, 0, 0, 0, 1, 0, 0, 0],   // kernels at 96, len 1
+            &[104, 0, 0, 0, 0, 0, 0, 0], &[3, 0, 0, 0, 0, 0, 0, 0], // image at 104, len 3
+            b"t\0\0\0\0\0\0\0", b"sm_90\0\0\0", b"k\0\0\0\0\0\0\0", b"PTX\0\0\0\0\0",
+        ].concat();
+        assert_eq!(bytes, expected);
+    }
+
+    #[test]
+    fn section_with_two_bundles_and_padding() {
+        let a = write_bundle(&sample()[..1]);
+        let b = write_bundle(&sample()[1..]);
+        let mut section = vec![0u8; 16];
+        section.extend(&a);
+        section.extend([0u8; 8]);
+        section.extend(&b);
+        let imgs = read_section(&section).unwrap();
+        assert_eq!(imgs.len(), 2);
+        assert_eq!(imgs[0].kind, ImageKind::Ptx);
+        assert_eq!(imgs[1].kind, ImageKind::Cubin);
+        assert!(read_section(&[0u8; 24]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn rejects_corruption() {
+        let mut bytes = write_bundle(&sample());
+        assert_eq!(read_bundle(&bytes[..10]).unwrap_err(), FormatError::Truncated { needed: 32, have: 10 });
+        let mut bad = bytes.clone();
+        bad[0] = b'X';
+        assert_eq!(read_bundle(&bad).unwrap_err(), FormatError::BadMagic);
+        let mut bad = bytes.clone();
+        bad[8] = 9;
+        assert_eq!(read_bundle(&bad).unwrap_err(), FormatError::UnsupportedVersion(9));
+        // image offset beyond the end
+        bytes[HEADER_SIZE + 32..HEADER_SIZE + 40].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(
+            read_bundle(&bytes).unwrap_err(),
+            FormatError::OutOfBounds { entry: 0, field: "image" }
+        );
+    }
+
+    #[test]
+    fn selection_rule() {
+        let imgs = sample();
+        let bytes = write_bundle(&imgs);
+        let (read, _) = read_bundle(&bytes).unwrap();
+        // sm_90 device: the sm_90 cubin
+        let s = select(&read, Device::Cuda { major: 9, minor: 0 }).unwrap();
+        assert_eq!((s.kind, s.arch), (ImageKind::Cubin, "sm_90"));
+        // sm_100: cubin major differs, PTX sm_80 is JIT-compiled
+        let s = select(&read, Device::Cuda { major: 10, minor: 0 }).unwrap();
+        assert_eq!((s.kind, s.arch), (ImageKind::Ptx, "sm_80"));
+        // sm_86: PTX sm_80
+        let s = select(&read, Device::Cuda { major: 8, minor: 6 }).unwrap();
+        assert_eq!(s.kind, ImageKind::Ptx);
+        // sm_75: nothing can run
+        assert!(select(&read, Device::Cuda { major: 7, minor: 5 }).is_none());
+    }
+
+    #[test]
+    fn sm_names() {
+        assert_eq!(parse_sm("sm_90"), Some((9, 0)));
+        assert_eq!(parse_sm("sm_90a"), Some((9, 0)));
+        assert_eq!(parse_sm("sm_100"), Some((10, 0)));
+        assert_eq!(parse_sm("compute_86"), Some((8, 6)));
+        assert_eq!(parse_sm("gfx90a"), None);
+        assert_eq!(parse_sm("sm_x"), None);
+    }
+
+    #[test]
+    fn entries_in_ptx() {
+        let ptx = "// .globl k1\n.visible .entry k1(\n\t.param .u64 p\n)\n.entry k2()\n.func f()\n";
+        assert_eq!(ptx_entries(ptx), vec!["k1", "k2"]);
+    }
+}

@@ -1,0 +1,427 @@
+//! `#[offload::kernel]`: parse → check → generate.
+//!
+//! One annotated `fn` becomes, on the device (`target_arch = "nvptx64"` or
+//! `"amdgpu"`):
+//! - the body, as an ordinary `fn` of the same name in which each `&mut [T]` /
+//!   `&mut T` parameter is an `offload::DisjointSlice<T>`;
+//! - exactly one exported `extern "gpu-kernel"` entry point with a
+//!   deterministic symbol (see [`symbol`]) whose parameters are the mapped
+//!   arguments (a slice is a pointer and a length), which calls the body.
+//!
+//! and on the host:
+//! - a launcher of the same name taking `(launch: impl Into<LaunchConfig>,
+//!   <the user's parameters>)` and returning `offload::Result<()>`; it maps the
+//!   arguments by type and either launches the device entry point or runs the
+//!   body on the CPU (the host fallback), once per simulated GPU thread.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, GenericParam, Ident, ItemFn, Pat, ReturnType, Type};
+
+/// How an argument travels, decided by its written type (as in rustc's
+/// `std::offload`: `&[T]` to the device, `&mut [T]` to and from).
+enum Mapping {
+    /// A `DeviceCopy` value, passed by value as a kernel parameter.
+    Value,
+    /// `&[T]`: copied to the device; the kernel gets a pointer and a length.
+    SliceTo(Type),
+    /// `&mut [T]`: copied to the device and back; the body sees a `DisjointSlice`.
+    SliceToFrom(Type),
+    /// `&T`: copied to the device; the kernel gets a pointer.
+    RefTo(Type),
+    /// `&mut T`: copied to and from; the body sees a one-element `DisjointSlice`.
+    RefToFrom(Type),
+}
+
+struct Param {
+    name: Ident,
+    ty: Type,
+    mapping: Mapping,
+    /// Lifetime written on the reference, if any (kept on `DisjointSlice`).
+    lifetime: Option<syn::Lifetime>,
+}
+
+struct Kernel {
+    func: ItemFn,
+    params: Vec<Param>,
+}
+
+pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let func: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            let mut err = syn::Error::new(
+                e.span(),
+                "`#[offload::kernel]` applies to a free function: `fn name(args) { body }`",
+            );
+            err.combine(e);
+            let err = err.to_compile_error();
+            return quote! { #err #item };
+        }
+    };
+    match check(attr, func.clone()) {
+        Ok(kernel) => generate(&kernel),
+        Err(err) => {
+            // Keep the user's function so that the rest of the crate still
+            // resolves and the IDE keeps working; only the error is new.
+            let err = err.to_compile_error();
+            quote! { #err #[allow(dead_code)] #func }
+        }
+    }
+}
+
+fn push(errors: &mut Option<syn::Error>, e: syn::Error) {
+    match errors {
+        Some(all) => all.combine(e),
+        None => *errors = Some(e),
+    }
+}
+
+fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
+    let mut errors = None;
+    if !attr.is_empty() {
+        push(&mut errors, syn::Error::new_spanned(&attr, "`#[offload::kernel]` takes no arguments"));
+    }
+    let sig = &func.sig;
+    if let Some(t) = &sig.constness {
+        push(&mut errors, syn::Error::new_spanned(t, "a kernel cannot be `const`"));
+    }
+    if let Some(t) = &sig.asyncness {
+        push(&mut errors, syn::Error::new_spanned(t, "a kernel cannot be `async`"));
+    }
+    if let Some(t) = &sig.unsafety {
+        push(
+            &mut errors,
+            syn::Error::new_spanned(
+                t,
+                "a kernel cannot be `unsafe fn`: write `unsafe { … }` blocks inside the body instead",
+            ),
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        push(&mut errors, syn::Error::new_spanned(abi, "a kernel cannot declare an ABI: `#[offload::kernel]` generates the entry point"));
+    }
+    if let Some(v) = &sig.variadic {
+        push(&mut errors, syn::Error::new_spanned(v, "a kernel cannot be variadic"));
+    }
+    for gp in &sig.generics.params {
+        match gp {
+            GenericParam::Lifetime(_) => {}
+            other => push(
+                &mut errors,
+                syn::Error::new_spanned(
+                    other,
+                    "generic kernels are not supported yet: write one kernel per element type",
+                ),
+            ),
+        }
+    }
+    if let Some(wc) = &sig.generics.where_clause {
+        push(&mut errors, syn::Error::new_spanned(wc, "a kernel cannot have a `where` clause"));
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        let unit = matches!(&**ty, Type::Tuple(t) if t.elems.is_empty());
+        if !unit {
+            push(
+                &mut errors,
+                syn::Error::new_spanned(
+                    ty,
+                    "a kernel returns nothing: write results through a `&mut [T]` or `&mut T` argument",
+                ),
+            );
+        }
+    }
+    let mut params = Vec::new();
+    for (i, input) in sig.inputs.iter().enumerate() {
+        let pt = match input {
+            FnArg::Receiver(r) => {
+                push(&mut errors, syn::Error::new_spanned(r, "a kernel is a free function and cannot take `self`"));
+                continue;
+            }
+            FnArg::Typed(pt) => pt,
+        };
+        let name = match &*pt.pat {
+            Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => pi.ident.clone(),
+            Pat::Wild(_) => format_ident!("__offload_unused_{}", i),
+            other => {
+                push(
+                    &mut errors,
+                    syn::Error::new_spanned(other, "kernel parameters must be plain names, e.g. `x: &[f32]`"),
+                );
+                continue;
+            }
+        };
+        let ty = (*pt.ty).clone();
+        let (mapping, lifetime) = classify(&ty);
+        params.push(Param { name, ty, mapping, lifetime });
+    }
+    match errors {
+        Some(e) => Err(e),
+        None => Ok(Kernel { func, params }),
+    }
+}
+
+fn classify(ty: &Type) -> (Mapping, Option<syn::Lifetime>) {
+    let ty = strip_groups(ty);
+    if let Type::Reference(r) = ty {
+        let lt = r.lifetime.clone();
+        let elem = strip_groups(&r.elem);
+        return match (elem, r.mutability.is_some()) {
+            (Type::Slice(s), false) => (Mapping::SliceTo((*s.elem).clone()), lt),
+            (Type::Slice(s), true) => (Mapping::SliceToFrom((*s.elem).clone()), lt),
+            (t, false) => (Mapping::RefTo(t.clone()), lt),
+            (t, true) => (Mapping::RefToFrom(t.clone()), lt),
+        };
+    }
+    (Mapping::Value, None)
+}
+
+fn strip_groups(ty: &Type) -> &Type {
+    match ty {
+        Type::Group(g) => strip_groups(&g.elem),
+        Type::Paren(p) => strip_groups(&p.elem),
+        t => t,
+    }
+}
+
+/// FNV-1a, 64 bit: a tiny, stable hash so that the host and device passes,
+/// which may run different compilers, derive the same kernel symbol.
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain([0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The kernel's exported symbol:
+/// `__offload_kernel_<crate>_<fn>_<hash>`, where the hash covers the crate
+/// name, the source file, line and column of the function's name, and the
+/// name. Deterministic (the same source gives the same symbol in the device
+/// and host passes) and collision-free across modules of a crate (two kernels
+/// cannot share a file position). Only `[A-Za-z0-9_]` is used, which PTX and
+/// AMD GPU ELF symbols both accept unchanged.
+fn symbol(name: &Ident) -> String {
+    let krate = std::env::var("CARGO_CRATE_NAME").unwrap_or_else(|_| "crate".to_string());
+    let (file, line, col) = location(name.span());
+    let fname = name.to_string();
+    let fname = fname.trim_start_matches("r#");
+    let h = fnv1a(&[&krate, &file, &line.to_string(), &col.to_string(), fname]);
+    format!("__offload_kernel_{krate}_{fname}_{:08x}", (h >> 32) as u32 ^ h as u32)
+}
+
+fn location(span: Span) -> (String, usize, usize) {
+    if proc_macro::is_available() {
+        let s = span.unwrap();
+        (s.file(), s.line(), s.column())
+    } else {
+        (String::new(), 0, 0)
+    }
+}
+
+fn generate(k: &Kernel) -> TokenStream {
+    let func = &k.func;
+    let attrs = &func.attrs;
+    let vis = &func.vis;
+    let name = &func.sig.ident;
+    let generics = &func.sig.generics;
+    let body = &func.block;
+    let name_str = name.to_string();
+    let sym = symbol(name);
+    let entry = format_ident!("__offload_entry_{}", name);
+
+    // Parameters of the body as the kernel code sees them (both sides).
+    let body_params = k.params.iter().map(|p| {
+        let n = &p.name;
+        let ty = &p.ty;
+        let lt = p.lifetime.clone().map(|l| quote!(#l)).unwrap_or_else(|| quote!('_));
+        match &p.mapping {
+            Mapping::SliceToFrom(elem) | Mapping::RefToFrom(elem) => {
+                quote_spanned!(ty.span()=> mut #n: ::offload::DisjointSlice<#lt, #elem>)
+            }
+            _ => quote!(#n: #ty),
+        }
+    });
+    let body_params: Vec<_> = body_params.collect();
+
+    // ---- device side ----------------------------------------------------
+    let mut entry_params = Vec::new();
+    let mut entry_args = Vec::new();
+    let mut entry_checks = Vec::new();
+    for p in &k.params {
+        let n = &p.name;
+        let ptr = format_ident!("{}__ptr", n);
+        let len = format_ident!("{}__len", n);
+        let ty = &p.ty;
+        match &p.mapping {
+            Mapping::Value => {
+                entry_params.push(quote!(#n: #ty));
+                entry_args.push(quote!(#n));
+                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#ty>();));
+            }
+            Mapping::SliceTo(elem) => {
+                entry_params.push(quote!(#ptr: *const #elem));
+                entry_params.push(quote!(#len: usize));
+                // SAFETY: the launcher mapped `len` initialized elements at `ptr`
+                // to the device for the whole launch, and nothing writes them.
+                entry_args.push(quote!(unsafe { ::offload::__private::slice_from_raw(#ptr, #len) }));
+                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#elem>();));
+            }
+            Mapping::SliceToFrom(elem) => {
+                entry_params.push(quote!(#ptr: *mut #elem));
+                entry_params.push(quote!(#len: usize));
+                // SAFETY: the launcher mapped `len` elements at `ptr` to and from
+                // the device, exclusively for this launch.
+                entry_args.push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, #len) }));
+                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#elem>();));
+            }
+            Mapping::RefTo(elem) => {
+                entry_params.push(quote!(#ptr: *const #elem));
+                // SAFETY: the launcher mapped one initialized element to `ptr`.
+                entry_args.push(quote!(unsafe { ::offload::__private::ref_from_raw(#ptr) }));
+                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#elem>();));
+            }
+            Mapping::RefToFrom(elem) => {
+                entry_params.push(quote!(#ptr: *mut #elem));
+                // SAFETY: the launcher mapped one element to and from `ptr`,
+                // exclusively for this launch.
+                entry_args.push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, 1) }));
+                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#elem>();));
+            }
+        }
+    }
+
+    let device = quote! {
+        #(#attrs)*
+        #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+        #[allow(unused_mut, clippy::needless_lifetimes)]
+        #vis fn #name #generics (#(#body_params),*) #body
+
+        #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+        const _: () = {
+            ::offload::__private::kernel_entry! {
+                #sym, #entry, (#(#entry_params),*), {
+                    #(#entry_checks)*
+                    #name(#(#entry_args),*)
+                }
+            }
+        };
+    };
+
+    // ---- host side ------------------------------------------------------
+    let mut prep = Vec::new();
+    let mut specs = Vec::new();
+    let mut call_args = Vec::new();
+    for p in &k.params {
+        let n = &p.name;
+        let ty = &p.ty;
+        let mapped = format_ident!("__offload_map_{}", n);
+        match &p.mapping {
+            Mapping::Value => {
+                specs.push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::value(&#n)));
+                call_args.push(quote!(#n));
+            }
+            Mapping::SliceTo(_) => {
+                specs.push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::slice(#n)));
+                call_args.push(quote!(#n));
+            }
+            Mapping::RefTo(_) => {
+                specs.push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::reference(#n)));
+                call_args.push(quote!(#n));
+            }
+            Mapping::SliceToFrom(_) | Mapping::RefToFrom(_) => {
+                let ctor = match p.mapping {
+                    Mapping::SliceToFrom(_) => quote!(slice),
+                    _ => quote!(reference),
+                };
+                prep.push(quote_spanned!(ty.span()=> let #mapped = ::offload::__private::MutMap::#ctor(#n);));
+                specs.push(quote!(#mapped.spec()));
+                // SAFETY: the closure runs once per simulated GPU thread while
+                // the launch holds the exclusive borrow that `#mapped` came
+                // from; `DisjointSlice` gives each thread only the elements it
+                // owns.
+                call_args.push(quote!(unsafe { #mapped.disjoint() }));
+            }
+        }
+    }
+    let launch_ident = Ident::new("__offload_launch", Span::mixed_site());
+    let user_params = k.params.iter().map(|p| {
+        let n = &p.name;
+        let ty = &p.ty;
+        quote!(#n: #ty)
+    });
+
+    let host = quote! {
+        #(#attrs)*
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
+        #vis fn #name #generics (
+            #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
+            #(#user_params),*
+        ) -> ::offload::Result<()> {
+            #[allow(unused_mut, clippy::needless_lifetimes)]
+            fn __offload_body #generics (#(#body_params),*) #body
+
+            static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo =
+                ::offload::__private::KernelInfo {
+                    name: #name_str,
+                    symbol: #sym,
+                    module_path: ::core::module_path!(),
+                    file: ::core::file!(),
+                    line: ::core::line!(),
+                };
+            #(#prep)*
+            let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
+            ::offload::__private::launch(
+                &__OFFLOAD_KERNEL,
+                ::core::convert::Into::into(#launch_ident),
+                __offload_args,
+                &move || __offload_body(#(#call_args),*),
+            )
+        }
+    };
+
+    quote! { #device #host }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors_of(src: &str) -> String {
+        let item: TokenStream = src.parse().unwrap();
+        match check(TokenStream::new(), syn::parse2(item).unwrap()) {
+            Ok(_) => String::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"),
+        }
+    }
+
+    #[test]
+    fn accepts_mapped_types() {
+        assert_eq!(errors_of("fn k<'a>(a: f32, x: &'a [f32], y: &mut [f32], s: &S, t: &mut u32) {}"), "");
+    }
+
+    #[test]
+    fn rejects_each_unsupported_form() {
+        let e = errors_of("async unsafe fn k<T>(self, (a, b): (f32, f32)) -> f32 { 0.0 }");
+        assert!(e.contains("cannot be `async`"), "{e}");
+        assert!(e.contains("cannot be `unsafe fn`"), "{e}");
+        assert!(e.contains("generic kernels are not supported yet"), "{e}");
+        assert!(e.contains("cannot take `self`"), "{e}");
+        assert!(e.contains("plain names"), "{e}");
+        assert!(e.contains("returns nothing"), "{e}");
+    }
+
+    #[test]
+    fn symbol_is_stable_and_distinct() {
+        let a = fnv1a(&["c", "src/a.rs", "3", "4", "add"]);
+        assert_eq!(a, fnv1a(&["c", "src/a.rs", "3", "4", "add"]));
+        assert_ne!(a, fnv1a(&["c", "src/b.rs", "3", "4", "add"]));
+        // part boundaries matter: ("ab","c") != ("a","bc")
+        assert_ne!(fnv1a(&["ab", "c"]), fnv1a(&["a", "bc"]));
+    }
+}

@@ -1,0 +1,151 @@
+//! Sound per-thread writes to a mapped `&mut [T]`.
+
+use core::marker::PhantomData;
+
+use crate::thread::{global_index, global_size};
+
+/// A kernel's view of a `&mut [T]` argument: every GPU thread runs the body
+/// at once, so each may reach only the elements it *owns*.
+///
+/// **Ownership rule.** In a launch of `S = global_size()` threads, element `i`
+/// is owned by the thread whose [`global_index`] is `i % S`. Every element has
+/// exactly one owner, so two threads never reach the same element and no data
+/// race is reachable from safe code. The methods below only hand out owned
+/// elements, and only through `&mut self`, so one thread cannot hold two
+/// references to the same element either.
+///
+/// The usual CUDA patterns are covered:
+/// - one element per thread: [`at_thread`](Self::at_thread);
+/// - a grid-stride loop (`for (i = gid; i < n; i += stride)`):
+///   [`grid_stride`](Self::grid_stride);
+/// - any owned index: [`get_mut`](Self::get_mut).
+///
+/// Any other pattern (threads writing a contiguous chunk, a scatter, a
+/// reduction into one element) goes through [`as_mut_ptr`](Self::as_mut_ptr)
+/// in `unsafe` code, whose author promises that no two threads write the same
+/// element and no thread reads an element another thread writes.
+///
+/// On the host fallback the same rule holds, so a kernel that is correct on
+/// one backend is correct on the other.
+pub struct DisjointSlice<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: a `DisjointSlice` only reaches elements owned by the thread that
+// uses it; moving it to another OS thread (the host fallback runs blocks on
+// worker threads) moves that access with it, which needs `T: Send`.
+unsafe impl<T: Send> Send for DisjointSlice<'_, T> {}
+
+impl<'a, T> DisjointSlice<'a, T> {
+    /// Wraps `len` elements at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// - `ptr` is valid for reads and writes of `len` initialized `T`s for `'a`
+    ///   (or `len == 0`; then `ptr` may be null);
+    /// - during `'a`, the memory is reached only through `DisjointSlice`s
+    ///   created for the threads of one launch, at most one per thread, each
+    ///   used only by its thread (so the ownership rule above holds).
+    #[inline(always)]
+    pub unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
+        DisjointSlice { ptr, len, _borrow: PhantomData }
+    }
+
+    /// Number of elements in the whole slice (all threads' elements).
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` if the slice has no elements.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether this thread owns element `i` (see the ownership rule).
+    #[inline(always)]
+    pub fn owns(&self, i: usize) -> bool {
+        i < self.len && i % global_size() == global_index()
+    }
+
+    /// This thread's element, `global_index()`, with its index; `None` if the
+    /// slice is shorter than that (the usual `if (i < n)` guard of a kernel
+    /// launched with more threads than elements).
+    #[inline(always)]
+    pub fn at_thread(&mut self) -> Option<(usize, &mut T)> {
+        let i = global_index();
+        if i < self.len {
+            // SAFETY: `i` is in bounds and owned by this thread (i < S, so
+            // i % S == i == global_index()); `&mut self` prevents a second
+            // reference from this thread.
+            Some((i, unsafe { &mut *self.ptr.add(i) }))
+        } else {
+            None
+        }
+    }
+
+    /// Element `i` if this thread owns it, else `None`.
+    #[inline(always)]
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        if self.owns(i) {
+            // SAFETY: in bounds and owned by this thread; see `at_thread`.
+            Some(unsafe { &mut *self.ptr.add(i) })
+        } else {
+            None
+        }
+    }
+
+    /// All elements this thread owns, in increasing order:
+    /// `global_index()`, `+ global_size()`, `+ 2·global_size()`, … — the
+    /// grid-stride loop of CUDA kernels, yielding `(index, &mut element)`.
+    #[inline(always)]
+    pub fn grid_stride(&mut self) -> GridStride<'_, T> {
+        GridStride {
+            ptr: self.ptr,
+            len: self.len,
+            next: global_index(),
+            stride: global_size(),
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The slice's base pointer, for access patterns the ownership rule does
+    /// not cover. Dereferencing it is `unsafe`: the caller must ensure that no
+    /// two threads write the same element and that no thread reads an element
+    /// another thread writes during the launch (unless both use atomics).
+    #[inline(always)]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr
+    }
+}
+
+/// Iterator over the elements a thread owns; see
+/// [`DisjointSlice::grid_stride`].
+pub struct GridStride<'s, T> {
+    ptr: *mut T,
+    len: usize,
+    next: usize,
+    stride: usize,
+    _borrow: PhantomData<&'s mut [T]>,
+}
+
+impl<'s, T> Iterator for GridStride<'s, T> {
+    type Item = (usize, &'s mut T);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        let i = self.next;
+        if i < self.len {
+            self.next = i.saturating_add(self.stride);
+            // SAFETY: `i` is in bounds and `i % stride == global_index()`, so
+            // this thread owns it; the iterator yields each index once and
+            // borrows the `DisjointSlice` mutably for its whole life.
+            Some((i, unsafe { &mut *self.ptr.add(i) }))
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Errors of the host runtime.
+
+use std::fmt;
+use std::string::String;
+use std::vec::Vec;
+
+/// `Result<T, offload::Error>`.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// Everything a launch can report. Each variant names the operation, the
+/// kernel where there is one, and the cause, and says what to do where
+/// something can be done.
+///
+/// `Debug` prints the same text as `Display`, so `fn main() -> Result<(),
+/// offload::Error>` ends with a readable one-line reason.
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A CUDA driver call failed (`CUresult` other than `CUDA_SUCCESS`).
+    #[error("{op} failed{}: {name} ({code}): {text}{}", kernel_suffix(kernel), log_suffix(log))]
+    Driver {
+        /// The driver API function, e.g. `cuLaunchKernel`.
+        op: &'static str,
+        /// The kernel being launched, if any.
+        kernel: Option<String>,
+        /// The numeric `CUresult`.
+        code: u32,
+        /// The `CUresult` name, e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`.
+        name: String,
+        /// The driver's description (`cuGetErrorString`).
+        text: String,
+        /// The JIT compiler's log, for module loads.
+        log: Option<String>,
+    },
+
+    /// `OFFLOAD_DEVICE=cuda` was set but no GPU can be used.
+    #[error("OFFLOAD_DEVICE=cuda but no usable CUDA GPU: {reason}; unset OFFLOAD_DEVICE (or set it to `host`) to run kernels on the CPU")]
+    NoDevice {
+        /// Why no GPU is usable, e.g. "libcuda.so was not found".
+        reason: String,
+    },
+
+    /// `OFFLOAD_DEVICE` has a value other than `cuda` or `host`.
+    #[error("OFFLOAD_DEVICE={0:?} is not a device: use `cuda`, `host`, or leave it unset to use the GPU if one is usable")]
+    InvalidDeviceSetting(String),
+
+    /// The binary carries no device image for the GPU (or none at all).
+    #[error("no device image for {device}: {reason}")]
+    NoImage {
+        /// The GPU, e.g. "NVIDIA H200 (sm_90)".
+        device: String,
+        /// What the binary carries and what to do.
+        reason: String,
+    },
+
+    /// The embedded device image is malformed.
+    #[error("the embedded device image is invalid: {0}")]
+    BadImage(String),
+
+    /// The kernel's symbol is not in the loaded device image.
+    #[error("kernel `{kernel}` (symbol `{symbol}`) is not in the device image; the image has {}. Rebuild with `cargo offload` so that the image and the binary come from the same source", list(available))]
+    KernelNotFound {
+        /// The kernel's Rust path.
+        kernel: String,
+        /// The symbol looked up.
+        symbol: String,
+        /// The kernel symbols the image does define.
+        available: Vec<String>,
+    },
+
+    /// The launch configuration is out of the limits CUDA imposes
+    /// (CUDA C++ Programming Guide, "Compute Capabilities", table of
+    /// technical specifications), checked identically on every backend.
+    #[error("invalid launch of kernel `{kernel}`: {reason}")]
+    InvalidLaunch {
+        /// The kernel's name.
+        kernel: String,
+        /// What is out of range.
+        reason: String,
+    },
+
+    /// A kernel panicked on the host fallback.
+    #[error("kernel `{kernel}` panicked at {location} (block {block}, thread {thread}): {message}")]
+    KernelPanic {
+        /// The kernel's name.
+        kernel: String,
+        /// The panic message.
+        message: String,
+        /// `file:line:column` of the panic.
+        location: String,
+        /// `blockIdx` of the panicking thread, as `(x, y, z)`.
+        block: String,
+        /// `threadIdx` of the panicking thread, as `(x, y, z)`.
+        thread: String,
+    },
+}
+
+fn kernel_suffix(kernel: &Option<String>) -> String {
+    match kernel {
+        Some(k) => std::format!(" for kernel `{k}`"),
+        None => String::new(),
+    }
+}
+
+fn log_suffix(log: &Option<String>) -> String {
+    match log {
+        Some(l) if !l.trim().is_empty() => std::format!("\n{}", l.trim_end()),
+        _ => String::new(),
+    }
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "no kernels".into()
+    } else {
+        let quoted: Vec<String> = names.iter().map(|n| std::format!("`{n}`")).collect();
+        std::format!("{} kernel(s): {}", names.len(), quoted.join(", "))
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+    use std::vec;
+
+    #[test]
+    fn messages_name_cause_and_fix() {
+        let e = Error::Driver {
+            op: "cuLaunchKernel",
+            kernel: Some("saxpy".into()),
+            code: 700,
+            name: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+            text: "an illegal memory access was encountered".into(),
+            log: None,
+        };
+        assert_eq!(
+            e.to_string(),
+            "cuLaunchKernel failed for kernel `saxpy`: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered"
+        );
+        assert_eq!(std::format!("{e:?}"), e.to_string());
+        let e = Error::KernelNotFound {
+            kernel: "m::k".into(),
+            symbol: "__offload_kernel_c_k_1".into(),
+            available: vec!["__offload_kernel_c_j_2".into()],
+        };
+        assert!(e.to_string().contains("the image has 1 kernel(s): `__offload_kernel_c_j_2`"));
+        let e = Error::InvalidDeviceSetting("gpu".into());
+        assert_eq!(
+            e.to_string(),
+            "OFFLOAD_DEVICE=\"gpu\" is not a device: use `cuda`, `host`, or leave it unset to use the GPU if one is usable"
+        );
+    }
+}

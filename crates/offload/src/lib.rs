@@ -1,0 +1,148 @@
+//! Single-source GPU offload for Rust.
+//!
+//! Write kernels as ordinary functions in the same crate as the host code,
+//! mark them `#[offload::kernel]`, build and run with `cargo offload run`.
+//! The kernels run on the GPU with their data moved for them; where no GPU is
+//! usable the same program runs them on the host CPU (the *host fallback*),
+//! with the same results.
+//!
+//! ```ignore
+//! use offload::{kernel, DisjointSlice};
+//!
+//! /// y = a·x + y, one element per GPU thread.
+//! #[kernel]
+//! fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+//!     // `y` is a `DisjointSlice` here: each thread reaches only its own element.
+//!     if let Some((i, yi)) = y.at_thread() {
+//!         *yi = a * x[i] + *yi;
+//!     }
+//! }
+//!
+//! #[offload::host]
+//! fn main() -> Result<(), offload::Error> {
+//!     let x = vec![1.0f32; 1 << 20];
+//!     let mut y = vec![2.0f32; 1 << 20];
+//!     saxpy(offload::for_len(y.len()), 3.0, &x, &mut y)?;
+//!     assert!(y.iter().all(|&v| v == 5.0));
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # How it is built
+//!
+//! `cargo offload` compiles the crate twice, as rustc's experimental
+//! `std::offload` does: a *device pass* for `nvptx64-nvidia-cuda` in which the
+//! crate is a `cdylib` whose only exports are the kernels, linked into one
+//! device image (PTX, plus a cubin where `ptxas` is found), and a *host pass*
+//! that embeds that image in the binary. Code that only makes sense on the
+//! host (`fn main`, I/O, `std`) is kept out of the device pass with
+//! [`#[offload::host]`](host) or `#[cfg(not(offload_device))]`.
+//!
+//! # Mapping arguments
+//!
+//! A kernel's parameters decide how data moves (as in OpenMP's `map` clause):
+//!
+//! | parameter | moved | the body sees |
+//! | --- | --- | --- |
+//! | `x: T` (`T: DeviceCopy`) | by value, as a kernel parameter | `T` |
+//! | `x: &[T]` | to the device before the launch | `&[T]` |
+//! | `x: &T` | to the device before the launch | `&T` |
+//! | `x: &mut [T]` | to the device, and back after the launch | [`DisjointSlice<T>`] |
+//! | `x: &mut T` | to the device, and back after the launch | one-element [`DisjointSlice<T>`] |
+//!
+//! Any other parameter type is a compile-time error on that parameter.
+//!
+//! # Soundness of writes
+//!
+//! Every GPU thread runs the body at once, so a body that received
+//! `&mut [T]` would hand every thread a unique reference to the same memory.
+//! Instead a `&mut [T]` parameter arrives as a [`DisjointSlice`], through
+//! which a thread reaches only the elements it *owns*: index `i` belongs to
+//! the thread whose [`global_index`] is `i % global_size()`. Two threads never
+//! reach the same element, so no data race is reachable from safe code; other
+//! access patterns are `unsafe` ([`DisjointSlice::as_mut_ptr`]).
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(stdarch_nvptx, allow_internal_unstable)
+)]
+#![cfg_attr(
+    target_arch = "amdgpu",
+    feature(stdarch_amdgpu, allow_internal_unstable)
+)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+extern crate std;
+
+mod device_copy;
+mod dim;
+mod disjoint;
+mod thread;
+
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+mod device;
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod error;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod launch;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod runtime;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use device_copy::DeviceCopy;
+pub use dim::Dim3;
+pub use disjoint::{DisjointSlice, GridStride};
+pub use thread::{block_dim, block_idx, global_index, global_size, grid_dim, thread_idx};
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use error::{Error, Result};
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use launch::{for_len, LaunchConfig};
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use runtime::{backend, BackendInfo, BackendKind};
+
+/// Turns an ordinary `fn` into a GPU kernel.
+///
+/// ```ignore
+/// #[offload::kernel]
+/// fn scale(k: f32, v: &mut [f32]) {
+///     for (_, x) in v.grid_stride() { *x *= k; }
+/// }
+/// // host:
+/// scale(offload::for_len(v.len()), 2.0, &mut v)?;
+/// ```
+///
+/// On the device the function becomes exactly one exported kernel entry
+/// point; its symbol is `__offload_kernel_<crate>_<fn>_<hash>`, derived from
+/// the crate, the source position and the name, so two kernels never collide
+/// and the host finds the kernel without `#[no_mangle]`.
+///
+/// On the host the function becomes a *launcher* with the same name, the
+/// same parameters preceded by a launch configuration
+/// (`impl Into<`[`LaunchConfig`]`>`), returning `offload::Result<()>`. It
+/// maps the arguments by type (see the [crate docs](crate#mapping-arguments)),
+/// launches the kernel on the GPU (or runs the body on the host CPU, once per
+/// simulated GPU thread) and waits for it to finish.
+///
+/// Rules, each checked at compile time with an error on the offending token:
+/// parameters are plain names; the return type is `()`; no `async`,
+/// `const`, `unsafe`, `extern`, `self` or type parameters; every value or
+/// element type implements [`DeviceCopy`].
+pub use offload_macros::kernel;
+
+/// Keeps an item out of the device pass: `#[offload::host] fn main() {…}`.
+///
+/// Expands to `#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]`,
+/// so it needs no `check-cfg` entry. Use it on `fn main`, on `use std::…`
+/// imports and on anything else that needs `std`; `#[cfg(not(offload_device))]`
+/// does the same under `cargo offload`.
+pub use offload_macros::host;
+
+/// Derives [`DeviceCopy`] for a `#[repr(C)]` struct whose fields are all
+/// `DeviceCopy`; the struct must also be `Copy`.
+pub use offload_macros::DeviceCopy;

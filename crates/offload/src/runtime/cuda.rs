@@ -1,0 +1,328 @@
+//! The CUDA backend, on the driver API through `cudarc`'s `sys`/`result`
+//! layers. The driver library is loaded at run time (`dlopen`), so building
+//! needs no CUDA installation and a machine without one falls back to the
+//! host.
+//!
+//! One process uses device 0 (as `CUDA_VISIBLE_DEVICES` orders them), its
+//! primary context, one non-blocking stream and one module loaded from the
+//! embedded image chosen by `offload_image::select`. Launches are serialized
+//! by a mutex: each maps its arguments (allocate, copy host → device),
+//! launches, waits, copies `&mut` arguments back and frees.
+
+use core::ffi::{c_int, c_uint, c_void};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::format;
+use std::string::{String, ToString};
+use std::sync::Mutex;
+use std::vec;
+use std::vec::Vec;
+
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+use offload_image::{Image, ImageKind};
+
+use super::images;
+use super::{Backend, BackendInfo, BackendKind, Unusable};
+use crate::error::{Error, Result};
+use crate::launch::{ArgKind, ArgSpec, KernelInfo, LaunchConfig};
+
+/// Turns a driver error into [`Error::Driver`].
+pub(crate) fn driver_error(op: &'static str, kernel: Option<&str>, e: DriverError) -> Error {
+    let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| "CUDA_ERROR_UNKNOWN".into());
+    let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    Error::Driver { op, kernel: kernel.map(Into::into), code: e.0 as u32, name, text, log: None }
+}
+
+struct State {
+    ctx: sys::CUcontext,
+    module: sys::CUmodule,
+    stream: sys::CUstream,
+    functions: HashMap<&'static str, sys::CUfunction>,
+    kernels: Vec<String>,
+}
+
+// SAFETY: CUDA driver handles may be used from any host thread once their
+// context is current on it (CUDA Driver API, "Context Management"); every use
+// goes through the `Mutex<State>` and makes the context current first.
+unsafe impl Send for State {}
+
+pub(crate) struct Cuda {
+    info: BackendInfo,
+    state: Mutex<State>,
+}
+
+fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> core::result::Result<i32, Unusable> {
+    // SAFETY: `dev` came from `cuDeviceGet` after a successful `cuInit`.
+    unsafe { result::device::get_attribute(dev, a) }
+        .map_err(|e| Unusable::Failed(driver_error("cuDeviceGetAttribute", None, e)))
+}
+
+impl Cuda {
+    pub(crate) fn new() -> core::result::Result<Self, Unusable> {
+        // SAFETY: only tries to `dlopen` the driver library.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Unusable::NoDriver);
+        }
+        if let Err(e) = result::init() {
+            return Err(if e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE {
+                Unusable::NoGpu
+            } else {
+                Unusable::Failed(driver_error("cuInit", None, e))
+            });
+        }
+        let count = result::device::get_count()
+            .map_err(|e| Unusable::Failed(driver_error("cuDeviceGetCount", None, e)))?;
+        if count == 0 {
+            return Err(Unusable::NoGpu);
+        }
+        let dev = result::device::get(0).map_err(|e| Unusable::Failed(driver_error("cuDeviceGet", None, e)))?;
+        let major = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
+        let minor = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
+        let name = result::device::get_name(dev).unwrap_or_else(|_| "CUDA GPU".into());
+        // SAFETY: as in `attr`.
+        let mem = unsafe { result::device::total_mem(dev) }.unwrap_or(0);
+        let mut version: c_int = 0;
+        // SAFETY: writes one int.
+        let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
+        let device = format!("{name} (sm_{major}{minor})");
+
+        let section = images::section();
+        let all = offload_image::read_section(section).map_err(|e| Unusable::Failed(Error::BadImage(e.to_string())))?;
+        if all.is_empty() {
+            return Err(Unusable::Failed(Error::NoImage {
+                device,
+                reason: "this binary carries no device image (it was built without `cargo offload`); build it with `cargo offload build` or run it with `cargo offload run`".into(),
+            }));
+        }
+        let chosen = offload_image::select(&all, offload_image::Device::Cuda { major, minor }).ok_or_else(|| {
+            let have: Vec<String> = all.iter().map(|i| format!("{} for {}", i.kind, i.arch)).collect();
+            Unusable::Failed(Error::NoImage {
+                device: device.clone(),
+                reason: format!(
+                    "the binary carries {}, none of which runs on sm_{major}{minor}; rebuild with `cargo offload build --arch sm_{major}{minor}`",
+                    have.join(", ")
+                ),
+            })
+        })?;
+
+        // SAFETY: `dev` is a valid device; the primary context stays retained
+        // for the life of the process (the backend is never dropped).
+        let ctx = unsafe { result::primary_ctx::retain(dev) }
+            .map_err(|e| Unusable::Failed(driver_error("cuDevicePrimaryCtxRetain", None, e)))?;
+        // SAFETY: `ctx` was just retained.
+        unsafe { result::ctx::set_current(ctx) }
+            .map_err(|e| Unusable::Failed(driver_error("cuCtxSetCurrent", None, e)))?;
+
+        let (module, loaded) = match load_module(&chosen) {
+            Ok(m) => (m, chosen),
+            Err(e) => {
+                // A cubin from a newer toolkit than the driver: fall back to
+                // the PTX of the same bundle, which the driver JIT-compiles.
+                let ptx = all
+                    .iter()
+                    .filter(|i| i.kind == ImageKind::Ptx)
+                    .find(|i| offload_image::parse_sm(i.arch).is_some_and(|a| a <= (major, minor)));
+                match (chosen.kind, ptx) {
+                    (ImageKind::Cubin, Some(p)) => (load_module(p).map_err(Unusable::Failed)?, *p),
+                    _ => return Err(Unusable::Failed(e)),
+                }
+            }
+        };
+        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?;
+
+        let how = match loaded.kind {
+            ImageKind::Cubin => format!("{} cubin", loaded.arch),
+            ImageKind::Ptx => format!("{} PTX, JIT-compiled by the driver", loaded.arch),
+            ImageKind::AmdgpuElf => format!("{} code object", loaded.arch),
+        };
+        let description = format!(
+            "{device}, {:.1} GiB, driver {}.{}, image: {how}",
+            mem as f64 / (1u64 << 30) as f64,
+            version / 1000,
+            (version % 1000) / 10
+        );
+        let kernels = loaded.kernel_names().map(String::from).collect();
+        Ok(Cuda {
+            info: BackendInfo { kind: BackendKind::Cuda, description },
+            state: Mutex::new(State { ctx, module, stream, functions: HashMap::new(), kernels }),
+        })
+    }
+}
+
+/// Loads a PTX or cubin image; the JIT's error log is kept in the error.
+fn load_module(image: &Image<'_>) -> Result<sys::CUmodule> {
+    let mut data: Vec<u8> = image.bytes.to_vec();
+    if image.kind == ImageKind::Ptx && data.last() != Some(&0) {
+        // cuModuleLoadDataEx reads PTX as a NUL-terminated string.
+        data.push(0);
+    }
+    let mut log = vec![0u8; 16 * 1024];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    let mut values: [*mut c_void; 2] = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+    let mut module = core::ptr::null_mut();
+    // SAFETY: `data` is a complete image (NUL-terminated if PTX), the option
+    // arrays have two entries each, and the log buffer outlives the call.
+    let r = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            data.as_ptr() as *const c_void,
+            options.len() as c_uint,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    match r.result() {
+        Ok(()) => Ok(module),
+        Err(e) => {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let mut err = driver_error("cuModuleLoadDataEx", None, e);
+            if let Error::Driver { log: slot, .. } = &mut err {
+                let text = String::from_utf8_lossy(&log[..end]).into_owned();
+                *slot = Some(format!("while loading the {} for {}: {}", image.kind, image.arch, text));
+            }
+            Err(err)
+        }
+    }
+}
+
+/// Device memory of one launch, freed when dropped (also on error paths).
+struct Allocations(Vec<sys::CUdeviceptr>);
+
+impl Drop for Allocations {
+    fn drop(&mut self) {
+        for &p in &self.0 {
+            // SAFETY: each pointer came from `cuMemAlloc` in this launch and
+            // is freed once; the kernel has finished (or never started).
+            let _ = unsafe { result::free_sync(p) };
+        }
+    }
+}
+
+impl State {
+    fn function(&mut self, kernel: &'static KernelInfo) -> Result<sys::CUfunction> {
+        if let Some(&f) = self.functions.get(kernel.symbol) {
+            return Ok(f);
+        }
+        let sym = CString::new(kernel.symbol).expect("kernel symbols have no NUL bytes");
+        // SAFETY: `module` is loaded and stays loaded.
+        match unsafe { result::module::get_function(self.module, sym) } {
+            Ok(f) => {
+                self.functions.insert(kernel.symbol, f);
+                Ok(f)
+            }
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(Error::KernelNotFound {
+                kernel: kernel.path(),
+                symbol: kernel.symbol.into(),
+                available: self.kernels.clone(),
+            }),
+            Err(e) => Err(driver_error("cuModuleGetFunction", Some(&kernel.path()), e)),
+        }
+    }
+}
+
+impl Backend for Cuda {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn launch_impl(
+        &self,
+        kernel: &'static KernelInfo,
+        cfg: &LaunchConfig,
+        args: &[ArgSpec<'_>],
+        _host: &(dyn Fn() + Sync),
+    ) -> Result<()> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let name = kernel.path();
+        let k = Some(name.as_str());
+        // SAFETY: the context was retained at start-up.
+        unsafe { result::ctx::set_current(st.ctx) }.map_err(|e| driver_error("cuCtxSetCurrent", k, e))?;
+        let f = st.function(kernel)?;
+
+        // Map: allocate and copy each mapped argument to the device.
+        let mut allocs = Allocations(Vec::with_capacity(args.len()));
+        let mut device_ptrs: Vec<sys::CUdeviceptr> = Vec::with_capacity(args.len());
+        for a in args {
+            if let ArgKind::Mapped { ptr, bytes, .. } = a.kind {
+                if bytes == 0 {
+                    device_ptrs.push(0);
+                    continue;
+                }
+                // SAFETY: allocating has no preconditions beyond a current context.
+                let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| driver_error("cuMemAlloc", k, e))?;
+                allocs.0.push(d);
+                // SAFETY: `ptr` is valid for reads of `bytes` bytes: it comes
+                // from a reference the launcher borrows for the whole launch.
+                unsafe { sys::cuMemcpyHtoD_v2(d, ptr as *const c_void, bytes) }
+                    .result()
+                    .map_err(|e| driver_error("cuMemcpyHtoD", k, e))?;
+                device_ptrs.push(d);
+            } else {
+                device_ptrs.push(0);
+            }
+        }
+
+        // Parameters: one slot per scalar the entry point takes. `slots` is
+        // filled completely before any pointer into it is taken.
+        let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
+        enum P {
+            Slot(usize),
+            Host(*const u8),
+        }
+        let mut order = Vec::with_capacity(2 * args.len());
+        for (a, &d) in args.iter().zip(&device_ptrs) {
+            match a.kind {
+                ArgKind::Value { ptr, .. } => order.push(P::Host(ptr)),
+                ArgKind::Mapped { len, pass_len, .. } => {
+                    order.push(P::Slot(slots.len()));
+                    slots.push(d);
+                    if pass_len {
+                        order.push(P::Slot(slots.len()));
+                        slots.push(len as u64);
+                    }
+                }
+            }
+        }
+        let mut params: Vec<*mut c_void> = order
+            .iter()
+            .map(|p| match *p {
+                P::Slot(i) => &mut slots[i] as *mut u64 as *mut c_void,
+                P::Host(ptr) => ptr as *mut c_void,
+            })
+            .collect();
+
+        let g = cfg.grid;
+        let b = cfg.block;
+        // SAFETY: `f` belongs to the loaded module; `params` has one pointer
+        // per parameter of the entry point generated from the same kernel
+        // signature (value → its bytes, mapped → device pointer [, length]),
+        // each valid until the stream is synchronized below.
+        unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, st.stream, &mut params) }
+            .map_err(|e| driver_error("cuLaunchKernel", k, e))?;
+        // SAFETY: the stream belongs to the current context.
+        unsafe { result::stream::synchronize(st.stream) }
+            .map_err(|e| driver_error("cuStreamSynchronize (kernel execution)", k, e))?;
+
+        // Map back: copy `&mut` arguments to the host.
+        for (a, &d) in args.iter().zip(&device_ptrs) {
+            if let ArgKind::Mapped { ptr, bytes, writeback: true, .. } = a.kind {
+                if bytes == 0 {
+                    continue;
+                }
+                // SAFETY: `ptr` is valid for writes of `bytes` bytes (an
+                // exclusive borrow held by the launcher); `d` holds as many.
+                unsafe { sys::cuMemcpyDtoH_v2(ptr as *mut c_void, d, bytes) }
+                    .result()
+                    .map_err(|e| driver_error("cuMemcpyDtoH", k, e))?;
+            }
+        }
+        drop(allocs);
+        drop(st);
+        Ok(())
+    }
+}

@@ -1,0 +1,188 @@
+//! The host fallback: runs a kernel's body on the CPU with the GPU's
+//! semantics (the role of LLVM offload's host plugin,
+//! `offload/plugins-nextgen/host/src/rtl.cpp`).
+//!
+//! Blocks are independent in CUDA (no ordering or communication between
+//! blocks within a launch), so they are spread over worker threads; the
+//! threads of a block run one after another on one worker, each seeing its
+//! own `threadIdx`/`blockIdx` through the thread context. Arguments need no
+//! copies: the body works on the caller's memory directly, through the same
+//! `&[T]` and `DisjointSlice` views as on the GPU.
+//!
+//! A panic in the body stops the launch; the launcher returns
+//! [`Error::KernelPanic`] with the message, location, block and thread, and
+//! later launches run normally.
+
+use std::cell::RefCell;
+use std::format;
+use std::string::{String, ToString};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, Once};
+
+use super::{Backend, BackendInfo, BackendKind};
+use crate::error::{Error, Result};
+use crate::launch::{ArgSpec, KernelInfo, LaunchConfig};
+use crate::thread::{ThreadCtx, CTX};
+use crate::Dim3;
+
+pub(crate) struct Host {
+    info: BackendInfo,
+    workers: usize,
+}
+
+impl Host {
+    pub(crate) fn new() -> Self {
+        let workers = std::env::var("OFFLOAD_HOST_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+            .unwrap_or(1);
+        let description = format!("host CPU fallback, {workers} worker thread(s)");
+        Host { info: BackendInfo { kind: BackendKind::Host, description }, workers }
+    }
+}
+
+/// What the panic hook saw for a panic inside a kernel body.
+struct PanicRecord {
+    message: String,
+    location: String,
+}
+
+std::thread_local! {
+    static IN_KERNEL: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    static LAST_PANIC: RefCell<Option<PanicRecord>> = const { RefCell::new(None) };
+}
+
+/// Installs (once) a panic hook that records panics raised inside kernel
+/// bodies instead of printing them, and defers to the previous hook for every
+/// other panic.
+fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(std::boxed::Box::new(move |info| {
+            if IN_KERNEL.with(|k| k.get()) {
+                let message = info
+                    .payload()
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "Box<dyn Any>".into());
+                let location = info
+                    .location()
+                    .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+                    .unwrap_or_else(|| "<unknown>".into());
+                LAST_PANIC.with(|p| *p.borrow_mut() = Some(PanicRecord { message, location }));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn unlinear(i: u64, d: Dim3) -> Dim3 {
+    let x = (i % d.x as u64) as u32;
+    let y = ((i / d.x as u64) % d.y as u64) as u32;
+    let z = (i / (d.x as u64 * d.y as u64)) as u32;
+    Dim3 { x, y, z }
+}
+
+/// Restores the single-thread context when a worker leaves a kernel, also
+/// when the body panicked.
+struct CtxGuard;
+
+impl Drop for CtxGuard {
+    fn drop(&mut self) {
+        CTX.with(|c| c.set(ThreadCtx::SINGLE));
+        IN_KERNEL.with(|k| k.set(false));
+    }
+}
+
+fn fmt3(d: Dim3) -> String {
+    format!("({}, {}, {})", d.x, d.y, d.z)
+}
+
+impl Backend for Host {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn launch_impl(
+        &self,
+        kernel: &'static KernelInfo,
+        cfg: &LaunchConfig,
+        _args: &[ArgSpec<'_>],
+        host: &(dyn Fn() + Sync),
+    ) -> Result<()> {
+        install_panic_hook();
+        let blocks = cfg.grid.volume();
+        let next = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        let failure: Mutex<Option<Error>> = Mutex::new(None);
+
+        let work = || {
+            let _guard = CtxGuard;
+            IN_KERNEL.with(|k| k.set(true));
+            loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let b = next.fetch_add(1, Ordering::Relaxed);
+                if b >= blocks {
+                    break;
+                }
+                let block = unlinear(b, cfg.grid);
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    for t in 0..cfg.block.volume() {
+                        let ctx = ThreadCtx {
+                            thread: unlinear(t, cfg.block),
+                            block,
+                            block_dim: cfg.block,
+                            grid_dim: cfg.grid,
+                        };
+                        CTX.with(|c| c.set(ctx));
+                        host();
+                    }
+                }));
+                if run.is_err() {
+                    let thread = CTX.with(|c| c.get()).thread;
+                    let rec = LAST_PANIC.with(|p| p.borrow_mut().take());
+                    let (message, location) = match rec {
+                        Some(r) => (r.message, r.location),
+                        None => ("<panic message unavailable>".into(), "<unknown>".into()),
+                    };
+                    let err = Error::KernelPanic {
+                        kernel: kernel.path(),
+                        message,
+                        location,
+                        block: fmt3(block),
+                        thread: fmt3(thread),
+                    };
+                    let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());
+                    if slot.is_none() {
+                        *slot = Some(err);
+                    }
+                    stop.store(true, Ordering::Relaxed);
+                    break;
+                }
+            }
+        };
+
+        let workers = (self.workers as u64).min(blocks).max(1) as usize;
+        if workers == 1 {
+            work();
+        } else {
+            std::thread::scope(|s| {
+                for _ in 1..workers {
+                    s.spawn(&work);
+                }
+                work();
+            });
+        }
+        match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}

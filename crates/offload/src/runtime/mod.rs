@@ -1,0 +1,138 @@
+//! Backend selection and the backend interface.
+//!
+//! The runtime is chosen once, at the first launch (or the first call of
+//! [`backend`]), from `OFFLOAD_DEVICE`:
+//!
+//! | `OFFLOAD_DEVICE` | backend |
+//! | --- | --- |
+//! | unset or empty | the CUDA GPU if one is usable, else the host CPU with one warning line on stderr |
+//! | `cuda` | the CUDA GPU; if none is usable every launch returns [`Error::NoDevice`] |
+//! | `host` | the host CPU, silently |
+//! | anything else | every launch returns [`Error::InvalidDeviceSetting`] |
+//!
+//! "Usable" means: the CUDA driver library loads, `cuInit` succeeds, a device
+//! exists, and the binary carries a device image that can run on it. Probing
+//! comes first and never panics (as LLVM offload's CUDA plugin `initImpl`).
+//! `OFFLOAD_LOG=1` prints one line per launch (kernel, backend, geometry,
+//! time) to stderr.
+
+mod cuda;
+mod host;
+mod images;
+
+use std::boxed::Box;
+use std::string::String;
+use std::sync::OnceLock;
+
+use crate::error::{Error, Result};
+use crate::launch::{ArgSpec, KernelInfo, LaunchConfig};
+
+/// Which kind of backend runs kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// An NVIDIA GPU through the CUDA driver API.
+    Cuda,
+    /// The host CPU (the host fallback).
+    Host,
+}
+
+impl core::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            BackendKind::Cuda => "cuda",
+            BackendKind::Host => "host",
+        })
+    }
+}
+
+/// What runs this process's kernels; see [`backend`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendInfo {
+    /// The backend kind.
+    pub kind: BackendKind,
+    /// A one-line description: the GPU's name, compute capability, memory,
+    /// driver version and the image loaded; or the host's worker threads.
+    pub description: String,
+}
+
+impl core::fmt::Display for BackendInfo {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}: {}", self.kind, self.description)
+    }
+}
+
+/// The backend interface: the generic front in `launch.rs` validates and
+/// traces; a backend maps arguments and runs the kernel.
+pub(crate) trait Backend: Send + Sync {
+    fn info(&self) -> &BackendInfo;
+    fn launch_impl(
+        &self,
+        kernel: &'static KernelInfo,
+        cfg: &LaunchConfig,
+        args: &[ArgSpec<'_>],
+        host: &(dyn Fn() + Sync),
+    ) -> Result<()>;
+}
+
+pub(crate) struct Runtime {
+    pub backend: Box<dyn Backend>,
+    pub trace: bool,
+}
+
+static RUNTIME: OnceLock<core::result::Result<Runtime, Error>> = OnceLock::new();
+
+pub(crate) fn get() -> Result<&'static Runtime> {
+    RUNTIME.get_or_init(select).as_ref().map_err(Clone::clone)
+}
+
+/// Which backend runs kernels in this process, selecting it now if no
+/// kernel has been launched yet (see the module docs for the rule).
+///
+/// # Errors
+/// [`Error::NoDevice`] with `OFFLOAD_DEVICE=cuda` and no usable GPU;
+/// [`Error::InvalidDeviceSetting`] for an unknown `OFFLOAD_DEVICE`.
+pub fn backend() -> Result<BackendInfo> {
+    get().map(|rt| rt.backend.info().clone())
+}
+
+fn select() -> core::result::Result<Runtime, Error> {
+    let trace = std::env::var_os("OFFLOAD_LOG").is_some_and(|v| !v.is_empty() && v != "0");
+    let setting = std::env::var("OFFLOAD_DEVICE").unwrap_or_default();
+    let backend: Box<dyn Backend> = match setting.trim() {
+        "host" => Box::new(host::Host::new()),
+        "cuda" => match cuda::Cuda::new() {
+            Ok(c) => Box::new(c),
+            Err(e) => return Err(Error::NoDevice { reason: e.to_string_reason() }),
+        },
+        "" => match cuda::Cuda::new() {
+            Ok(c) => Box::new(c),
+            Err(e) => {
+                std::eprintln!(
+                    "offload: warning: {}; running kernels on the host CPU (set OFFLOAD_DEVICE=host to choose this without the warning)",
+                    e.to_string_reason()
+                );
+                Box::new(host::Host::new())
+            }
+        },
+        other => return Err(Error::InvalidDeviceSetting(other.into())),
+    };
+    Ok(Runtime { backend, trace })
+}
+
+/// Why the CUDA backend could not start.
+#[derive(Debug)]
+pub(crate) enum Unusable {
+    NoDriver,
+    NoGpu,
+    Failed(Error),
+}
+
+impl Unusable {
+    fn to_string_reason(&self) -> String {
+        match self {
+            Unusable::NoDriver => "no CUDA driver (libcuda.so was not found)".into(),
+            Unusable::NoGpu => "the CUDA driver reports no GPU".into(),
+            Unusable::Failed(e) => std::format!("{e}"),
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Thread, block and grid indices: CUDA's `threadIdx`, `blockIdx`,
+//! `blockDim` and `gridDim` built-in variables (CUDA C++ Programming Guide,
+//! "Built-in Variables"; PTX ISA, "Special Registers": `%tid`, `%ctaid`,
+//! `%ntid`, `%nctaid`).
+//!
+//! On the device they read the special registers. On the host fallback they
+//! read the simulated thread that the runtime is executing; outside a kernel
+//! they describe a grid of one thread (every index 0, every extent 1), so a
+//! kernel body called directly from host code behaves as a one-thread launch.
+
+use crate::Dim3;
+
+#[cfg(target_arch = "nvptx64")]
+mod imp {
+    use crate::Dim3;
+    use core::arch::nvptx;
+
+    macro_rules! sreg {
+        ($name:ident, $x:ident, $y:ident, $z:ident) => {
+            #[inline(always)]
+            pub fn $name() -> Dim3 {
+                // SAFETY: reading a PTX special register has no preconditions
+                // inside a kernel, which is the only place device code runs.
+                unsafe { Dim3 { x: nvptx::$x() as u32, y: nvptx::$y() as u32, z: nvptx::$z() as u32 } }
+            }
+        };
+    }
+    sreg!(thread_idx, _thread_idx_x, _thread_idx_y, _thread_idx_z);
+    sreg!(block_idx, _block_idx_x, _block_idx_y, _block_idx_z);
+    sreg!(block_dim, _block_dim_x, _block_dim_y, _block_dim_z);
+    sreg!(grid_dim, _grid_dim_x, _grid_dim_y, _grid_dim_z);
+}
+
+#[cfg(target_arch = "amdgpu")]
+mod imp {
+    use crate::Dim3;
+    use core::arch::amdgpu as a;
+
+    #[inline(always)]
+    pub fn thread_idx() -> Dim3 {
+        Dim3 { x: a::workitem_id_x(), y: a::workitem_id_y(), z: a::workitem_id_z() }
+    }
+    #[inline(always)]
+    pub fn block_idx() -> Dim3 {
+        Dim3 { x: a::workgroup_id_x(), y: a::workgroup_id_y(), z: a::workgroup_id_z() }
+    }
+    #[inline(always)]
+    pub fn block_dim() -> Dim3 {
+        // The dispatch packet (HSA AQL, `hsa_kernel_dispatch_packet_t`) holds
+        // workgroup_size_x/y/z as u16 at byte offsets 4, 6, 8 and the grid
+        // size in work-items as u32 at offsets 12, 16, 20.
+        let p = a::dispatch_ptr() as *const u16;
+        // SAFETY: the dispatch pointer is valid for the whole kernel and the
+        // packet layout is fixed by the HSA specification.
+        unsafe { Dim3 { x: *p.add(2) as u32, y: *p.add(3) as u32, z: *p.add(4) as u32 } }
+    }
+    #[inline(always)]
+    pub fn grid_dim() -> Dim3 {
+        let p = a::dispatch_ptr() as *const u32;
+        let b = block_dim();
+        // SAFETY: as in `block_dim`.
+        let (gx, gy, gz) = unsafe { (*p.add(3), *p.add(4), *p.add(5)) };
+        Dim3 { x: gx.div_ceil(b.x), y: gy.div_ceil(b.y), z: gz.div_ceil(b.z) }
+    }
+}
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub(crate) mod imp {
+    use crate::Dim3;
+    use core::cell::Cell;
+
+    /// The simulated GPU thread a host worker is executing.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct ThreadCtx {
+        pub thread: Dim3,
+        pub block: Dim3,
+        pub block_dim: Dim3,
+        pub grid_dim: Dim3,
+    }
+
+    impl ThreadCtx {
+        pub(crate) const SINGLE: ThreadCtx = ThreadCtx {
+            thread: Dim3::new(0, 0, 0),
+            block: Dim3::new(0, 0, 0),
+            block_dim: Dim3::new(1, 1, 1),
+            grid_dim: Dim3::new(1, 1, 1),
+        };
+    }
+
+    std::thread_local! {
+        pub(crate) static CTX: Cell<ThreadCtx> = const { Cell::new(ThreadCtx::SINGLE) };
+    }
+
+    #[inline]
+    fn get() -> ThreadCtx {
+        CTX.with(|c| c.get())
+    }
+
+    #[inline]
+    pub fn thread_idx() -> Dim3 {
+        get().thread
+    }
+    #[inline]
+    pub fn block_idx() -> Dim3 {
+        get().block
+    }
+    #[inline]
+    pub fn block_dim() -> Dim3 {
+        get().block_dim
+    }
+    #[inline]
+    pub fn grid_dim() -> Dim3 {
+        get().grid_dim
+    }
+}
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub(crate) use imp::{ThreadCtx, CTX};
+
+/// This thread's index within its block (`threadIdx`), each component
+/// `< block_dim()`.
+#[inline(always)]
+pub fn thread_idx() -> Dim3 {
+    imp::thread_idx()
+}
+
+/// This block's index within the grid (`blockIdx`), each component
+/// `< grid_dim()`.
+#[inline(always)]
+pub fn block_idx() -> Dim3 {
+    imp::block_idx()
+}
+
+/// Threads per block in each dimension (`blockDim`).
+#[inline(always)]
+pub fn block_dim() -> Dim3 {
+    imp::block_dim()
+}
+
+/// Blocks per grid in each dimension (`gridDim`).
+#[inline(always)]
+pub fn grid_dim() -> Dim3 {
+    imp::grid_dim()
+}
+
+/// This thread's index in the whole grid, unique per thread, in
+/// `0..global_size()`.
+///
+/// For a 1-D launch it is CUDA's `blockIdx.x * blockDim.x + threadIdx.x`.
+/// In general it is the linear block index (x fastest) times the threads per
+/// block, plus the linear thread index within the block (x fastest).
+/// [`DisjointSlice`](crate::DisjointSlice) uses it to decide which elements a
+/// thread owns.
+#[inline(always)]
+pub fn global_index() -> usize {
+    let t = thread_idx();
+    let b = block_idx();
+    let bd = block_dim();
+    let gd = grid_dim();
+    let thread_in_block = t.x as usize + bd.x as usize * (t.y as usize + bd.y as usize * t.z as usize);
+    let block = b.x as usize + gd.x as usize * (b.y as usize + gd.y as usize * b.z as usize);
+    let threads_per_block = bd.x as usize * bd.y as usize * bd.z as usize;
+    block * threads_per_block + thread_in_block
+}
+
+/// The number of threads in the grid: `grid_dim().volume() * block_dim().volume()`.
+#[inline(always)]
+pub fn global_size() -> usize {
+    let bd = block_dim();
+    let gd = grid_dim();
+    (gd.x as usize * gd.y as usize * gd.z as usize) * (bd.x as usize * bd.y as usize * bd.z as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_a_kernel_is_a_one_thread_grid() {
+        assert_eq!(global_index(), 0);
+        assert_eq!(global_size(), 1);
+        assert_eq!(block_dim(), Dim3::new(1, 1, 1));
+    }
+
+    #[test]
+    fn global_index_is_unique_and_dense() {
+        let bd = Dim3::new(4, 3, 2);
+        let gd = Dim3::new(3, 2, 2);
+        let mut seen = std::vec![false; (bd.volume() * gd.volume()) as usize];
+        for bz in 0..gd.z {
+            for by in 0..gd.y {
+                for bx in 0..gd.x {
+                    for tz in 0..bd.z {
+                        for ty in 0..bd.y {
+                            for tx in 0..bd.x {
+                                CTX.with(|c| {
+                                    c.set(ThreadCtx {
+                                        thread: Dim3::new(tx, ty, tz),
+                                        block: Dim3::new(bx, by, bz),
+                                        block_dim: bd,
+                                        grid_dim: gd,
+                                    })
+                                });
+                                let g = global_index();
+                                assert!(!seen[g], "index {g} twice");
+                                seen[g] = true;
+                                assert_eq!(global_size(), seen.len());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        CTX.with(|c| c.set(ThreadCtx::SINGLE));
+        assert!(seen.iter().all(|&s| s));
+        // 1-D launches: CUDA's formula
+        CTX.with(|c| {
+            c.set(ThreadCtx {
+                thread: Dim3::new(5, 0, 0),
+                block: Dim3::new(7, 0, 0),
+                block_dim: Dim3::new(256, 1, 1),
+                grid_dim: Dim3::new(100, 1, 1),
+            })
+        });
+        assert_eq!(global_index(), 7 * 256 + 5);
+        CTX.with(|c| c.set(ThreadCtx::SINGLE));
+    }
+}
