@@ -198,7 +198,7 @@ impl DevicePass<'_> {
         });
         let stdout = child.stdout.take().expect("piped");
         let mut artifacts = Vec::new();
-        let mut std_missing: Vec<String> = Vec::new();
+        let mut std_missing: Vec<StdUser> = Vec::new();
         let mut errors = 0usize;
         for msg in Message::parse_stream(BufReader::new(stdout)) {
             let Ok(msg) = msg else { continue };
@@ -209,10 +209,11 @@ impl DevicePass<'_> {
                     }
                     if m.message.level == cargo_metadata::diagnostic::DiagnosticLevel::Error {
                         errors += 1;
-                        if m.message.message.contains("can't find crate for `std`") {
-                            let name = m.target.name.clone();
-                            if !std_missing.contains(&name) {
-                                std_missing.push(name);
+                        if needs_std(&m.message.message) {
+                            let final_target = m.target.kind.iter().any(|k| !matches!(k, TargetKind::Lib | TargetKind::RLib));
+                            let who = StdUser { name: m.target.name.clone(), final_target };
+                            if !std_missing.contains(&who) {
+                                std_missing.push(who);
                             }
                         }
                     }
@@ -260,20 +261,51 @@ fn kind_name(k: &TargetKind) -> String {
     k.to_string()
 }
 
+/// A crate that failed in the device pass because it uses `std`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StdUser {
+    pub name: String,
+    /// A bin/test/example (the user's own code), not a library dependency.
+    pub final_target: bool,
+}
+
+/// Names that only `std` (or `alloc`) provides; a device-pass error that
+/// cannot find one of them means host-only code reached the device pass.
+const STD_ONLY: &[&str] = &[
+    "std", "String", "Vec", "Box", "format", "println", "print", "eprintln", "eprint", "vec", "HashMap",
+    "HashSet", "BTreeMap", "Rc", "Arc", "ToString", "ToOwned", "dbg",
+];
+
+/// Whether a rustc error message says that `std` (or one of its items) is missing.
+pub fn needs_std(message: &str) -> bool {
+    if message.contains("can't find crate for `std`") {
+        return true;
+    }
+    let unresolved = message.contains("cannot find") || message.contains("unresolved") || message.contains("failed to resolve");
+    unresolved && STD_ONLY.iter().any(|n| message.contains(&format!("`{n}`")))
+}
+
 /// What to do when crates failed for want of `std`.
-pub fn hints_for(std_missing: &[String]) -> Vec<String> {
+pub fn hints_for(std_missing: &[StdUser]) -> Vec<String> {
     let mut h = Vec::new();
-    if !std_missing.is_empty() {
-        let names = std_missing.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+    let list = |v: Vec<&StdUser>| v.iter().map(|u| format!("`{}`", u.name)).collect::<Vec<_>>().join(", ");
+    let (own, deps): (Vec<&StdUser>, Vec<&StdUser>) = std_missing.iter().partition(|u| u.final_target);
+    if !own.is_empty() {
         h.push(format!(
-            "{names} needed `std`, which GPU targets do not have. Keep host-only code out of the device pass with \
-             `#[offload::host]` (on `fn main`, `use std::…` and the like) or `#[cfg(not(offload_device))]`"
+            "{} uses `std` in code the device pass compiles; GPU targets have no `std`. Keep host-only code out of the \
+             device pass with `#[offload::host]` (on `fn main`, `use std::…` and the like) or \
+             `#[cfg(not(offload_device))]`; a kernel's parameters take plain data (`DeviceCopy`), `&[T]` or `&mut [T]`, \
+             not `Vec`, `String` or `Box`",
+            list(own)
         ));
-        h.push(
-            "a dependency that only host code uses goes under `[target.'cfg(not(offload_device))'.dependencies]` in \
-             Cargo.toml, so the device pass does not build it; one that kernels use must support `no_std`"
-                .into(),
-        );
+    }
+    if !deps.is_empty() {
+        h.push(format!(
+            "{} needed `std`, which GPU targets do not have. A dependency that only host code uses goes under \
+             `[target.'cfg(not(offload_device))'.dependencies]` in Cargo.toml, so the device pass does not build it; \
+             one that kernels use must support `no_std`",
+            list(deps)
+        ));
     }
     h
 }
@@ -316,9 +348,22 @@ mod tests {
 
     #[test]
     fn std_hint_names_the_crates() {
-        let h = hints_for(&["rand".into()]);
-        assert!(h[0].starts_with("`rand` needed `std`"));
-        assert!(h[1].contains("cfg(not(offload_device))"));
+        let h = hints_for(&[StdUser { name: "rand".into(), final_target: false }]);
+        assert!(h[0].starts_with("`rand` needed `std`"), "{h:?}");
+        assert!(h[0].contains("cfg(not(offload_device))"));
+        let h = hints_for(&[StdUser { name: "app".into(), final_target: true }]);
+        assert!(h[0].starts_with("`app` uses `std`"), "{h:?}");
+        assert!(h[0].contains("#[offload::host]"));
         assert!(hints_for(&[]).is_empty());
+    }
+
+    #[test]
+    fn std_errors_are_recognized() {
+        assert!(needs_std("cannot find macro `format` in this scope"));
+        assert!(needs_std("cannot find type `String` in this scope"));
+        assert!(needs_std("failed to resolve: use of unresolved module or unlinked crate `std`"));
+        assert!(needs_std("can't find crate for `std`"));
+        assert!(!needs_std("cannot find value `x` in this scope"));
+        assert!(!needs_std("mismatched types"));
     }
 }

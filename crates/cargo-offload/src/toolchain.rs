@@ -42,7 +42,6 @@ pub struct DeviceToolchain {
 pub struct RustcInfo {
     pub version: String,
     pub llvm_major: u32,
-    pub host: String,
 }
 
 pub fn rustc_info(rustc: &Path) -> Option<RustcInfo> {
@@ -52,17 +51,12 @@ pub fn rustc_info(rustc: &Path) -> Option<RustcInfo> {
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let version = text.lines().next()?.to_string();
-    let mut llvm_major = None;
-    let mut host = String::new();
-    for l in text.lines() {
-        if let Some(v) = l.strip_prefix("LLVM version: ") {
-            llvm_major = v.split('.').next().and_then(|m| m.parse().ok());
-        }
-        if let Some(h) = l.strip_prefix("host: ") {
-            host = h.to_string();
-        }
-    }
-    Some(RustcInfo { version, llvm_major: llvm_major?, host })
+    let llvm_major = text
+        .lines()
+        .find_map(|l| l.strip_prefix("LLVM version: "))
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse().ok())?;
+    Some(RustcInfo { version, llvm_major })
 }
 
 pub fn sysroot(rustc: &Path) -> Option<PathBuf> {

@@ -65,8 +65,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(err) => {
             // Keep the user's function so that the rest of the crate still
             // resolves and the IDE keeps working; only the error is new.
+            // On the host only: the device pass may not even resolve its types.
             let err = err.to_compile_error();
-            quote! { #err #[allow(dead_code)] #func }
+            quote! {
+                #err
+                #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+                #[allow(dead_code)]
+                #func
+            }
         }
     }
 }
@@ -154,6 +160,24 @@ fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
         };
         let ty = (*pt.ty).clone();
         let (mapping, lifetime) = classify(&ty);
+        let moved = match &mapping {
+            Mapping::Value => &ty,
+            Mapping::SliceTo(e) | Mapping::SliceToFrom(e) | Mapping::RefTo(e) | Mapping::RefToFrom(e) => e,
+        };
+        if let Some(owner) = owning_std_type(moved) {
+            push(
+                &mut errors,
+                syn::Error::new_spanned(
+                    &pt.ty,
+                    format!(
+                        "`{}` cannot be moved to the device: `{owner}` owns host memory. Kernel parameters take plain data \
+                         (`DeviceCopy`) by value, `&[T]` / `&T` (copied to the device) or `&mut [T]` / `&mut T` (copied \
+                         to and from it); pass `&v` or `&mut v` for a `Vec`",
+                        quote!(#ty).to_string().replace(" < ", "<").replace(" >", ">").replace("< ", "<")
+                    ),
+                ),
+            );
+        }
         params.push(Param { name, ty, mapping, lifetime });
     }
     match errors {
@@ -175,6 +199,22 @@ fn classify(ty: &Type) -> (Mapping, Option<syn::Lifetime>) {
         };
     }
     (Mapping::Value, None)
+}
+
+/// Types of `std`/`alloc` that own heap memory and so can never be a kernel
+/// argument; recognized by name so that the error is the same in the device
+/// pass (where they do not even resolve) and on the host.
+const OWNING: &[&str] = &["Vec", "String", "Box", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "VecDeque", "Rc", "Arc", "LinkedList", "BinaryHeap"];
+
+fn owning_std_type(ty: &Type) -> Option<String> {
+    match strip_groups(ty) {
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?.ident.to_string();
+            OWNING.contains(&last.as_str()).then_some(last)
+        }
+        Type::Array(a) => owning_std_type(&a.elem),
+        _ => None,
+    }
 }
 
 fn strip_groups(ty: &Type) -> &Type {
@@ -313,47 +353,57 @@ fn generate(k: &Kernel) -> TokenStream {
     };
 
     // ---- host side ------------------------------------------------------
+    // Slice parameters take anything that implements `SliceArg<T>` /
+    // `SliceArgMut<T>` (slices, Vec, arrays, DeviceBuffer); the rest keep
+    // the user's type.
     let mut prep = Vec::new();
     let mut specs = Vec::new();
     let mut call_args = Vec::new();
+    let mut user_params = Vec::new();
     for p in &k.params {
         let n = &p.name;
         let ty = &p.ty;
+        let lt = p.lifetime.clone().map(|l| quote!(#l));
         let mapped = format_ident!("__offload_map_{}", n);
         match &p.mapping {
             Mapping::Value => {
+                user_params.push(quote!(#n: #ty));
                 specs.push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::value(&#n)));
                 call_args.push(quote!(#n));
             }
-            Mapping::SliceTo(_) => {
-                specs.push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::slice(#n)));
-                call_args.push(quote!(#n));
-            }
             Mapping::RefTo(_) => {
+                user_params.push(quote!(#n: #ty));
                 specs.push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::reference(#n)));
                 call_args.push(quote!(#n));
             }
-            Mapping::SliceToFrom(_) | Mapping::RefToFrom(_) => {
-                let ctor = match p.mapping {
-                    Mapping::SliceToFrom(_) => quote!(slice),
-                    _ => quote!(reference),
-                };
-                prep.push(quote_spanned!(ty.span()=> let #mapped = ::offload::__private::MutMap::#ctor(#n);));
+            Mapping::SliceTo(elem) => {
+                user_params.push(quote_spanned!(ty.span()=> #n: &#lt (impl ::offload::SliceArg<#elem> + ?Sized)));
+                prep.push(quote_spanned!(ty.span()=> let #mapped = ::offload::SliceArg::<#elem>::map_in(#n);));
                 specs.push(quote!(#mapped.spec()));
-                // SAFETY: the closure runs once per simulated GPU thread while
-                // the launch holds the exclusive borrow that `#mapped` came
-                // from; `DisjointSlice` gives each thread only the elements it
-                // owns.
+                // SAFETY: only the host fallback calls the closure, and there
+                // every address is host memory.
+                call_args.push(quote!(unsafe { #mapped.host_view() }));
+            }
+            Mapping::SliceToFrom(elem) => {
+                user_params.push(quote_spanned!(ty.span()=> #n: &#lt mut (impl ::offload::SliceArgMut<#elem> + ?Sized)));
+                prep.push(quote_spanned!(ty.span()=> let #mapped = ::offload::SliceArgMut::<#elem>::map_inout(#n);));
+                specs.push(quote!(#mapped.spec()));
+                // SAFETY: only the host fallback calls the closure, once per
+                // simulated GPU thread, while the launch holds the exclusive
+                // borrow `#mapped` came from; `DisjointSlice` gives each thread
+                // only the elements it owns.
+                call_args.push(quote!(unsafe { #mapped.disjoint() }));
+            }
+            Mapping::RefToFrom(_) => {
+                user_params.push(quote!(#n: #ty));
+                prep.push(quote_spanned!(ty.span()=> let #mapped = ::offload::__private::MapInOut::reference(#n);));
+                specs.push(quote!(#mapped.spec()));
+                // SAFETY: as for `&mut [T]`.
                 call_args.push(quote!(unsafe { #mapped.disjoint() }));
             }
         }
     }
     let launch_ident = Ident::new("__offload_launch", Span::mixed_site());
-    let user_params = k.params.iter().map(|p| {
-        let n = &p.name;
-        let ty = &p.ty;
-        quote!(#n: #ty)
-    });
 
     let host = quote! {
         #(#attrs)*
@@ -414,6 +464,15 @@ mod tests {
         assert!(e.contains("cannot take `self`"), "{e}");
         assert!(e.contains("plain names"), "{e}");
         assert!(e.contains("returns nothing"), "{e}");
+    }
+
+    #[test]
+    fn rejects_owning_types_by_name() {
+        let e = errors_of("fn k(v: Vec<f32>, s: &String, b: &mut [Box<u8>], ok: &[f32]) {}");
+        assert!(e.contains("`Vec<f32>` cannot be moved to the device: `Vec` owns host memory"), "{e}");
+        assert!(e.contains("`String` owns host memory"), "{e}");
+        assert!(e.contains("`Box` owns host memory"), "{e}");
+        assert_eq!(e.matches("cannot be moved").count(), 3, "{e}");
     }
 
     #[test]

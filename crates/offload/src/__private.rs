@@ -5,7 +5,9 @@
 use crate::{DeviceCopy, DisjointSlice};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use crate::launch::{launch, ArgSpec, KernelInfo, MutMap};
+pub use crate::args::{MapIn, MapInOut};
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use crate::launch::{launch, ArgSpec, KernelInfo};
 
 /// Compile-time check that `T` may cross to the device; the generated call
 /// carries the span of the user's type so the error lands there.

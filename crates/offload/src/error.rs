@@ -79,6 +79,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// A device memory operation got arguments it cannot honor.
+    #[error("cannot {op}: {reason}")]
+    Memory {
+        /// The operation, e.g. "copy into a DeviceBuffer".
+        op: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// A kernel panicked on the host fallback.
     #[error("kernel `{kernel}` panicked at {location} (block {block}, thread {thread}): {message}")]
     KernelPanic {

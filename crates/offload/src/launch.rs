@@ -9,7 +9,7 @@ use std::string::String;
 
 use crate::error::{Error, Result};
 use crate::runtime;
-use crate::{DeviceCopy, DisjointSlice, Dim3};
+use crate::{DeviceCopy, Dim3};
 
 /// Threads per block chosen by [`for_len`]: a multiple of the warp size (32)
 /// that keeps every SM of current NVIDIA GPUs fully occupied for simple
@@ -108,7 +108,7 @@ impl KernelInfo {
 }
 
 /// How one argument travels; built by the generated launcher from the user's
-/// references, which it borrows for `'a`.
+/// arguments, which it borrows for `'a`.
 #[derive(Debug, Clone, Copy)]
 pub struct ArgSpec<'a> {
     pub(crate) kind: ArgKind,
@@ -120,101 +120,35 @@ pub(crate) enum ArgKind {
     /// A value passed as a kernel parameter, read from `ptr` (the driver
     /// copies as many bytes as the entry point's parameter has).
     Value { ptr: *const u8 },
-    /// Host memory copied to the device (`writeback == false`) or to and
-    /// from it; the kernel gets the device pointer, and the element count if
-    /// `pass_len`.
-    Mapped { ptr: *mut u8, bytes: usize, len: usize, pass_len: bool, writeback: bool },
+    /// Host memory copied to the device before the launch (map `to`) and, if
+    /// `writeback`, back after it (map `tofrom`); the kernel gets the device
+    /// pointer, and the element count if `pass_len`.
+    Host { ptr: *mut u8, bytes: usize, len: usize, pass_len: bool, writeback: bool },
+    /// Memory already resident on the device (a [`DeviceBuffer`](crate::DeviceBuffer)):
+    /// no copy; the kernel gets `addr` (a device address on GPU backends, a
+    /// host address on the host fallback), and the element count if `pass_len`.
+    Resident { addr: u64, len: usize, pass_len: bool },
 }
 
 impl<'a> ArgSpec<'a> {
-    /// A by-value argument.
-    pub fn value<T: DeviceCopy>(v: &'a T) -> Self {
-        let kind = ArgKind::Value { ptr: v as *const T as *const u8 };
+    pub(crate) fn new(kind: ArgKind) -> Self {
         ArgSpec { kind, _borrow: PhantomData }
     }
 
-    /// A `&[T]` argument, mapped to the device.
-    pub fn slice<T: DeviceCopy>(s: &'a [T]) -> Self {
-        let kind = ArgKind::Mapped {
-            ptr: s.as_ptr() as *mut u8,
-            bytes: core::mem::size_of_val(s),
-            len: s.len(),
-            pass_len: true,
-            writeback: false,
-        };
-        ArgSpec { kind, _borrow: PhantomData }
+    /// A by-value argument.
+    pub fn value<T: DeviceCopy>(v: &'a T) -> Self {
+        ArgSpec::new(ArgKind::Value { ptr: v as *const T as *const u8 })
     }
 
     /// A `&T` argument, mapped to the device.
     pub fn reference<T: DeviceCopy>(r: &'a T) -> Self {
-        let kind = ArgKind::Mapped {
+        ArgSpec::new(ArgKind::Host {
             ptr: r as *const T as *mut u8,
             bytes: core::mem::size_of::<T>(),
             len: 1,
             pass_len: false,
             writeback: false,
-        };
-        ArgSpec { kind, _borrow: PhantomData }
-    }
-}
-
-/// A `&mut [T]` / `&mut T` argument, mapped to and from the device: holds the
-/// exclusive borrow for the whole launch and hands each simulated thread of
-/// the host fallback its [`DisjointSlice`].
-pub struct MutMap<'a, T> {
-    ptr: *mut T,
-    len: usize,
-    pass_len: bool,
-    _borrow: PhantomData<&'a mut [T]>,
-}
-
-impl<T> Clone for MutMap<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl<T> Copy for MutMap<'_, T> {}
-
-// SAFETY: a `MutMap` is only turned into per-thread `DisjointSlice`s, which
-// reach disjoint elements; sharing it between the host fallback's worker
-// threads therefore sends elements between threads, which `T: Send` permits.
-unsafe impl<T: Send> Sync for MutMap<'_, T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Send for MutMap<'_, T> {}
-
-impl<'a, T: DeviceCopy> MutMap<'a, T> {
-    /// Maps a `&mut [T]`.
-    pub fn slice(s: &'a mut [T]) -> Self {
-        MutMap { ptr: s.as_mut_ptr(), len: s.len(), pass_len: true, _borrow: PhantomData }
-    }
-
-    /// Maps a `&mut T`.
-    pub fn reference(r: &'a mut T) -> Self {
-        MutMap { ptr: r as *mut T, len: 1, pass_len: false, _borrow: PhantomData }
-    }
-
-    /// The argument's description for the backend.
-    pub fn spec(&self) -> ArgSpec<'a> {
-        let kind = ArgKind::Mapped {
-            ptr: self.ptr as *mut u8,
-            bytes: self.len * core::mem::size_of::<T>(),
-            len: self.len,
-            pass_len: self.pass_len,
-            writeback: true,
-        };
-        ArgSpec { kind, _borrow: PhantomData }
-    }
-
-    /// The view of one simulated GPU thread.
-    ///
-    /// # Safety
-    /// Called at most once per simulated thread of the launch that holds this
-    /// `MutMap`, and the result is used only by that thread and only during
-    /// the launch.
-    pub unsafe fn disjoint(self) -> DisjointSlice<'a, T> {
-        // SAFETY: `ptr`/`len` come from an exclusive borrow held for `'a`;
-        // the caller upholds the one-per-thread rule.
-        unsafe { DisjointSlice::from_raw_parts(self.ptr, self.len) }
+        })
     }
 }
 

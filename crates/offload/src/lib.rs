@@ -85,6 +85,10 @@ mod thread;
 mod device;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod args;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod buffer;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod error;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod launch;
@@ -99,6 +103,10 @@ pub use dim::Dim3;
 pub use disjoint::{DisjointSlice, GridStride};
 pub use thread::{block_dim, block_idx, global_index, global_size, grid_dim, thread_idx};
 
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use args::{SliceArg, SliceArgMut};
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use buffer::DeviceBuffer;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use error::{Error, Result};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

@@ -225,9 +225,62 @@ impl State {
     }
 }
 
+impl Cuda {
+    /// Locks the state and makes the context current on this thread.
+    fn enter(&self, op: &'static str) -> Result<std::sync::MutexGuard<'_, State>> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the context was retained at start-up.
+        unsafe { result::ctx::set_current(st.ctx) }.map_err(|e| driver_error(op, None, e))?;
+        Ok(st)
+    }
+}
+
 impl Backend for Cuda {
     fn info(&self) -> &BackendInfo {
         &self.info
+    }
+
+    fn alloc_zeroed(&self, bytes: usize) -> Result<u64> {
+        if bytes == 0 {
+            return Ok(0);
+        }
+        let _st = self.enter("cuCtxSetCurrent")?;
+        // SAFETY: the context is current.
+        let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| driver_error("cuMemAlloc", None, e))?;
+        // SAFETY: `d` holds `bytes` bytes.
+        if let Err(e) = unsafe { sys::cuMemsetD8_v2(d, 0, bytes) }.result() {
+            // SAFETY: `d` was just allocated and is not in use.
+            let _ = unsafe { result::free_sync(d) };
+            return Err(driver_error("cuMemsetD8", None, e));
+        }
+        Ok(d)
+    }
+
+    unsafe fn free(&self, addr: u64, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        if let Ok(_st) = self.enter("cuCtxSetCurrent") {
+            // SAFETY: allocated by `alloc_zeroed`, freed once, not in use
+            // (caller's contract).
+            let _ = unsafe { result::free_sync(addr) };
+        }
+    }
+
+    unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
+        let _st = self.enter("cuCtxSetCurrent")?;
+        // SAFETY: caller's contract.
+        unsafe { sys::cuMemcpyHtoD_v2(dst, src as *const c_void, bytes) }
+            .result()
+            .map_err(|e| driver_error("cuMemcpyHtoD", None, e))
+    }
+
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
+        let _st = self.enter("cuCtxSetCurrent")?;
+        // SAFETY: caller's contract.
+        unsafe { sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, bytes) }
+            .result()
+            .map_err(|e| driver_error("cuMemcpyDtoH", None, e))
     }
 
     fn launch_impl(
@@ -237,33 +290,30 @@ impl Backend for Cuda {
         args: &[ArgSpec<'_>],
         _host: &(dyn Fn() + Sync),
     ) -> Result<()> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let name = kernel.path();
         let k = Some(name.as_str());
-        // SAFETY: the context was retained at start-up.
-        unsafe { result::ctx::set_current(st.ctx) }.map_err(|e| driver_error("cuCtxSetCurrent", k, e))?;
+        let mut st = self.enter("cuCtxSetCurrent")?;
         let f = st.function(kernel)?;
 
-        // Map: allocate and copy each mapped argument to the device.
+        // Map: allocate and copy each host argument to the device; resident
+        // buffers are used in place.
         let mut allocs = Allocations(Vec::with_capacity(args.len()));
         let mut device_ptrs: Vec<sys::CUdeviceptr> = Vec::with_capacity(args.len());
         for a in args {
-            if let ArgKind::Mapped { ptr, bytes, .. } = a.kind {
-                if bytes == 0 {
-                    device_ptrs.push(0);
-                    continue;
+            match a.kind {
+                ArgKind::Host { ptr, bytes, .. } if bytes > 0 => {
+                    // SAFETY: allocating has no preconditions beyond a current context.
+                    let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| driver_error("cuMemAlloc", k, e))?;
+                    allocs.0.push(d);
+                    // SAFETY: `ptr` is valid for reads of `bytes` bytes: it comes
+                    // from a reference the launcher borrows for the whole launch.
+                    unsafe { sys::cuMemcpyHtoD_v2(d, ptr as *const c_void, bytes) }
+                        .result()
+                        .map_err(|e| driver_error("cuMemcpyHtoD", k, e))?;
+                    device_ptrs.push(d);
                 }
-                // SAFETY: allocating has no preconditions beyond a current context.
-                let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| driver_error("cuMemAlloc", k, e))?;
-                allocs.0.push(d);
-                // SAFETY: `ptr` is valid for reads of `bytes` bytes: it comes
-                // from a reference the launcher borrows for the whole launch.
-                unsafe { sys::cuMemcpyHtoD_v2(d, ptr as *const c_void, bytes) }
-                    .result()
-                    .map_err(|e| driver_error("cuMemcpyHtoD", k, e))?;
-                device_ptrs.push(d);
-            } else {
-                device_ptrs.push(0);
+                ArgKind::Resident { addr, .. } => device_ptrs.push(addr),
+                _ => device_ptrs.push(0),
             }
         }
 
@@ -276,16 +326,18 @@ impl Backend for Cuda {
         }
         let mut order = Vec::with_capacity(2 * args.len());
         for (a, &d) in args.iter().zip(&device_ptrs) {
-            match a.kind {
-                ArgKind::Value { ptr, .. } => order.push(P::Host(ptr)),
-                ArgKind::Mapped { len, pass_len, .. } => {
-                    order.push(P::Slot(slots.len()));
-                    slots.push(d);
-                    if pass_len {
-                        order.push(P::Slot(slots.len()));
-                        slots.push(len as u64);
-                    }
+            let (len, pass_len) = match a.kind {
+                ArgKind::Value { ptr } => {
+                    order.push(P::Host(ptr));
+                    continue;
                 }
+                ArgKind::Host { len, pass_len, .. } | ArgKind::Resident { len, pass_len, .. } => (len, pass_len),
+            };
+            order.push(P::Slot(slots.len()));
+            slots.push(d);
+            if pass_len {
+                order.push(P::Slot(slots.len()));
+                slots.push(len as u64);
             }
         }
         let mut params: Vec<*mut c_void> = order
@@ -310,7 +362,7 @@ impl Backend for Cuda {
 
         // Map back: copy `&mut` arguments to the host.
         for (a, &d) in args.iter().zip(&device_ptrs) {
-            if let ArgKind::Mapped { ptr, bytes, writeback: true, .. } = a.kind {
+            if let ArgKind::Host { ptr, bytes, writeback: true, .. } = a.kind {
                 if bytes == 0 {
                     continue;
                 }

@@ -103,9 +103,48 @@ fn fmt3(d: Dim3) -> String {
     format!("({}, {}, {})", d.x, d.y, d.z)
 }
 
+/// Alignment of host-fallback buffers: CUDA's `cuMemAlloc` guarantees 256.
+const ALIGN: usize = 256;
+
 impl Backend for Host {
     fn info(&self) -> &BackendInfo {
         &self.info
+    }
+
+    fn alloc_zeroed(&self, bytes: usize) -> Result<u64> {
+        if bytes == 0 {
+            return Ok(ALIGN as u64);
+        }
+        let layout = std::alloc::Layout::from_size_align(bytes, ALIGN)
+            .map_err(|e| Error::Memory { op: "allocate", reason: e.to_string() })?;
+        // SAFETY: `layout` has a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        if p.is_null() {
+            return Err(Error::Memory { op: "allocate", reason: format!("the host is out of memory for {bytes} bytes") });
+        }
+        Ok(p as u64)
+    }
+
+    unsafe fn free(&self, addr: u64, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        let layout = std::alloc::Layout::from_size_align(bytes, ALIGN).expect("checked at allocation");
+        // SAFETY: allocated by `alloc_zeroed` with this layout (caller's contract).
+        unsafe { std::alloc::dealloc(addr as *mut u8, layout) }
+    }
+
+    unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
+        // SAFETY: both valid for `bytes` (caller's contract); a buffer never
+        // overlaps the caller's host slice.
+        unsafe { core::ptr::copy_nonoverlapping(src, dst as *mut u8, bytes) };
+        Ok(())
+    }
+
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst, bytes) };
+        Ok(())
     }
 
     fn launch_impl(

@@ -72,6 +72,30 @@ pub(crate) trait Backend: Send + Sync {
         args: &[ArgSpec<'_>],
         host: &(dyn Fn() + Sync),
     ) -> Result<()>;
+
+    /// `bytes` of zeroed memory of this backend; returns its address.
+    fn alloc_zeroed(&self, bytes: usize) -> Result<u64>;
+
+    /// Frees memory from [`alloc_zeroed`](Backend::alloc_zeroed).
+    ///
+    /// # Safety
+    /// `addr` came from `alloc_zeroed(bytes)` of this backend, is freed once,
+    /// and is not in use.
+    unsafe fn free(&self, addr: u64, bytes: usize);
+
+    /// Copies `bytes` from host memory at `src` to this backend's memory.
+    ///
+    /// # Safety
+    /// `dst` is this backend's memory with room for `bytes`; `src` is valid
+    /// for reads of `bytes`.
+    unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()>;
+
+    /// Copies `bytes` from this backend's memory to host memory at `dst`.
+    ///
+    /// # Safety
+    /// `src` is this backend's memory holding `bytes`; `dst` is valid for
+    /// writes of `bytes`.
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()>;
 }
 
 pub(crate) struct Runtime {

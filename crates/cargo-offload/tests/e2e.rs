@@ -1,0 +1,228 @@
+//! End to end: fixture crates from `tests/fixtures/` copied to a temporary
+//! directory and built by the real `cargo offload` (device pass with the
+//! device toolchain, device link, embedding, host pass). Kernels run on the
+//! host fallback here; their results are checked against values computed in
+//! the test.
+//!
+//! Needs the device toolchain (see the README's setup). With
+//! `OFFLOAD_REQUIRE_PTXAS=1` (set by CI) every image must also carry a cubin
+//! assembled by `ptxas`.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn bin_crate_without_lib_section_exports_each_kernel_once() {
+    let f = Fixture::new("bin-only");
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    out.assert_success();
+    assert!(out.stderr.contains("Embedding device image in bin `fixture_bin_only`"), "{}", out.stderr);
+
+    let ptx = f.ptx("sm_90", "debug", "fixture_bin_only");
+    let entries = offload_image::ptx_entries(&ptx);
+    assert_eq!(entries.len(), 2, "two kernels, two entries: {entries:?}");
+    for prefix in ["__offload_kernel_fixture_bin_only_axpy_", "__offload_kernel_fixture_bin_only_divide_"] {
+        assert_eq!(entries.iter().filter(|e| e.starts_with(prefix)).count(), 1, "{prefix} in {entries:?}");
+    }
+    // Nothing else is exported: every other function is internal (.func without .visible).
+    assert!(!ptx.contains(".visible .func"), "only kernels are visible");
+
+    // The host binary carries the same kernels.
+    let images = embedded_images(&f.host_exe("debug", "fixture_bin_only"));
+    let ptx_img = images.iter().find(|i| i.0 == "PTX").expect("a PTX image");
+    assert_eq!(ptx_img.1, "sm_90");
+    let mut want = entries.clone();
+    want.sort();
+    assert_eq!(ptx_img.2, want);
+    if require_ptxas() {
+        assert!(images.iter().any(|i| i.0 == "cubin" && i.1 == "sm_90"), "ptxas -arch=sm_90 cubin: {images:?}");
+    }
+
+    // Run on the host fallback; compare with the test's own computation.
+    let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    let x = |i: usize| i as f64 * 0.5;
+    let y = |i: usize| 2.0 * x(i) + (1000 - i) as f64;
+    let ysum: f64 = (0..1000).map(y).sum();
+    let qxor = (1..=64u64).map(|i| ((((i * 0x0123_4567_89ab) as u128) << 64 | 7) / 1_000_003) as u64).fold(0, |a, b| a ^ b);
+    assert_eq!(run.stdout.trim(), format!("y[0]={} y[999]={} ysum={ysum} qxor={qxor}", y(0), y(999)));
+}
+
+#[test]
+fn each_kernel_once_whatever_emit_and_opt_level() {
+    // Its own target dir: changing device rustflags rebuilds `core`.
+    let f = Fixture::with_target("bin-only", std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("emit-target"));
+    for (flags, profile) in [
+        ("-Copt-level=0 --emit=llvm-ir,llvm-bc,link", "debug"),
+        ("-Copt-level=1", "debug"),
+        ("-Copt-level=s --emit=llvm-bc,link", "debug"),
+        ("--emit=llvm-ir,link", "release"),
+        ("-Copt-level=z", "release"),
+    ] {
+        let mut args = vec!["build", "--arch", "sm_80"];
+        if profile == "release" {
+            args.push("--release");
+        }
+        let out = f.offload_env(&args, &[("OFFLOAD_DEVICE_RUSTFLAGS", flags)]);
+        out.assert_success();
+        let entries = offload_image::ptx_entries(&f.ptx("sm_80", profile, "fixture_bin_only"));
+        assert_eq!(entries.len(), 2, "{flags} ({profile}): {entries:?}");
+        let run = f.run_exe(profile, "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
+        run.assert_success();
+        assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{flags}: {}", run.stdout);
+    }
+}
+
+#[test]
+fn no_kernels_is_one_clear_error() {
+    let f = Fixture::new("no-kernels");
+    let out = f.offload(&["build", "--arch", "sm_80"]);
+    assert_eq!(out.code, 5, "{}", out.stderr);
+    assert!(out.stderr.contains("error: no kernels: bin `fixture_no_kernels` define(s) no `#[offload::kernel]` function"), "{}", out.stderr);
+    assert!(out.stderr.contains("help: mark a function `#[offload::kernel]`"), "{}", out.stderr);
+}
+
+#[test]
+fn unknown_arch_lists_the_known_ones() {
+    let f = Fixture::new("bin-only");
+    let out = f.offload(&["build", "--arch", "sm_91"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("error: unknown --arch `sm_91` for nvptx64-nvidia-cuda"), "{}", out.stderr);
+    assert!(out.stderr.contains("sm_90a"), "the list of known architectures: {}", out.stderr);
+    assert!(out.stderr.contains("--arch sm_90"), "{}", out.stderr);
+}
+
+#[test]
+fn unknown_device_target_is_rejected() {
+    let f = Fixture::new("bin-only");
+    let out = f.offload(&["build", "--target", "x86_64-unknown-linux-gnu"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("unknown device target `x86_64-unknown-linux-gnu`"), "{}", out.stderr);
+}
+
+#[test]
+fn missing_rust_src_says_what_to_install() {
+    let f = Fixture::new("bin-only");
+    // A rustc whose sysroot has no library sources.
+    let fake = f.fake_rustc_without_src();
+    let out = f.offload_env(&["build", "--arch", "sm_80"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("has no library sources (rust-src)"), "{}", out.stderr);
+    assert!(out.stderr.contains("rustup component add rust-src --toolchain nightly"), "{}", out.stderr);
+    assert!(out.stderr.contains("apt-get install rust-web-src"), "{}", out.stderr);
+}
+
+#[test]
+fn missing_llvm_tools_say_what_to_install() {
+    let f = Fixture::new("bin-only");
+    let out = f.offload_env(&["build", "--arch", "sm_80"], &[("OFFLOAD_LLVM_LINK", "/nonexistent/llvm-link")]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("no `llvm-link` from LLVM"), "{}", out.stderr);
+    assert!(out.stderr.contains("apt-get install llvm-"), "{}", out.stderr);
+    assert!(out.stderr.contains("rustup component add llvm-tools"), "{}", out.stderr);
+}
+
+#[test]
+fn dependency_needing_std_is_named_with_the_fix() {
+    let f = Fixture::new("std-dep");
+    let out = f.offload(&["build", "--arch", "sm_80"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(out.stderr.contains("the device pass failed"), "{}", out.stderr);
+    assert!(out.stderr.contains("`hostonly` needed `std`"), "{}", out.stderr);
+    assert!(out.stderr.contains("[target.'cfg(not(offload_device))'.dependencies]"), "{}", out.stderr);
+
+    // The fix the message proposes works.
+    f.edit("Cargo.toml", |s| {
+        s.replace(
+            "hostonly = { path = \"hostonly\" }",
+            "\n[target.'cfg(not(offload_device))'.dependencies]\nhostonly = { path = \"hostonly\" }",
+        )
+    });
+    let out = f.offload(&["build", "--arch", "sm_80"]);
+    out.assert_success();
+    let run = f.run_exe("debug", "fixture_std_dep", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    assert_eq!(run.stdout.trim(), "[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]");
+}
+
+#[test]
+fn immovable_argument_type_is_a_compile_error_on_the_argument() {
+    let f = Fixture::new("bad-arg");
+    let out = f.offload(&["build", "--arch", "sm_80"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(out.stderr.contains("`Vec<f32>` cannot be moved to the device: `Vec` owns host memory"), "{}", out.stderr);
+    assert!(out.stderr.contains("src/main.rs:2:19"), "points at the parameter: {}", out.stderr);
+    assert!(out.stderr.contains("`(f32, f32)` cannot be moved to the device"), "{}", out.stderr);
+    assert!(out.stderr.contains("src/main.rs:16:21"), "points at the parameter: {}", out.stderr);
+    // The host compiler (plain cargo, the IDE) reports the same errors.
+    let host = f.cargo(&["build"]);
+    assert_ne!(host.code, 0);
+    assert!(host.stderr.contains("`Vec<f32>` cannot be moved to the device"), "{}", host.stderr);
+    assert!(host.stderr.contains("`(f32, f32)` cannot be moved to the device"), "{}", host.stderr);
+}
+
+#[test]
+fn dry_run_prints_both_passes_and_runs_nothing() {
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dry-run-target");
+    let _ = std::fs::remove_dir_all(&target);
+    let f = Fixture::with_target("bin-only", target.clone());
+    let out = f.offload(&["build", "--arch", "sm_90", "--release", "--dry-run"]);
+    out.assert_success();
+    let s = &out.stdout;
+    assert!(s.contains("# device pass (nvptx64-nvidia-cuda sm_90)"), "{s}");
+    assert!(s.contains("build --target nvptx64-nvidia-cuda -Zbuild-std=core"), "{s}");
+    assert!(s.contains("--release"), "{s}");
+    assert!(s.contains("-Ctarget-cpu=sm_90\\x1f-Clinker="), "{s}");
+    assert!(s.contains("RUSTC_BOOTSTRAP=1"), "{s}");
+    assert!(s.contains("unset RUSTFLAGS"), "{s}");
+    assert!(s.contains("# host pass"), "{s}");
+    assert!(s.contains("RUSTC_WORKSPACE_WRAPPER="), "{s}");
+    assert!(!target.exists(), "a dry run builds nothing");
+}
+
+#[test]
+fn plain_cargo_build_still_links_and_runs_on_the_host() {
+    let f = Fixture::new("bin-only");
+    let out = f.cargo(&["build"]);
+    out.assert_success();
+    let images = embedded_images(&f.host_exe("debug", "fixture_bin_only"));
+    assert!(images.is_empty(), "plain cargo embeds no image: {images:?}");
+    let run = f.run_exe("debug", "fixture_bin_only", &[]);
+    run.assert_success();
+    assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{}", run.stdout);
+    // With OFFLOAD_DEVICE=cuda there is no GPU (or no image): one-line reason, non-zero exit.
+    let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "cuda")]);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("OFFLOAD_DEVICE=cuda but no usable CUDA GPU"), "{}", run.stderr);
+    assert!(run.stderr.contains("panicked"), "the fixture unwraps the launch error: {}", run.stderr);
+}
+
+#[test]
+fn examples_run_on_the_host_fallback_with_right_results() {
+    let root = repo_root();
+    let target = shared_target_dir();
+    let sample = offload_cmd(&root.join("examples/sample_offload"), &["run", "--arch", "sm_90", "--target-dir", target.to_str().unwrap()], &[]);
+    sample.assert_success();
+    for line in ["saxpy    n=1000003: 0 wrong", "poly     n=1000003: 0 wrong", "resident n=1000003: 0 wrong", "div128   n=4096: 0 wrong"] {
+        assert!(sample.stdout.contains(line), "{line}: {}", sample.stdout);
+    }
+    assert!(sample.stderr.contains("Embedding device image in bin `sample_offload`"), "{}", sample.stderr);
+
+    let saxpy = offload_cmd(
+        &root.join("examples/saxpy"),
+        &["run", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "--", "20"],
+        &[],
+    );
+    saxpy.assert_success();
+    // checksum = Σ_i 1 + (2a−1)·x_i with x_i = (i mod 1024)/1024, a = 3, n = 2^20
+    let per_period: f64 = (0..1024).map(|k| 1.0 + 5.0 * (k as f64 / 1024.0)).sum();
+    let expected = per_period * 1024.0;
+    assert!(saxpy.stdout.contains(&format!("checksum: {expected:.6}")), "{expected}: {}", saxpy.stdout);
+    if require_ptxas() {
+        for (bin, profile) in [("sample_offload", "debug"), ("saxpy", "release")] {
+            let images = embedded_images(&target.join(profile).join(bin));
+            assert!(images.iter().any(|i| i.0 == "cubin" && i.1 == "sm_90"), "{bin}: {images:?}");
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! What a launcher accepts for a kernel's slice parameters.
+//!
+//! A kernel declared with `x: &[T]` is launched with `&x` where `x` is any
+//! [`SliceArg<T>`]: a slice, a `Vec<T>`, an array, a `Box<[T]>` (copied to the
+//! device for the launch: OpenMP's `map(to:)`), or a
+//! [`DeviceBuffer<T>`](crate::DeviceBuffer), which already lives on the device
+//! and is not copied (OpenMP's `target data` region). Likewise `y: &mut [T]`
+//! takes `&mut y` for any [`SliceArgMut<T>`] (`map(tofrom:)`, or resident).
+
+use core::marker::PhantomData;
+
+use crate::launch::{ArgKind, ArgSpec};
+use crate::{DeviceBuffer, DeviceCopy, DisjointSlice};
+
+/// Accepted where a kernel takes `&[T]`. Implemented for `[T]`, `Vec<T>`,
+/// `[T; N]`, `Box<[T]>` and [`DeviceBuffer<T>`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed where the kernel takes `&[{T}]`",
+    label = "expected a reference to `[{T}]`, `Vec<{T}>`, `[{T}; N]`, `Box<[{T}]>` or `DeviceBuffer<{T}>`"
+)]
+pub trait SliceArg<T: DeviceCopy> {
+    /// The view a launch maps.
+    #[doc(hidden)]
+    fn map_in(&self) -> MapIn<'_, T>;
+}
+
+/// Accepted where a kernel takes `&mut [T]`. Implemented for `[T]`,
+/// `Vec<T>`, `[T; N]`, `Box<[T]>` and [`DeviceBuffer<T>`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed where the kernel takes `&mut [{T}]`",
+    label = "expected `&mut` to `[{T}]`, `Vec<{T}>`, `[{T}; N]`, `Box<[{T}]>` or `DeviceBuffer<{T}>`"
+)]
+pub trait SliceArgMut<T: DeviceCopy> {
+    /// The view a launch maps.
+    #[doc(hidden)]
+    fn map_inout(&mut self) -> MapInOut<'_, T>;
+}
+
+/// A `&[T]` argument of one launch (generated code only).
+#[doc(hidden)]
+pub struct MapIn<'a, T> {
+    ptr: *const T,
+    len: usize,
+    resident: bool,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+impl<T> Clone for MapIn<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for MapIn<'_, T> {}
+// SAFETY: a `MapIn` stands for a shared borrow of `T`s; sharing it between
+// threads shares `&[T]`, which `T: Sync` permits.
+unsafe impl<T: Sync> Sync for MapIn<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Send for MapIn<'_, T> {}
+
+impl<'a, T: DeviceCopy> MapIn<'a, T> {
+    /// Host memory, copied to the device for the launch.
+    pub fn host(s: &'a [T]) -> Self {
+        MapIn { ptr: s.as_ptr(), len: s.len(), resident: false, _borrow: PhantomData }
+    }
+
+    /// The argument's description for the backend.
+    pub fn spec(&self) -> ArgSpec<'a> {
+        if self.resident {
+            ArgSpec::new(ArgKind::Resident { addr: self.ptr as u64, len: self.len, pass_len: true })
+        } else {
+            ArgSpec::new(ArgKind::Host {
+                ptr: self.ptr as *mut u8,
+                bytes: self.len * core::mem::size_of::<T>(),
+                len: self.len,
+                pass_len: true,
+                writeback: false,
+            })
+        }
+    }
+
+    /// The slice as the host fallback's threads see it.
+    ///
+    /// # Safety
+    /// Called only by the host fallback, where every address (resident
+    /// buffers included) is host memory.
+    pub unsafe fn host_view(self) -> &'a [T] {
+        // SAFETY: on the host fallback `ptr` points to `len` initialized `T`s
+        // borrowed shared for `'a` (caller's contract).
+        unsafe { crate::__private::slice_from_raw(self.ptr, self.len) }
+    }
+}
+
+/// A `&mut [T]` / `&mut T` argument of one launch (generated code only):
+/// holds the exclusive borrow for the whole launch and hands each simulated
+/// thread of the host fallback its [`DisjointSlice`].
+#[doc(hidden)]
+pub struct MapInOut<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    pass_len: bool,
+    resident: bool,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+impl<T> Clone for MapInOut<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for MapInOut<'_, T> {}
+
+// SAFETY: a `MapInOut` is only turned into per-thread `DisjointSlice`s, which
+// reach disjoint elements; sharing it between the host fallback's worker
+// threads therefore sends elements between threads, which `T: Send` permits.
+unsafe impl<T: Send> Sync for MapInOut<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for MapInOut<'_, T> {}
+
+impl<'a, T: DeviceCopy> MapInOut<'a, T> {
+    /// Host memory, copied to the device and back.
+    pub fn host(s: &'a mut [T]) -> Self {
+        MapInOut { ptr: s.as_mut_ptr(), len: s.len(), pass_len: true, resident: false, _borrow: PhantomData }
+    }
+
+    /// A `&mut T` parameter: one element, passed without a length.
+    pub fn reference(r: &'a mut T) -> Self {
+        MapInOut { ptr: r as *mut T, len: 1, pass_len: false, resident: false, _borrow: PhantomData }
+    }
+
+    /// The argument's description for the backend.
+    pub fn spec(&self) -> ArgSpec<'a> {
+        if self.resident {
+            ArgSpec::new(ArgKind::Resident { addr: self.ptr as u64, len: self.len, pass_len: self.pass_len })
+        } else {
+            ArgSpec::new(ArgKind::Host {
+                ptr: self.ptr as *mut u8,
+                bytes: self.len * core::mem::size_of::<T>(),
+                len: self.len,
+                pass_len: self.pass_len,
+                writeback: true,
+            })
+        }
+    }
+
+    /// The view of one simulated GPU thread.
+    ///
+    /// # Safety
+    /// Called only by the host fallback (where every address is host memory),
+    /// at most once per simulated thread of the launch that holds this
+    /// `MapInOut`, and the result is used only by that thread and only during
+    /// the launch.
+    pub unsafe fn disjoint(self) -> DisjointSlice<'a, T> {
+        // SAFETY: `ptr`/`len` come from an exclusive borrow held for `'a`;
+        // the caller upholds the one-per-thread rule.
+        unsafe { DisjointSlice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: DeviceCopy> SliceArg<T> for [T] {
+    fn map_in(&self) -> MapIn<'_, T> {
+        MapIn::host(self)
+    }
+}
+impl<T: DeviceCopy> SliceArg<T> for std::vec::Vec<T> {
+    fn map_in(&self) -> MapIn<'_, T> {
+        MapIn::host(self)
+    }
+}
+impl<T: DeviceCopy, const N: usize> SliceArg<T> for [T; N] {
+    fn map_in(&self) -> MapIn<'_, T> {
+        MapIn::host(self)
+    }
+}
+impl<T: DeviceCopy> SliceArg<T> for std::boxed::Box<[T]> {
+    fn map_in(&self) -> MapIn<'_, T> {
+        MapIn::host(self)
+    }
+}
+impl<T: DeviceCopy> SliceArg<T> for DeviceBuffer<T> {
+    fn map_in(&self) -> MapIn<'_, T> {
+        MapIn { ptr: self.addr() as *const T, len: self.len(), resident: true, _borrow: PhantomData }
+    }
+}
+
+impl<T: DeviceCopy> SliceArgMut<T> for [T] {
+    fn map_inout(&mut self) -> MapInOut<'_, T> {
+        MapInOut::host(self)
+    }
+}
+impl<T: DeviceCopy> SliceArgMut<T> for std::vec::Vec<T> {
+    fn map_inout(&mut self) -> MapInOut<'_, T> {
+        MapInOut::host(self)
+    }
+}
+impl<T: DeviceCopy, const N: usize> SliceArgMut<T> for [T; N] {
+    fn map_inout(&mut self) -> MapInOut<'_, T> {
+        MapInOut::host(self)
+    }
+}
+impl<T: DeviceCopy> SliceArgMut<T> for std::boxed::Box<[T]> {
+    fn map_inout(&mut self) -> MapInOut<'_, T> {
+        MapInOut::host(self)
+    }
+}
+impl<T: DeviceCopy> SliceArgMut<T> for DeviceBuffer<T> {
+    fn map_inout(&mut self) -> MapInOut<'_, T> {
+        MapInOut {
+            ptr: self.addr() as *mut T,
+            len: self.len(),
+            pass_len: true,
+            resident: true,
+            _borrow: PhantomData,
+        }
+    }
+}
