@@ -41,6 +41,7 @@ pub struct DevicePass<'a> {
     /// The `offload-linker` executable.
     pub linker: PathBuf,
     pub verbose: u8,
+    pub quiet: bool,
 }
 
 /// A device image cargo reported for one final binary.
@@ -133,6 +134,9 @@ impl DevicePass<'_> {
         a.push("--message-format".into());
         a.push(if status::color() { "json-diagnostic-rendered-ansi".into() } else { "json".into() });
         a.extend(self.cargo.to_args(true));
+        if self.quiet {
+            a.push("--quiet".into());
+        }
         a
     }
 

@@ -26,6 +26,7 @@ pub struct HostPass<'a> {
     pub wrapper: &'a Path,
     pub map: &'a Path,
     pub verbose: u8,
+    pub quiet: bool,
 }
 
 impl HostPass<'_> {
@@ -52,6 +53,9 @@ impl HostPass<'_> {
         a.extend(self.cargo.to_args(false));
         if self.verbose >= 1 {
             a.push("-v".into());
+        }
+        if self.quiet {
+            a.push("--quiet".into());
         }
         let trailing = match self.action {
             Action::Run { args } | Action::Test { args, .. } => args.as_slice(),

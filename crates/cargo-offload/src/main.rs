@@ -140,11 +140,13 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
         wrapper: me.clone(),
         linker,
         verbose: dev.verbose,
+        quiet: dev.quiet,
     };
     let images_dir = ws.target_dir.join("offload").join("images");
     let profile_tag = format!("{}-{arch}", cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() }));
     let map_path = embed::map_path(&images_dir, &profile_tag);
-    let host = host::HostPass { cargo, action: &action, wrapper: &me, map: &map_path, verbose: dev.verbose };
+    let host =
+        host::HostPass { cargo, action: &action, wrapper: &me, map: &map_path, verbose: dev.verbose, quiet: dev.quiet };
 
     if dev.dry_run {
         println!("# device pass ({} {arch})", dev.target);

@@ -219,10 +219,36 @@ fn examples_run_on_the_host_fallback_with_right_results() {
     let per_period: f64 = (0..1024).map(|k| 1.0 + 5.0 * (k as f64 / 1024.0)).sum();
     let expected = per_period * 1024.0;
     assert!(saxpy.stdout.contains(&format!("checksum: {expected:.6}")), "{expected}: {}", saxpy.stdout);
-    if require_ptxas() {
-        for (bin, profile) in [("sample_offload", "debug"), ("saxpy", "release")] {
-            let images = embedded_images(&target.join(profile).join(bin));
-            assert!(images.iter().any(|i| i.0 == "cubin" && i.1 == "sm_90"), "{bin}: {images:?}");
+}
+
+/// Every example's PTX assembles with `ptxas -arch=sm_90` (the cubin in its
+/// image is that assembly) and every example has kernels.
+#[test]
+fn every_example_builds_an_sm_90_image() {
+    let root = repo_root();
+    let target = shared_target_dir();
+    let mut examples: Vec<String> = std::fs::read_dir(root.join("examples"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    examples.sort();
+    assert!(examples.len() >= 2, "{examples:?}");
+    let mut args = vec!["build", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap()];
+    for e in &examples {
+        args.push("-p");
+        args.push(e);
+    }
+    let out = offload_cmd(&root, &args, &[]);
+    out.assert_success();
+    for e in &examples {
+        let images = embedded_images(&target.join("release").join(e));
+        let ptx = images.iter().find(|i| i.0 == "PTX").unwrap_or_else(|| panic!("{e}: {images:?}"));
+        assert_eq!(ptx.1, "sm_90");
+        assert!(!ptx.2.is_empty(), "{e} has kernels");
+        if require_ptxas() {
+            assert!(images.iter().any(|i| i.0 == "cubin" && i.1 == "sm_90"), "{e}: {images:?}");
         }
     }
 }

@@ -71,11 +71,13 @@
     feature(stdarch_amdgpu, allow_internal_unstable)
 )]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]
 #![warn(missing_docs)]
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 extern crate std;
 
+mod config;
 mod device_copy;
 mod dim;
 mod disjoint;
@@ -98,6 +100,7 @@ mod runtime;
 #[doc(hidden)]
 pub mod __private;
 
+pub use config::{for_len, LaunchConfig, DEFAULT_BLOCK};
 pub use device_copy::DeviceCopy;
 pub use dim::Dim3;
 pub use disjoint::{DisjointSlice, GridStride};
@@ -110,9 +113,19 @@ pub use buffer::DeviceBuffer;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use error::{Error, Result};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use launch::{for_len, LaunchConfig};
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use runtime::{backend, BackendInfo, BackendKind};
+
+/// The names most kernels and launchers need, importable on both sides:
+/// `use offload::prelude::*;` compiles in the device pass too, where the
+/// host-only items (`DeviceBuffer`, `Error`, …) do not exist.
+pub mod prelude {
+    pub use crate::{
+        block_dim, block_idx, for_len, global_index, global_size, grid_dim, host, kernel, thread_idx, DeviceCopy,
+        Dim3, DisjointSlice, LaunchConfig,
+    };
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    pub use crate::{DeviceBuffer, SliceArg, SliceArgMut};
+}
 
 /// Turns an ordinary `fn` into a GPU kernel.
 ///

@@ -7,7 +7,7 @@
 //! Each result is checked against an independent computation on the host in
 //! f64; the program exits non-zero if any element is wrong.
 
-use offload::kernel;
+use offload::prelude::*;
 
 /// `y[i] = a * x[i] + y[i]`, one element per GPU thread.
 #[kernel]

@@ -7,7 +7,7 @@
 //! done on the host in f64, and the checksum (sum of y in f64) against the
 //! closed form; the program exits non-zero on any mismatch.
 
-use offload::kernel;
+use offload::prelude::*;
 
 /// One element per thread; threads past the end do nothing.
 #[kernel]
@@ -41,14 +41,14 @@ fn main() {
     let a = 3.0f32;
 
     let t = std::time::Instant::now();
-    if let Err(e) = saxpy(offload::for_len(n), a, &x, &mut y) {
+    if let Err(e) = saxpy(for_len(n), a, &x, &mut y) {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
     let first = t.elapsed();
     // Second launch: y ← a·x + y again; timed without first-launch set-up.
     let t = std::time::Instant::now();
-    if let Err(e) = saxpy(offload::for_len(n), a, &x, &mut y) {
+    if let Err(e) = saxpy(for_len(n), a, &x, &mut y) {
         eprintln!("error: {e}");
         std::process::exit(1);
     }

@@ -25,7 +25,8 @@ use offload_image::{Image, ImageKind};
 use super::images;
 use super::{Backend, BackendInfo, BackendKind, Unusable};
 use crate::error::{Error, Result};
-use crate::launch::{ArgKind, ArgSpec, KernelInfo, LaunchConfig};
+use crate::launch::{ArgKind, ArgSpec, KernelInfo};
+use crate::LaunchConfig;
 
 /// Turns a driver error into [`Error::Driver`].
 pub(crate) fn driver_error(op: &'static str, kernel: Option<&str>, e: DriverError) -> Error {

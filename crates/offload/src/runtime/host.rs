@@ -21,7 +21,8 @@ use std::sync::{Mutex, Once};
 
 use super::{Backend, BackendInfo, BackendKind};
 use crate::error::{Error, Result};
-use crate::launch::{ArgSpec, KernelInfo, LaunchConfig};
+use crate::launch::{ArgSpec, KernelInfo};
+use crate::LaunchConfig;
 use crate::thread::{ThreadCtx, CTX};
 use crate::Dim3;
 

@@ -25,7 +25,8 @@ use std::string::String;
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
-use crate::launch::{ArgSpec, KernelInfo, LaunchConfig};
+use crate::launch::{ArgSpec, KernelInfo};
+use crate::LaunchConfig;
 
 /// Which kind of backend runs kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

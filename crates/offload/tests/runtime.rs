@@ -1,0 +1,210 @@
+//! Runtime semantics, written once for every backend: under plain
+//! `cargo test` the kernels run on the host fallback; under
+//! `cargo offload test` on a machine with a GPU they run on the GPU. Every
+//! output is compared with values computed here on the host.
+
+use offload::prelude::*;
+#[offload::host]
+use offload::Error;
+
+/// Each thread records its global index, thread and block index.
+#[kernel]
+fn geometry(gidx: &mut [u64], tid: &mut [[u32; 3]], bid: &mut [[u32; 3]]) {
+    let g = offload::global_index();
+    let t = offload::thread_idx();
+    let b = offload::block_idx();
+    if let Some(s) = gidx.get_mut(g) {
+        *s = g as u64;
+    }
+    if let Some(s) = tid.get_mut(g) {
+        *s = [t.x, t.y, t.z];
+    }
+    if let Some(s) = bid.get_mut(g) {
+        *s = [b.x, b.y, b.z];
+    }
+}
+
+#[test]
+fn three_dimensional_geometry_matches_cuda_numbering() {
+    let grid = Dim3::new(3, 2, 2);
+    let block = Dim3::new(4, 2, 2);
+    let n = (grid.volume() * block.volume()) as usize;
+    let mut gidx = vec![u64::MAX; n];
+    let mut tid = vec![[u32::MAX; 3]; n];
+    let mut bid = vec![[u32::MAX; 3]; n];
+    geometry(LaunchConfig::new(grid, block), &mut gidx, &mut tid, &mut bid).unwrap();
+    assert_eq!(gidx, (0..n as u64).collect::<Vec<_>>(), "every thread wrote its own global index");
+    // Independent numbering: blocks x-fastest, threads x-fastest within a block.
+    let mut g = 0;
+    for bz in 0..grid.z {
+        for by in 0..grid.y {
+            for bx in 0..grid.x {
+                for tz in 0..block.z {
+                    for ty in 0..block.y {
+                        for tx in 0..block.x {
+                            assert_eq!(tid[g], [tx, ty, tz], "thread {g}");
+                            assert_eq!(bid[g], [bx, by, bz], "thread {g}");
+                            g += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One element per thread.
+#[kernel]
+fn iota_plus(k: u32, out: &mut [u32]) {
+    if let Some((i, o)) = out.at_thread() {
+        *o = i as u32 + k;
+    }
+}
+
+#[test]
+fn at_thread_with_more_threads_than_elements() {
+    let mut v = vec![0u32; 1000];
+    iota_plus(offload::for_len(1000), 7, &mut v).unwrap();
+    assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32 + 7));
+    // 2-D launch: the linear global index still covers the slice.
+    let mut w = vec![0u32; 6 * 8 * 32];
+    iota_plus(LaunchConfig::new((6u32, 8u32), 32u32), 1, &mut w).unwrap();
+    assert!(w.iter().enumerate().all(|(i, &x)| x == i as u32 + 1));
+}
+
+/// Grid-stride loop: few threads, many elements.
+#[kernel]
+fn square_all(x: &[f64], out: &mut [f64]) {
+    for (i, o) in out.grid_stride() {
+        *o = x[i] * x[i];
+    }
+}
+
+#[test]
+fn grid_stride_covers_every_element_once() {
+    let n = 100_003;
+    let x: Vec<f64> = (0..n).map(|i| i as f64 * 0.25).collect();
+    let mut out = vec![f64::NAN; n];
+    square_all(LaunchConfig::new(3u32, 64u32), &x, &mut out).unwrap();
+    for i in 0..n {
+        assert_eq!(out[i], (i as f64 * 0.25).powi(2), "out[{i}]");
+    }
+}
+
+/// A `#[repr(C)]` struct by value, a `&T` and a `&mut T`.
+#[derive(Clone, Copy, Debug, PartialEq, DeviceCopy)]
+#[repr(C)]
+struct Affine {
+    scale: f32,
+    shift: f64,
+    tag: u8,
+}
+
+#[kernel]
+fn apply(p: Affine, bias: &f64, x: &[f32], out: &mut [f64], count: &mut u32) {
+    if let Some((i, o)) = out.at_thread() {
+        *o = p.scale as f64 * x[i] as f64 + p.shift + *bias + p.tag as f64;
+    }
+    // The one element of `count` belongs to global thread 0.
+    if let Some(c) = count.get_mut(0) {
+        *c += 1;
+    }
+}
+
+#[test]
+fn struct_by_value_and_references() {
+    let p = Affine { scale: 2.0, shift: -1.5, tag: 3 };
+    let x: Vec<f32> = (0..777).map(|i| i as f32).collect();
+    let mut out = vec![0f64; 777];
+    let mut count = 41u32;
+    apply(offload::for_len(777), p, &0.25, &x, &mut out, &mut count).unwrap();
+    for i in 0..777 {
+        assert_eq!(out[i], 2.0 * i as f64 - 1.5 + 0.25 + 3.0);
+    }
+    assert_eq!(count, 42, "exactly one thread owns the &mut u32");
+}
+
+#[test]
+fn resident_buffers_stay_on_the_device() {
+    let n = 4096;
+    let x: Vec<f64> = (0..n).map(|i| (i % 17) as f64).collect();
+    let xd = DeviceBuffer::from_slice(&x).unwrap();
+    let mut yd = DeviceBuffer::<f64>::zeroed(n).unwrap();
+    assert_eq!(yd.to_vec().unwrap(), vec![0.0; n], "zeroed");
+    square_all(offload::for_len(n), &xd, &mut yd).unwrap();
+    let y = yd.to_vec().unwrap();
+    assert!(y.iter().zip(&x).all(|(y, x)| *y == x * x));
+    // Mixed: resident input, host output.
+    let mut host_out = vec![0.0; n];
+    square_all(offload::for_len(n), &xd, &mut host_out).unwrap();
+    assert_eq!(host_out, y);
+    // Copy in and out.
+    let mut back = vec![0.0; n];
+    yd.copy_from_slice(&x).unwrap();
+    yd.copy_to_slice(&mut back).unwrap();
+    assert_eq!(back, x);
+}
+
+#[test]
+fn buffer_length_mismatch_is_an_error_not_a_panic() {
+    let mut b = DeviceBuffer::<u32>::zeroed(4).unwrap();
+    let e = b.copy_from_slice(&[1, 2, 3]).unwrap_err();
+    assert_eq!(e.to_string(), "cannot copy into a DeviceBuffer: the buffer has 4 elements but the slice has 3");
+    let mut small = [0u32; 2];
+    let e = b.copy_to_slice(&mut small).unwrap_err();
+    assert!(matches!(e, Error::Memory { .. }), "{e}");
+    assert!(DeviceBuffer::<u8>::zeroed(0).unwrap().to_vec().unwrap().is_empty());
+}
+
+#[test]
+fn invalid_launches_are_errors_naming_the_kernel() {
+    let mut v = vec![0u32; 8];
+    let e = iota_plus(LaunchConfig::new(1u32, 2048u32), 0, &mut v).unwrap_err();
+    assert_eq!(e.to_string(), "invalid launch of kernel `runtime::iota_plus`: block 2048x1x1 exceeds the per-dimension limits 1024x1024x64");
+    let e = iota_plus(LaunchConfig::new(1u32, (32u32, 32u32, 2u32)), 0, &mut v).unwrap_err();
+    assert!(e.to_string().contains("has 2048 threads; the limit is 1024 per block"), "{e}");
+    let e = iota_plus(LaunchConfig::new((1u32, 70000u32), 1u32), 0, &mut v).unwrap_err();
+    assert!(e.to_string().contains("grid 1x70000x1 exceeds"), "{e}");
+    // An empty grid launches nothing.
+    iota_plus(offload::for_len(0), 5, &mut v).unwrap();
+    assert_eq!(v, vec![0; 8]);
+    // Empty slices are fine.
+    let mut empty: Vec<u32> = Vec::new();
+    iota_plus(offload::for_len(1), 5, &mut empty).unwrap();
+}
+
+/// Panics in thread 77 of the launch.
+#[kernel]
+fn fails_at(bad: usize, x: &[u32], out: &mut [u32]) {
+    if let Some((i, o)) = out.at_thread() {
+        assert!(i != bad, "element {} is bad", i);
+        *o = x[i] + 1;
+    }
+}
+
+#[test]
+fn a_panicking_kernel_reports_and_the_next_launch_works() {
+    if offload::backend().unwrap().kind != offload::BackendKind::Host {
+        return; // GPU panic reporting is covered by the device-model tests.
+    }
+    let x: Vec<u32> = (0..300).collect();
+    let mut out = vec![0u32; 300];
+    let e = fails_at(LaunchConfig::new(3u32, 100u32), 177, &x, &mut out).unwrap_err();
+    match &e {
+        Error::KernelPanic { kernel, message, location, block, thread } => {
+            assert_eq!(kernel, "runtime::fails_at");
+            assert_eq!(message, "element 177 is bad");
+            assert!(location.starts_with(&format!("{}:", file!())), "{location}");
+            assert_eq!(block, "(1, 0, 0)");
+            assert_eq!(thread, "(77, 0, 0)");
+        }
+        other => panic!("{other}"),
+    }
+    // Out of bounds: `x` is shorter than `out`.
+    let short: Vec<u32> = (0..10).collect();
+    let e = fails_at(offload::for_len(300), usize::MAX, &short, &mut out).unwrap_err();
+    assert!(e.to_string().contains("index out of bounds: the len is 10 but the index is 10"), "{e}");
+    // And the runtime keeps working.
+    fails_at(offload::for_len(300), usize::MAX, &x, &mut out).unwrap();
+    assert!(out.iter().enumerate().all(|(i, &v)| v == i as u32 + 1));
+}
