@@ -67,12 +67,27 @@ impl DeviceArtifact {
 }
 
 impl DevicePass<'_> {
+    /// A hash of the wrapper and the linker executables: part of the device
+    /// rustflags, so that cargo rebuilds the device pass when `cargo offload`
+    /// itself changes (cargo fingerprints the flags, not the tools' bytes).
+    fn tool_hash(&self) -> String {
+        let mut bytes = Vec::new();
+        for exe in [&self.wrapper, &self.linker] {
+            bytes.extend(std::fs::read(exe).unwrap_or_default());
+        }
+        format!("{:016x}", crate::embed::fnv64(&bytes))
+    }
+
     fn rustflags(&self) -> Vec<String> {
         let mut f = vec![
             "--cfg".to_string(),
             "offload_device".into(),
             "--check-cfg".into(),
             "cfg(offload_device)".into(),
+            "--cfg".into(),
+            format!("offload_tools=\"{}\"", self.tool_hash()),
+            "--check-cfg".into(),
+            "cfg(offload_tools, values(any()))".into(),
             format!("-Ctarget-cpu={}", self.arch),
             format!("-Clinker={}", self.linker.display()),
         ];

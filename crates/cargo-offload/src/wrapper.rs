@@ -23,7 +23,10 @@
 //!   needs `std`; the kernels do not). The linker of a `cdylib` hears which
 //!   symbols to export; the kernels would otherwise be internalized away;
 //! - `#![no_std]` is added to every other crate whose root file does not
-//!   mention `no_std` itself.
+//!   mention `no_std` itself;
+//! - every `--extern` becomes `--extern force:…`, so that a dependency is
+//!   linked even when only host code (compiled out here) uses it: its kernels
+//!   belong in the image of every binary that depends on it.
 //!
 //! Host phase (workspace members only, through `RUSTC_WORKSPACE_WRAPPER`):
 //! - `--check-cfg cfg(offload_device)` is added, so `#[cfg(offload_device)]`
@@ -138,9 +141,16 @@ pub fn device_args(args: &[String], root_src: Option<&str>) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len() + 4);
     let mut it = args.iter().peekable();
     let mut test = false;
+    let mut forced = false;
     while let Some(a) = it.next() {
         match a.as_str() {
             "--test" => test = true,
+            "--extern" => {
+                let v = it.next().cloned().unwrap_or_default();
+                out.push(a.clone());
+                out.push(force_extern(&v));
+                forced = true;
+            }
             "--crate-type" => {
                 let v = it.next().cloned().unwrap_or_default();
                 out.push(a.clone());
@@ -160,7 +170,27 @@ pub fn device_args(args: &[String], root_src: Option<&str>) -> Vec<String> {
     if !declares {
         out.push("-Zcrate-attr=no_std".into());
     }
+    if forced && !args.windows(2).any(|w| w[0] == "-Z" && w[1] == "unstable-options") {
+        out.push("-Zunstable-options".into());
+    }
     out
+}
+
+/// `name=path` → `force:name=path`; `opts:name=path` → `opts,force:name=path`.
+pub fn force_extern(spec: &str) -> String {
+    let (name_part, path) = match spec.split_once('=') {
+        Some((n, p)) => (n, Some(p)),
+        None => (spec, None),
+    };
+    let forced = match name_part.split_once(':') {
+        Some((opts, name)) if opts.split(',').any(|o| o == "force") => format!("{opts}:{name}"),
+        Some((opts, name)) => format!("{opts},force:{name}"),
+        None => format!("force:{name_part}"),
+    };
+    match path {
+        Some(p) => format!("{forced}={p}"),
+        None => forced,
+    }
 }
 
 /// Inserts `dep` into the first rule of a Makefile-style dep-info file
@@ -323,6 +353,17 @@ mod tests {
         assert_eq!(device_args(&l, Some("#![no_std]\n")), l);
         assert!(is_gpu_target(&a));
         assert!(!is_gpu_target(&v("--crate-name build_script_build build.rs --crate-type bin")));
+    }
+
+    #[test]
+    fn externs_are_forced() {
+        assert_eq!(force_extern("ws=/t/libws.rlib"), "force:ws=/t/libws.rlib");
+        assert_eq!(force_extern("noprelude,nounused:core=/t/libcore.rlib"), "noprelude,nounused,force:core=/t/libcore.rlib");
+        assert_eq!(force_extern("force:x=/p"), "force:x=/p");
+        let a = v("--crate-name s src/main.rs --crate-type bin --extern ws=/t/libws.rlib -Z unstable-options");
+        let out = device_args(&a, Some("#![no_std]"));
+        assert!(out.windows(2).any(|w| w[0] == "--extern" && w[1] == "force:ws=/t/libws.rlib"), "{out:?}");
+        assert!(!out.contains(&"-Zunstable-options".to_string()), "already given: {out:?}");
     }
 
     #[test]

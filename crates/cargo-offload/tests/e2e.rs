@@ -252,3 +252,50 @@ fn every_example_builds_an_sm_90_image() {
         }
     }
 }
+
+/// Kernels in a library used by two binaries: each binary's image holds the
+/// kernels of its own crate graph and nothing else; `cargo offload test`
+/// builds one image per test binary, with `#[cfg(test)]` kernels in the unit
+/// tests' image.
+#[test]
+fn workspace_images_hold_exactly_the_reachable_kernels() {
+    let f = Fixture::new("workspace");
+    // The fixture's members also name offload by path.
+    for m in ["kernels", "app-a", "app-b"] {
+        f.edit(&format!("{m}/Cargo.toml"), |s| s.replace("@OFFLOAD@", repo_root().join("crates/offload").to_str().unwrap()));
+    }
+    let out = f.offload(&["build", "--arch", "sm_90", "--workspace"]);
+    out.assert_success();
+    let names = |exe: &str| -> Vec<String> {
+        let imgs = embedded_images(&f.host_exe("debug", exe));
+        let ptx = imgs.iter().find(|i| i.0 == "PTX").unwrap_or_else(|| panic!("{exe}: {imgs:?}"));
+        ptx.2.iter().map(|k| k.trim_start_matches("__offload_kernel_").rsplit_once('_').unwrap().0.to_string()).collect()
+    };
+    assert_eq!(names("ws_app_a"), ["ws_app_a_shift", "ws_kernels_scale"]);
+    assert_eq!(names("ws_app_b"), ["ws_kernels_scale"]);
+    let a = f.run_exe("debug", "ws_app_a", &[("OFFLOAD_DEVICE", "host")]);
+    a.assert_success();
+    // Σ (2i + 1) for i < 100
+    assert_eq!(a.stdout.trim(), format!("sum={}", (0..100).map(|i| 2 * i + 1).sum::<i32>()));
+    let b = f.run_exe("debug", "ws_app_b", &[("OFFLOAD_DEVICE", "host")]);
+    assert_eq!(b.stdout.trim(), "[-3.0, -3.0, -3.0]");
+
+    let test = f.offload_env(&["test", "--arch", "sm_90", "--workspace"], &[("OFFLOAD_DEVICE", "host")]);
+    test.assert_success();
+    assert!(test.stderr.contains("Embedding device image in test `ws_kernels` (PTX sm_90"), "{}", test.stderr);
+    assert!(test.stderr.contains("Embedding device image in test `integ` (PTX sm_90"), "{}", test.stderr);
+    assert!(test.stdout.contains("test tests::test_only_kernel_runs ... ok"), "{}", test.stdout);
+    assert!(test.stdout.contains("test integration_kernels_run ... ok"), "{}", test.stdout);
+    assert!(test.stdout.contains("test tests::library_kernel_runs ... ok"), "{}", test.stdout);
+    // The unit-test binary of the library carries its #[cfg(test)] kernel.
+    let unit = test
+        .stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Running unittests src/lib.rs ("))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{}", test.stderr));
+    let imgs = embedded_images(&f.dir.join(unit));
+    let kernels = &imgs.iter().find(|i| i.0 == "PTX").expect("PTX").2;
+    assert_eq!(kernels.len(), 2, "{kernels:?}");
+    assert!(kernels.iter().any(|k| k.starts_with("__offload_kernel_ws_kernels_add_index_")), "{kernels:?}");
+}

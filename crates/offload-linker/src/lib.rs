@@ -9,8 +9,10 @@
 //! linker:
 //!
 //! 1. `llvm-link` every bitcode input into one module;
-//! 2. `opt`: internalize everything except the kernels (symbols starting
-//!    with `__offload_kernel_`), drop what is unreachable, optimize, then
+//! 2. `opt`: internalize everything except the kernels (every symbol
+//!    starting with `__offload_kernel_` in any input: the crate's own and its
+//!    dependencies', since rustc lists only the crate's own exports for a
+//!    `cdylib`), drop what is unreachable, optimize, then
 //!    expand integer division and float conversions wider than 64 bits
 //!    inline (the GPU backends cannot call `compiler_builtins`' `__udivti3`
 //!    and friends, so a kernel dividing `u128`s would not link otherwise);
@@ -248,7 +250,6 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     };
     let linked = with_ext(".linked.bc");
     let optimized = with_ext(".opt.bc");
-    let exports_file = with_ext(".kernels.txt");
 
     // 1. one module
     let mut cmd = Command::new(&tools.llvm_link);
@@ -257,9 +258,6 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
 
     // 2. internalize all but the kernels, optimize, expand wide div/rem
     let kernels = kernels(&args.exports);
-    let mut list = kernels.join("\n");
-    list.push('\n');
-    std::fs::write(&exports_file, list).map_err(|source| LinkError::Io { path: exports_file.clone(), source })?;
     let mut passes = format!("internalize,globaldce,default<{}>", pipeline_level(&args.opt_level));
     passes.push(',');
     passes.push_str(&tools.expand_passes());
@@ -267,7 +265,7 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     cmd.arg(&linked)
         .arg(format!("-mtriple={}", target.triple()))
         .arg(format!("-mcpu={cpu}"))
-        .arg(format!("--internalize-public-api-file={}", exports_file.display()))
+        .arg(format!("--internalize-public-api-list={KERNEL_PREFIX}*"))
         .arg("--expand-div-rem-bits=64")
         .arg("--expand-fp-convert-bits=64")
         .arg(format!("--passes={passes}"))
@@ -291,7 +289,12 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
             cmd.arg("-O3").arg(&optimized).arg("-o").arg(out);
             runner.run(cmd, "llc", "generating PTX")?;
             let ptx = std::fs::read_to_string(out).map_err(|source| LinkError::Io { path: out.clone(), source })?;
-            check_entries(&kernels, &ptx_entry_names(&ptx))?;
+            let entries: Vec<String> =
+                ptx_entry_names(&ptx).into_iter().filter(|e| e.starts_with(KERNEL_PREFIX)).collect();
+            check_entries(&kernels, &entries)?;
+            for e in &entries {
+                check_entries(std::slice::from_ref(e), &entries)?;
+            }
         }
         Target::Amdgcn => {
             let obj = with_ext(".o");
