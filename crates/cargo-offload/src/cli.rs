@@ -48,6 +48,8 @@ pub enum Command {
     Run(RunArgs),
     /// Build, then run the tests (like `cargo test`); kernels in tests run on the GPU if there is one
     Test(TestArgs),
+    /// List the toolchain parts, drivers and GPUs found, and how to install what is missing
+    Doctor,
 }
 
 /// Options of the device pass.
@@ -303,6 +305,7 @@ mod tests {
         let Command::Build(b) = ok("cargo offload build --target-dir t --message-format json").command else { panic!() };
         assert!(b.cargo.to_args(true).is_empty(), "device pass keeps its own target dir and JSON");
         assert_eq!(b.cargo.to_args(false), ["--message-format", "json", "--target-dir", "t"]);
+        assert!(matches!(ok("cargo offload doctor").command, Command::Doctor));
         let Command::Build(b) = ok("cargo offload build --target amdgcn-amd-amdhsa --arch gfx90a --dry-run").command else { panic!() };
         assert_eq!(b.device.target, "amdgcn-amd-amdhsa");
         assert!(b.device.dry_run);
@@ -315,5 +318,6 @@ mod tests {
         assert!(err("cargo offload build --arch").contains("a value is required"));
         assert!(err("cargo offload build --bogus").contains("unexpected argument '--bogus'"));
         assert!(err("cargo build").contains("unrecognized subcommand"));
+        assert!(err("cargo offload doctor --arch sm_90").contains("unexpected argument"));
     }
 }

@@ -4,6 +4,7 @@
 
 mod cli;
 mod device;
+mod doctor;
 mod embed;
 mod errors;
 mod host;
@@ -47,6 +48,7 @@ fn run(command: Command) -> Result<i32> {
         Command::Test(a) => {
             pipeline(&a.device, &a.cargo, host::Action::Test { no_run: a.no_run, filter: a.filter, args: a.args })
         }
+        Command::Doctor => Ok(doctor::run()),
     }
 }
 
