@@ -303,7 +303,7 @@ fn workspace_images_hold_exactly_the_reachable_kernels() {
 #[test]
 fn doctor_reports_found_and_missing_parts() {
     let f = Fixture::new("bin-only");
-    let out = f.offload(&["doctor"]);
+    let out = offload_cmd(&f.dir, &["doctor"], &[]);
     out.assert_success();
     for part in ["host cargo", "device rustc", "rust-src", "llvm-link (LLVM", "opt (LLVM", "llc (LLVM", "ptxas", "libdevice"] {
         assert!(out.stdout.lines().any(|l| l.contains(part)), "{part}: {}", out.stdout);
@@ -311,7 +311,7 @@ fn doctor_reports_found_and_missing_parts() {
     assert!(out.stdout.contains("The device toolchain is complete"), "{}", out.stdout);
     // Without rust-src: the part is MISSING, with both install commands, exit 3.
     let fake = f.fake_rustc_without_src();
-    let out = f.offload_env(&["doctor"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
+    let out = offload_cmd(&f.dir, &["doctor"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
     assert_eq!(out.code, 3, "{}", out.stdout);
     assert!(out.stdout.contains("MISSING  device rustc with rust-src"), "{}", out.stdout);
     assert!(out.stdout.contains("sudo apt-get install rustc-web cargo-web rust-web-src"), "{}", out.stdout);
