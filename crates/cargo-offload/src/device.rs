@@ -91,6 +91,12 @@ impl DevicePass<'_> {
             format!("-Ctarget-cpu={}", self.arch),
             format!("-Clinker={}", self.linker.display()),
         ];
+        if self.triple.starts_with("nvptx") {
+            // The device link strips NVPTX debug info anyway (ptxas does not
+            // take LLVM's reliably); without it, an edit to host code leaves
+            // the device bitcode identical and the link cache hits.
+            f.push("-Cdebuginfo=0".into());
+        }
         if let Ok(extra) = std::env::var("OFFLOAD_DEVICE_RUSTFLAGS") {
             f.extend(extra.split_whitespace().map(String::from));
         }
@@ -127,7 +133,14 @@ impl DevicePass<'_> {
         if self.verbose >= 2 {
             e.push(set("OFFLOAD_LINK_LOG", self.link_log().display().to_string(), "offload-linker appends its commands here (-vv)"));
         }
+        e.push(set("OFFLOAD_LINK_CACHE", self.target_dir.join("link-cache").display().to_string(), "device links with identical inputs are reused"));
+        e.push(set("OFFLOAD_LINK_RECORD", self.record_path("links").display().to_string(), "offload-linker records each link here"));
+        e.push(set(crate::wrapper::COMPILE_LOG_VAR, self.record_path("compiles").display().to_string(), "the wrapper records each device compilation here"));
         e
+    }
+
+    fn record_path(&self, what: &str) -> PathBuf {
+        self.target_dir.join(format!("{what}-{}.log", std::process::id()))
     }
 
     pub fn link_log(&self) -> PathBuf {
@@ -191,8 +204,8 @@ impl DevicePass<'_> {
         if self.verbose >= 1 {
             status::status("Running", format!("device pass:\n{}", self.render()));
         }
+        let _ = std::fs::create_dir_all(&self.target_dir);
         if self.verbose >= 2 {
-            let _ = std::fs::create_dir_all(&self.target_dir);
             let _ = std::fs::remove_file(self.link_log());
         }
         let mut child = self
@@ -266,6 +279,25 @@ impl DevicePass<'_> {
                 }
             }
         }
+        let read_lines = |what: &str| -> Vec<String> {
+            let p = self.record_path(what);
+            let lines = std::fs::read_to_string(&p).unwrap_or_default().lines().map(String::from).collect();
+            let _ = std::fs::remove_file(p);
+            lines
+        };
+        let compiled = read_lines("compiles");
+        let links = read_lines("links");
+        let linked = links.iter().filter(|l| l.starts_with("linked ")).count();
+        let reused = links.len() - linked;
+        status::status(
+            "Device",
+            format!(
+                "{} crate(s) compiled, {linked} image(s) linked, {reused} reused from the link cache ({} {})",
+                compiled.len(),
+                self.triple,
+                self.arch
+            ),
+        );
         if !status.success() {
             return Err(CliError::DeviceBuild {
                 what: format!("{} for {} {}, {errors} error(s)", self.tc.cargo.display(), self.triple, self.arch),

@@ -45,6 +45,8 @@ use crate::embed::{read_map, ImageMapEntry};
 pub const PHASE_VAR: &str = "__OFFLOAD_PHASE";
 pub const MAP_VAR: &str = "__OFFLOAD_IMAGE_MAP";
 pub const INNER_VAR: &str = "__OFFLOAD_INNER_WRAPPER";
+/// File to which the device phase appends one line per crate it compiles.
+pub const COMPILE_LOG_VAR: &str = "__OFFLOAD_COMPILE_LOG";
 
 /// Whether this process was started by cargo as a rustc wrapper.
 pub fn is_wrapper_invocation(args: &[OsString]) -> bool {
@@ -292,6 +294,14 @@ pub fn main(argv: Vec<OsString>) -> i32 {
     }
     match std::env::var(PHASE_VAR).as_deref() {
         Ok("device") => {
+            if is_gpu_target(args) {
+                if let (Some(log), Some(name)) = (std::env::var_os(COMPILE_LOG_VAR), flag_value(args, "--crate-name")) {
+                    use std::io::Write;
+                    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+                        let _ = writeln!(f, "{name}");
+                    }
+                }
+            }
             if !is_gpu_target(args) || is_sysroot_crate(args) {
                 return run(&rustc, args);
             }

@@ -237,6 +237,78 @@ impl Runner {
     }
 }
 
+/// FNV-1a 64 over several byte strings (with separators).
+fn fnv64(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.iter().chain(&[0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The cache key of a link: every input's bytes, the flags and the tools.
+/// Two links with the same key produce the same image.
+pub fn cache_key(args: &LinkArgs, tools: &LlvmTools) -> Result<String, LinkError> {
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    for f in &args.files {
+        parts.push(std::fs::read(f).map_err(|source| LinkError::Io { path: f.clone(), source })?);
+    }
+    parts.push(args.target.clone().into_bytes());
+    parts.push(args.target_cpu.clone().unwrap_or_default().into_bytes());
+    parts.push(args.target_feature.clone().unwrap_or_default().into_bytes());
+    parts.push(args.opt_level.clone().into_bytes());
+    parts.push(vec![args.debug as u8]);
+    parts.push(kernels(&args.exports).join(",").into_bytes());
+    for t in [&tools.llvm_link, &tools.opt, &tools.llc] {
+        parts.push(t.display().to_string().into_bytes());
+    }
+    parts.push(env!("CARGO_PKG_VERSION").as_bytes().to_vec());
+    let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    Ok(format!("{:016x}", fnv64(&refs)))
+}
+
+/// Appends `line` to the file named by `var`, if set.
+fn record(var: &str, line: &str) {
+    if let Some(path) = std::env::var_os(var) {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
+
+/// Links like [`link`], reusing a cached image when the inputs, flags and
+/// tools are the same as in an earlier link (`OFFLOAD_LINK_CACHE` names the
+/// cache directory). Each link is recorded as `linked <output>` or
+/// `reused <output>` in the file `OFFLOAD_LINK_RECORD` names, if set.
+pub fn link_cached(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
+    let cache = std::env::var_os("OFFLOAD_LINK_CACHE").map(PathBuf::from);
+    let Some(cache) = cache else {
+        link(args, tools)?;
+        record("OFFLOAD_LINK_RECORD", &format!("linked {}", args.output.display()));
+        return Ok(());
+    };
+    let key = cache_key(args, tools)?;
+    let ext = args.output.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
+    let cached = cache.join(format!("{key}.{ext}"));
+    if cached.is_file() {
+        std::fs::copy(&cached, &args.output).map_err(|source| LinkError::Io { path: args.output.clone(), source })?;
+        record("OFFLOAD_LINK_RECORD", &format!("reused {}", args.output.display()));
+        return Ok(());
+    }
+    link(args, tools)?;
+    let _ = std::fs::create_dir_all(&cache);
+    let tmp = cache.join(format!("{key}.{ext}.tmp"));
+    if std::fs::copy(&args.output, &tmp).is_ok() {
+        let _ = std::fs::rename(&tmp, &cached);
+    }
+    record("OFFLOAD_LINK_RECORD", &format!("linked {}", args.output.display()));
+    Ok(())
+}
+
 /// Links the inputs of `args` into the device image at `args.output`.
 pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     let target = Target::from_triple(&args.target).ok_or_else(|| LinkError::Target(args.target.clone()))?;
@@ -349,7 +421,7 @@ pub fn check_entries(kernels: &[String], entries: &[String]) -> Result<(), LinkE
 pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
     let result = parse_args(args).and_then(|a| {
         let tools = LlvmTools::from_env_or_discover()?;
-        link(&a, &tools)
+        link_cached(&a, &tools)
     });
     match result {
         Ok(()) => 0,
