@@ -31,6 +31,9 @@ pub struct EnvChange {
 pub struct DevicePass<'a> {
     pub tc: &'a DeviceToolchain,
     pub triple: &'a str,
+    /// What cargo gets as `--target`: the triple, or for AMD GPUs the path of
+    /// the target specification written by [`amdgpu_target_spec`].
+    pub target_arg: String,
     pub arch: &'a str,
     pub cargo: &'a CargoOpts,
     /// `cargo test --no-run` instead of `cargo build`.
@@ -155,7 +158,10 @@ impl DevicePass<'_> {
             vec!["build".into()]
         };
         a.push("--target".into());
-        a.push(self.triple.into());
+        a.push(self.target_arg.clone());
+        if self.target_arg.ends_with(".json") {
+            a.push("-Zjson-target-spec".into());
+        }
         a.push("-Zbuild-std=core".into());
         a.push("--target-dir".into());
         a.push(self.target_dir.display().to_string());
@@ -380,6 +386,44 @@ pub fn strip_ansi(s: &str) -> String {
         }
     }
     out
+}
+
+/// Writes the target specification the device pass uses for
+/// `amdgcn-amd-amdhsa`: rustc's own, printed by the device rustc, with five
+/// changes. `executables: true`, because cargo refuses a `bin` target for a
+/// target without executables before rustc ever runs (the wrapper turns the
+/// bin into a `cdylib` anyway), with `exe-suffix: .elf` so that the file cargo
+/// expects is the one rustc writes; `linker-flavor: llbc` and `obj-is-bitcode:
+/// true`, so that rustc hands bitcode to offload-linker as it does for
+/// NVPTX, and the link keeps every kernel of the crate graph; no
+/// `requires-lto`, which the bitcode link replaces. The file is named
+/// `amdgcn-amd-amdhsa.json`, so cargo's output directory keeps the triple's name.
+pub fn amdgpu_target_spec(tc: &DeviceToolchain, dir: &Path) -> Result<PathBuf> {
+    let out = Command::new(&tc.rustc)
+        .args(["-Zunstable-options", "--print", "target-spec-json", "--target", "amdgcn-amd-amdhsa"])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .output()
+        .map_err(|source| CliError::Spawn { program: tc.rustc.display().to_string(), source })?;
+    if !out.status.success() {
+        return Err(CliError::Usage(format!(
+            "{} cannot print the amdgcn-amd-amdhsa target: {}",
+            tc.rustc.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let mut spec: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| CliError::Usage(format!("unreadable target specification from {}: {e}", tc.rustc.display())))?;
+    let obj = spec.as_object_mut().ok_or_else(|| CliError::Usage("target specification is not an object".into()))?;
+    obj.insert("executables".into(), true.into());
+    // The bin's expected output name, so that it is the cdylib's (`.elf`).
+    obj.insert("exe-suffix".into(), ".elf".into());
+    obj.insert("linker-flavor".into(), "llbc".into());
+    obj.insert("obj-is-bitcode".into(), true.into());
+    obj.remove("linker");
+    obj.remove("requires-lto");
+    let path = dir.join("amdgcn-amd-amdhsa.json");
+    crate::embed::write_if_changed(&path, serde_json::to_string_pretty(&spec).expect("json").as_bytes())?;
+    Ok(path)
 }
 
 /// `<target-dir>/offload/<triple>-<arch>`: one device target directory per

@@ -132,13 +132,20 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
         );
     }
     let tests = matches!(action, host::Action::Test { .. });
+    let device_dir = device::device_target_dir(&ws.target_dir, &dev.target, &arch);
+    let target_arg = if dev.target.starts_with("amdgcn") {
+        device::amdgpu_target_spec(&tc, &ws.target_dir.join("offload"))?.display().to_string()
+    } else {
+        dev.target.clone()
+    };
     let pass = device::DevicePass {
         tc: &tc,
         triple: &dev.target,
+        target_arg,
         arch: &arch,
         cargo,
         tests,
-        target_dir: device::device_target_dir(&ws.target_dir, &dev.target, &arch),
+        target_dir: device_dir,
         wrapper: me.clone(),
         linker,
         verbose: dev.verbose,

@@ -115,8 +115,13 @@ pub fn source_file(args: &[String]) -> Option<&str> {
     None
 }
 
+/// Compiling for a GPU: `--target` is a GPU triple, or the path of the
+/// target specification `cargo offload` writes for AMD GPUs.
 pub fn is_gpu_target(args: &[String]) -> bool {
-    flag_value(args, "--target").is_some_and(|t| t.starts_with("nvptx") || t.starts_with("amdgcn"))
+    flag_value(args, "--target").is_some_and(|t| {
+        let name = Path::new(t).file_name().and_then(|n| n.to_str()).unwrap_or(t);
+        name.starts_with("nvptx") || name.starts_with("amdgcn")
+    })
 }
 
 /// Whether the root file declares `no_std` itself (`#![no_std]` or inside

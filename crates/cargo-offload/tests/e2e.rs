@@ -317,3 +317,41 @@ fn doctor_reports_found_and_missing_parts() {
     assert!(out.stdout.contains("sudo apt-get install rustc-web cargo-web rust-web-src"), "{}", out.stdout);
     assert!(out.stdout.contains("rustup toolchain install nightly --component rust-src,llvm-tools"), "{}", out.stdout);
 }
+
+/// `--target amdgcn-amd-amdhsa`: a bin crate becomes an AMD GPU code object
+/// (`<crate>.elf`) per architecture, with a kernel descriptor (`.kd`) per
+/// kernel and the architecture in the ELF header; the host binary embeds it.
+#[test]
+fn amd_code_objects_for_a_bin_crate() {
+    use object::{Object, ObjectSymbol};
+    let f = Fixture::new("bin-only");
+    // EF_AMDGPU_MACH values (LLVM's ELF.h).
+    for (arch, mach) in [("gfx90a", 0x3f), ("gfx942", 0x4c), ("gfx1100", 0x41)] {
+        let out = f.offload(&["build", "--target", "amdgcn-amd-amdhsa", "--arch", arch]);
+        out.assert_success();
+        assert!(out.stderr.contains(&format!("(AMD GPU code object {arch}; 2 kernel(s))")), "{}", out.stderr);
+        let elf_path = f.target_dir().join(format!("offload/amdgcn-amd-amdhsa-{arch}/amdgcn-amd-amdhsa/debug/fixture_bin_only.elf"));
+        let bytes = std::fs::read(&elf_path).unwrap_or_else(|e| panic!("{}: {e}", elf_path.display()));
+        let elf = object::File::parse(&*bytes).unwrap();
+        let object::FileFlags::Elf { e_flags, .. } = elf.flags() else { panic!("not ELF") };
+        // e_machine is EM_AMDGPU (224)
+        assert_eq!(u16::from_le_bytes([bytes[18], bytes[19]]), 224);
+        assert_eq!(e_flags & 0xff, mach, "{arch}: e_flags {e_flags:#x}");
+        let kd: Vec<String> = elf
+            .symbols()
+            .filter_map(|s| s.name().ok().filter(|n| n.ends_with(".kd")).map(String::from))
+            .collect();
+        assert_eq!(kd.len(), 2, "{arch}: {kd:?}");
+        assert!(kd.iter().all(|k| k.starts_with("__offload_kernel_fixture_bin_only_")), "{kd:?}");
+        // llvm-readelf, as a user would check it.
+        if let Some(readelf) = (22..30).map(|m| format!("llvm-readelf-{m}")).find(|t| std::process::Command::new(t).arg("--version").output().is_ok()) {
+            let h = std::process::Command::new(&readelf).arg("-h").arg(&elf_path).output().unwrap();
+            let h = String::from_utf8_lossy(&h.stdout);
+            assert!(h.contains("EM_AMDGPU") && h.contains(arch), "{h}");
+        }
+        let images = embedded_images(&f.host_exe("debug", "fixture_bin_only"));
+        assert_eq!(images.len(), 1, "{images:?}");
+        assert_eq!((images[0].0.as_str(), images[0].1.as_str()), ("AMD GPU code object", arch));
+        assert_eq!(images[0].2.len(), 2);
+    }
+}

@@ -63,6 +63,20 @@ impl Target {
     }
 }
 
+/// Functions the `offload` crate declares for AMD GPUs and the linker
+/// defines, because they return pointers in address space 4 (constant),
+/// which Rust cannot name: the HSA dispatch packet, cast to a generic pointer.
+pub const AMDGPU_SUPPORT_IR: &str = r#"target triple = "amdgcn-amd-amdhsa"
+
+declare ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()
+
+define ptr @__offload_amdgpu_dispatch_ptr() alwaysinline {
+  %p = call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()
+  %g = addrspacecast ptr addrspace(4) %p to ptr
+  ret ptr %g
+}
+"#;
+
 /// The command line rustc gives an `llbc`-flavor linker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkArgs {
@@ -323,9 +337,16 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     let linked = with_ext(".linked.bc");
     let optimized = with_ext(".opt.bc");
 
-    // 1. one module
+    // 1. one module (plus, for AMD GPUs, the support functions Rust cannot
+    // express: see AMDGPU_SUPPORT_IR)
     let mut cmd = Command::new(&tools.llvm_link);
-    cmd.arg("--ignore-non-bitcode").args(&args.files).arg("-o").arg(&linked);
+    cmd.arg("--ignore-non-bitcode").args(&args.files);
+    if target == Target::Amdgcn {
+        let support = with_ext(".support.ll");
+        std::fs::write(&support, AMDGPU_SUPPORT_IR).map_err(|source| LinkError::Io { path: support.clone(), source })?;
+        cmd.arg(&support);
+    }
+    cmd.arg("-o").arg(&linked);
     runner.run(cmd, "llvm-link", "linking the device bitcode into one module")?;
 
     // 2. internalize all but the kernels, optimize, expand wide div/rem

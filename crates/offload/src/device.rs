@@ -13,6 +13,7 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
     }
     #[cfg(target_arch = "amdgpu")]
     {
-        core::arch::amdgpu::s_trap::<2>()
+        // `llvm.trap`: `s_trap 2` on amdhsa, which aborts the dispatch.
+        core::intrinsics::abort()
     }
 }

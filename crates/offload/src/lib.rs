@@ -68,7 +68,7 @@
 )]
 #![cfg_attr(
     target_arch = "amdgpu",
-    feature(stdarch_amdgpu, allow_internal_unstable)
+    feature(stdarch_amdgpu, allow_internal_unstable, core_intrinsics)
 )]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]

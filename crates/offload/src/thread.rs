@@ -36,6 +36,14 @@ mod imp {
     use crate::Dim3;
     use core::arch::amdgpu as a;
 
+    extern "C" {
+        /// The HSA kernel dispatch packet (`hsa_kernel_dispatch_packet_t`),
+        /// from `llvm.amdgcn.dispatch.ptr`. Rust cannot name its address
+        /// space (4, constant), so offload-linker links a definition that
+        /// casts it to a generic pointer.
+        fn __offload_amdgpu_dispatch_ptr() -> *const u8;
+    }
+
     #[inline(always)]
     pub fn thread_idx() -> Dim3 {
         Dim3 { x: a::workitem_id_x(), y: a::workitem_id_y(), z: a::workitem_id_z() }
@@ -46,20 +54,25 @@ mod imp {
     }
     #[inline(always)]
     pub fn block_dim() -> Dim3 {
-        // The dispatch packet (HSA AQL, `hsa_kernel_dispatch_packet_t`) holds
-        // workgroup_size_x/y/z as u16 at byte offsets 4, 6, 8 and the grid
-        // size in work-items as u32 at offsets 12, 16, 20.
-        let p = a::dispatch_ptr() as *const u16;
+        // The dispatch packet holds workgroup_size_x/y/z as u16 at byte
+        // offsets 4, 6, 8 (HSA Platform System Architecture Specification,
+        // "Kernel Dispatch Packet").
         // SAFETY: the dispatch pointer is valid for the whole kernel and the
         // packet layout is fixed by the HSA specification.
-        unsafe { Dim3 { x: *p.add(2) as u32, y: *p.add(3) as u32, z: *p.add(4) as u32 } }
+        unsafe {
+            let p = __offload_amdgpu_dispatch_ptr() as *const u16;
+            Dim3 { x: *p.add(2) as u32, y: *p.add(3) as u32, z: *p.add(4) as u32 }
+        }
     }
     #[inline(always)]
     pub fn grid_dim() -> Dim3 {
-        let p = a::dispatch_ptr() as *const u32;
+        // grid_size_x/y/z in work-items, u32 at byte offsets 12, 16, 20.
         let b = block_dim();
         // SAFETY: as in `block_dim`.
-        let (gx, gy, gz) = unsafe { (*p.add(3), *p.add(4), *p.add(5)) };
+        let (gx, gy, gz) = unsafe {
+            let p = __offload_amdgpu_dispatch_ptr() as *const u32;
+            (*p.add(3), *p.add(4), *p.add(5))
+        };
         Dim3 { x: gx.div_ceil(b.x), y: gy.div_ceil(b.y), z: gz.div_ceil(b.z) }
     }
 }
