@@ -9,7 +9,7 @@ use std::string::String;
 
 use crate::error::{Error, Result};
 use crate::runtime;
-use crate::{DeviceCopy, DisjointSlice, Dim3};
+use crate::{DeviceCopy, DisjointSlice, Dim3, MapElem};
 
 /// Threads per block chosen by [`for_len`]: a multiple of the warp size (32)
 /// that keeps every SM of current NVIDIA GPUs fully occupied for simple
@@ -122,8 +122,9 @@ pub(crate) enum ArgKind {
     Value { ptr: *const u8 },
     /// Host memory copied to the device (`writeback == false`) or to and
     /// from it; the kernel gets the device pointer, and the element count if
-    /// `pass_len`.
-    Mapped { ptr: *mut u8, bytes: usize, len: usize, pass_len: bool, writeback: bool },
+    /// `pass_len`. `atomic` is 0, or the size of the atomic elements (4, 8)
+    /// that the copy back must store atomically (see `MapElem`).
+    Mapped { ptr: *mut u8, bytes: usize, len: usize, pass_len: bool, writeback: bool, atomic: u8 },
 }
 
 impl<'a> ArgSpec<'a> {
@@ -133,26 +134,28 @@ impl<'a> ArgSpec<'a> {
         ArgSpec { kind, _borrow: PhantomData }
     }
 
-    /// A `&[T]` argument, mapped to the device.
-    pub fn slice<T: DeviceCopy>(s: &'a [T]) -> Self {
+    /// A `&[T]` argument, mapped to the device (and back, for atomics).
+    pub fn slice<T: MapElem>(s: &'a [T]) -> Self {
         let kind = ArgKind::Mapped {
             ptr: s.as_ptr() as *mut u8,
             bytes: core::mem::size_of_val(s),
             len: s.len(),
             pass_len: true,
-            writeback: false,
+            writeback: T::ATOMIC_BYTES != 0,
+            atomic: T::ATOMIC_BYTES as u8,
         };
         ArgSpec { kind, _borrow: PhantomData }
     }
 
-    /// A `&T` argument, mapped to the device.
-    pub fn reference<T: DeviceCopy>(r: &'a T) -> Self {
+    /// A `&T` argument, mapped to the device (and back, for atomics).
+    pub fn reference<T: MapElem>(r: &'a T) -> Self {
         let kind = ArgKind::Mapped {
             ptr: r as *const T as *mut u8,
             bytes: core::mem::size_of::<T>(),
             len: 1,
             pass_len: false,
-            writeback: false,
+            writeback: T::ATOMIC_BYTES != 0,
+            atomic: T::ATOMIC_BYTES as u8,
         };
         ArgSpec { kind, _borrow: PhantomData }
     }
@@ -201,6 +204,7 @@ impl<'a, T: DeviceCopy> MutMap<'a, T> {
             len: self.len,
             pass_len: self.pass_len,
             writeback: true,
+            atomic: 0,
         };
         ArgSpec { kind, _borrow: PhantomData }
     }

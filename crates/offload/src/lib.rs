@@ -64,25 +64,34 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(stdarch_nvptx, allow_internal_unstable)
+    feature(stdarch_nvptx, allow_internal_unstable, asm_experimental_arch, link_llvm_intrinsics)
 )]
 #![cfg_attr(
     target_arch = "amdgpu",
     feature(stdarch_amdgpu, allow_internal_unstable)
 )]
+#![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 extern crate std;
 
+pub mod atomic;
 mod device_copy;
 mod dim;
 mod disjoint;
+pub mod math;
+mod panic_record;
+pub mod print;
+mod shared;
 mod thread;
+pub mod warp;
 
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 mod device;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod hostsim;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod error;
@@ -94,10 +103,14 @@ mod runtime;
 #[doc(hidden)]
 pub mod __private;
 
-pub use device_copy::DeviceCopy;
+pub use device_copy::{DeviceCopy, MapElem};
 pub use dim::Dim3;
 pub use disjoint::{DisjointSlice, GridStride};
-pub use thread::{block_dim, block_idx, global_index, global_size, grid_dim, thread_idx};
+pub use shared::{dynamic_shared, sync_threads, SharedArray, SharedElem, SharedSlice};
+pub use thread::{
+    block_dim, block_idx, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride, thread_idx,
+    GridStrideRange,
+};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use error::{Error, Result};

@@ -226,3 +226,55 @@ mod tests {
         CTX.with(|c| c.set(ThreadCtx::SINGLE));
     }
 }
+
+/// This thread's index in the whole grid *per dimension*:
+/// `blockIdx * blockDim + threadIdx` for x, y and z — the `(col, row)` of
+/// a 2-D launch (`col = blockIdx.x * blockDim.x + threadIdx.x`).
+#[inline(always)]
+pub fn global_thread_idx() -> Dim3 {
+    let t = thread_idx();
+    let b = block_idx();
+    let d = block_dim();
+    Dim3 { x: b.x * d.x + t.x, y: b.y * d.y + t.y, z: b.z * d.z + t.z }
+}
+
+/// Threads in the grid per dimension: `gridDim * blockDim`.
+#[inline(always)]
+pub fn global_dim() -> Dim3 {
+    let g = grid_dim();
+    let d = block_dim();
+    Dim3 { x: g.x * d.x, y: g.y * d.y, z: g.z * d.z }
+}
+
+/// The indices `global_index()`, `+ global_size()`, … below `n`: CUDA's
+/// grid-stride loop `for (i = gid; i < n; i += stride)` as an iterator,
+/// which compiles to the same loop (two registers, one add and one compare
+/// per step). For writing to a `&mut [T]` argument use
+/// [`DisjointSlice::grid_stride`](crate::DisjointSlice::grid_stride).
+#[inline(always)]
+pub fn grid_stride(n: usize) -> GridStrideRange {
+    GridStrideRange { next: global_index(), end: n, stride: global_size() }
+}
+
+/// Iterator of [`grid_stride`].
+#[derive(Debug, Clone)]
+pub struct GridStrideRange {
+    next: usize,
+    end: usize,
+    stride: usize,
+}
+
+impl Iterator for GridStrideRange {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let i = self.next;
+        if i < self.end {
+            self.next = i.saturating_add(self.stride);
+            Some(i)
+        } else {
+            None
+        }
+    }
+}
