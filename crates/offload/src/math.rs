@@ -39,7 +39,7 @@
 //! | `sin`, `cos`, `sincos` | 2 | 2 |
 //! | `tan` | 4 | 2 |
 //! | `pow` | 4 | 2 |
-//! | `powi` (`n` in −32..32) | 4 | 2 |
+//! | `powi` (`\|n\|` ≤ 16; binary exponentiation, same code on every backend) | 12 | 12 |
 //! | `hypot` | 3 | 2 |
 //! | `atan2` | 3 | 2 |
 //! | `erf` | 2 | 2 |
@@ -79,7 +79,7 @@ pub trait Float: Copy + sealed::Sealed {
     #[doc(hidden)]
     fn m_pow(self, y: Self) -> Self;
     #[doc(hidden)]
-    fn m_powi(self, n: i32) -> Self;
+    const ONE: Self;
     #[doc(hidden)]
     fn m_fma(self, b: Self, c: Self) -> Self;
     #[doc(hidden)]
@@ -172,10 +172,30 @@ pub fn sincos<F: Float>(x: F) -> (F, F) {
     x.m_sincos()
 }
 
-/// `x^n` for an integer `n`.
+/// `x^n` for an integer `n`, by binary exponentiation (the algorithm of
+/// compiler-rt's `__powisf2`, which `f32::powi` uses on the host): the same
+/// code on every backend, so results are bit-identical. Each squaring
+/// rounds, so the error grows with `|n|` (up to 12 ULP for `|n| ≤ 16`).
 #[inline(always)]
-pub fn powi<F: Float>(x: F, n: i32) -> F {
-    x.m_powi(n)
+pub fn powi<F: Float + core::ops::Mul<Output = F> + core::ops::Div<Output = F>>(x: F, n: i32) -> F {
+    let mut a = x;
+    let mut e = n.unsigned_abs();
+    let mut r = F::ONE;
+    loop {
+        if e & 1 != 0 {
+            r = r * a;
+        }
+        e >>= 1;
+        if e == 0 {
+            break;
+        }
+        a = a * a;
+    }
+    if n < 0 {
+        F::ONE / r
+    } else {
+        r
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -198,7 +218,7 @@ macro_rules! host_float {
             #[inline(always)] fn m_tan(self) -> Self { self.tan() }
             #[inline(always)] fn m_sincos(self) -> (Self, Self) { self.sin_cos() }
             #[inline(always)] fn m_pow(self, y: Self) -> Self { self.powf(y) }
-            #[inline(always)] fn m_powi(self, n: i32) -> Self { self.powi(n) }
+            const ONE: Self = 1.0;
             #[inline(always)] fn m_fma(self, b: Self, c: Self) -> Self { self.mul_add(b, c) }
             #[inline(always)] fn m_floor(self) -> Self { self.floor() }
             #[inline(always)] fn m_ceil(self) -> Self { self.ceil() }
@@ -268,8 +288,6 @@ mod nv {
         pub fn __nv_sincos(x: f64, s: *mut f64, c: *mut f64);
         pub fn __nv_powf(x: f32, y: f32) -> f32;
         pub fn __nv_pow(x: f64, y: f64) -> f64;
-        pub fn __nv_powif(x: f32, n: i32) -> f32;
-        pub fn __nv_powi(x: f64, n: i32) -> f64;
         pub fn __nv_hypotf(x: f32, y: f32) -> f32;
         pub fn __nv_hypot(x: f64, y: f64) -> f64;
         pub fn __nv_atan2f(y: f32, x: f32) -> f32;
@@ -294,7 +312,7 @@ mod nv {
 #[cfg(target_arch = "nvptx64")]
 macro_rules! dev_float {
     ($t:ty, $sqrt:ident, $rsqrt:ident, $exp:ident, $exp2:ident, $log:ident, $log2:ident, $log10:ident,
-     $sin:ident, $cos:ident, $tan:ident, $sincos:ident, $pow:ident, $powi:ident, $fma:ident, $floor:ident,
+     $sin:ident, $cos:ident, $tan:ident, $sincos:ident, $pow:ident, $fma:ident, $floor:ident,
      $ceil:ident, $round:ident, $trunc:ident, $abs:ident, $min:ident, $max:ident, $copysign:ident,
      $hypot:ident, $atan2:ident, $erf:ident) => {
         impl sealed::Sealed for $t {}
@@ -320,7 +338,7 @@ macro_rules! dev_float {
                 (s, c)
             }
             #[inline(always)] fn m_pow(self, y: Self) -> Self { unsafe { nv::$pow(self, y) } }
-            #[inline(always)] fn m_powi(self, n: i32) -> Self { unsafe { nv::$powi(self, n) } }
+            const ONE: Self = 1.0;
             #[inline(always)] fn m_fma(self, b: Self, c: Self) -> Self { unsafe { nv::$fma(self, b, c) } }
             #[inline(always)] fn m_floor(self) -> Self { unsafe { nv::$floor(self) } }
             #[inline(always)] fn m_ceil(self) -> Self { unsafe { nv::$ceil(self) } }
@@ -338,11 +356,11 @@ macro_rules! dev_float {
 }
 #[cfg(target_arch = "nvptx64")]
 dev_float!(f32, sqrtf, __nv_rsqrtf, __nv_expf, __nv_exp2f, __nv_logf, __nv_log2f, __nv_log10f, __nv_sinf,
-    __nv_cosf, __nv_tanf, __nv_sincosf, __nv_powf, __nv_powif, fmaf, floorf, ceilf, roundf, truncf, fabsf,
+    __nv_cosf, __nv_tanf, __nv_sincosf, __nv_powf, fmaf, floorf, ceilf, roundf, truncf, fabsf,
     fminf, fmaxf, copysignf, __nv_hypotf, __nv_atan2f, __nv_erff);
 #[cfg(target_arch = "nvptx64")]
 dev_float!(f64, sqrt, __nv_rsqrt, __nv_exp, __nv_exp2, __nv_log, __nv_log2, __nv_log10, __nv_sin, __nv_cos,
-    __nv_tan, __nv_sincos, __nv_pow, __nv_powi, fma, floor, ceil, round, trunc, fabs, fmin, fmax, copysign,
+    __nv_tan, __nv_sincos, __nv_pow, fma, floor, ceil, round, trunc, fabs, fmin, fmax, copysign,
     __nv_hypot, __nv_atan2, __nv_erf);
 
 /// CUDA's fast single-precision intrinsics (`__expf`, `__sinf`, …): on
@@ -479,8 +497,6 @@ mod fallback {
     f2! {
         __offload_libm_powf: f32, f32 => libm::powf;
         __offload_libm_pow: f64, f64 => libm::pow;
-        __offload_libm_powif: f32, i32 => |x, n| libm::powf(x, n as f32);
-        __offload_libm_powi: f64, i32 => |x, n| libm::pow(x, n as f64);
         __offload_libm_hypotf: f32, f32 => libm::hypotf;
         __offload_libm_hypot: f64, f64 => libm::hypot;
         __offload_libm_atan2f: f32, f32 => libm::atan2f;

@@ -144,11 +144,15 @@ pub fn grid_dim() -> Dim3 {
 }
 
 /// This thread's index in the whole grid, unique per thread, in
-/// `0..global_size()`.
+/// `0..global_size()`: the row-major (x fastest) position of
+/// [`global_thread_idx`] in a grid of [`global_dim`] threads,
+/// `x + X·(y + Y·z)`.
 ///
-/// For a 1-D launch it is CUDA's `blockIdx.x * blockDim.x + threadIdx.x`.
-/// In general it is the linear block index (x fastest) times the threads per
-/// block, plus the linear thread index within the block (x fastest).
+/// For a 1-D launch it is CUDA's `blockIdx.x * blockDim.x + threadIdx.x`;
+/// for a 2-D launch whose x-extent `X = gridDim.x * blockDim.x` equals the
+/// width of a row-major matrix, it is the index of element `(row, col) =
+/// (y, x)`, so [`DisjointSlice::at_thread`](crate::DisjointSlice::at_thread)
+/// hands each thread of a 2-D grid its own matrix element.
 /// [`DisjointSlice`](crate::DisjointSlice) uses it to decide which elements a
 /// thread owns.
 #[inline(always)]
@@ -157,10 +161,12 @@ pub fn global_index() -> usize {
     let b = block_idx();
     let bd = block_dim();
     let gd = grid_dim();
-    let thread_in_block = t.x as usize + bd.x as usize * (t.y as usize + bd.y as usize * t.z as usize);
-    let block = b.x as usize + gd.x as usize * (b.y as usize + gd.y as usize * b.z as usize);
-    let threads_per_block = bd.x as usize * bd.y as usize * bd.z as usize;
-    block * threads_per_block + thread_in_block
+    let x = b.x as usize * bd.x as usize + t.x as usize;
+    let y = b.y as usize * bd.y as usize + t.y as usize;
+    let z = b.z as usize * bd.z as usize + t.z as usize;
+    let w = gd.x as usize * bd.x as usize;
+    let h = gd.y as usize * bd.y as usize;
+    x + w * (y + h * z)
 }
 
 /// The number of threads in the grid: `grid_dim().volume() * block_dim().volume()`.
