@@ -87,22 +87,45 @@ fn replace_uses(line: &str, names: &[String]) -> String {
     out
 }
 
-/// Rewrites one definition line of a shared static:
-/// `@g = <linkage…> global <ty> zeroinitializer, section "…", align N…`
-/// → `@g = internal addrspace(3) global <ty> undef, align N…`.
+/// Length of the LLVM type at the start of `s` (`i32`, `[4 x float]`,
+/// `<{ [8 x i8], i32 }>`, `{ ptr, i64 }`).
+fn type_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    match b.first() {
+        Some(b'[') | Some(b'<') | Some(b'{') => {
+            let mut depth = 0i32;
+            for (i, &c) in b.iter().enumerate() {
+                match c {
+                    b'[' | b'<' | b'{' => depth += 1,
+                    b']' | b'>' | b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return i + 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            s.len()
+        }
+        _ => s.find(' ').unwrap_or(s.len()),
+    }
+}
+
+/// Rewrites one definition line of a shared static (rustc's optimizer may
+/// have split the array into scalars, `@g.0 = internal global i32 0, …`):
+/// `@g = <linkage…> global <ty> <init>, section "…", align N…`
+/// → `@g = internal addrspace(3) global <ty> undef, align N…`. The
+/// initializer is dropped: shared memory starts unspecified, which is what
+/// `offload` promises.
 fn shared_definition(line: &str) -> Result<String, String> {
     let (name, rest) = line.split_once(" = ").ok_or_else(|| format!("unexpected shared static: {line}"))?;
     let gpos = rest.find("global ").ok_or_else(|| format!("shared static is not a `global`: {line}"))?;
     let after = &rest[gpos + "global ".len()..];
     let sec = format!(", section \"{SHARED_SECTION}\"");
     let spos = after.find(&sec).ok_or_else(|| format!("no section in {line}"))?;
-    let ty_init = &after[..spos];
+    let ty = &after[..type_len(after)];
     let tail = &after[spos + sec.len()..];
-    let ty = ty_init
-        .strip_suffix(" zeroinitializer")
-        .or_else(|| ty_init.strip_suffix(" undef"))
-        .or_else(|| ty_init.strip_suffix(" poison"))
-        .ok_or_else(|| format!("shared static with a non-zero initializer: {line}"))?;
     Ok(format!("{name} = internal addrspace(3) global {ty} undef{tail}"))
 }
 
@@ -218,9 +241,11 @@ define float @__offload_libm_sinf(float %x) {
     }
 
     #[test]
-    fn non_zero_initializer_is_an_error() {
-        let bad = "@g = internal global i32 7, section \".offload.shared\", align 4\n";
-        assert!(rewrite(bad, true).unwrap_err().contains("non-zero initializer"));
+    fn split_and_initialized_statics() {
+        let ir = "@g.0 = internal unnamed_addr global i32 7, section \".offload.shared\", align 4\n@h = internal global { float, [2 x i32] } { float 1.0, [2 x i32] [i32 1, i32 2] }, section \".offload.shared\", align 8\n";
+        let r = rewrite(ir, true).unwrap();
+        assert!(r.text.contains("@g.0 = internal addrspace(3) global i32 undef, align 4\n"), "{}", r.text);
+        assert!(r.text.contains("@h = internal addrspace(3) global { float, [2 x i32] } undef, align 8\n"), "{}", r.text);
     }
 
     #[test]
