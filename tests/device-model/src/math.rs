@@ -4,12 +4,15 @@
 use offload::{kernel, math};
 
 /// The functions, in the order of the selector `func`.
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(dead_code))]
 pub const NAMES: [&str; 25] = [
     "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log10", "sin", "cos", "tan", "sincos.sin", "sincos.cos", "pow",
     "powi", "fma", "floor", "ceil", "round", "trunc", "abs", "min", "max", "copysign", "hypot", "atan2",
 ];
 /// `erf` and the fast variants follow.
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(dead_code))]
 pub const ERF: u32 = 25;
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(dead_code))]
 pub const FAST: [&str; 11] = ["exp", "exp10", "log", "log2", "log10", "sin", "cos", "tan", "pow", "fdivide", "sincos.sin"];
 
 macro_rules! apply {
