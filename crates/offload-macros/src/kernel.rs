@@ -309,7 +309,7 @@ fn generate(k: &Kernel) -> TokenStream {
                 // SAFETY: the launcher mapped `len` initialized elements at `ptr`
                 // to the device for the whole launch, and nothing writes them.
                 entry_args.push(quote!(unsafe { ::offload::__private::slice_from_raw(#ptr, #len) }));
-                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#elem>();));
+                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_map_elem::<#elem>();));
             }
             Mapping::SliceToFrom(elem) => {
                 entry_params.push(quote!(#ptr: *mut #elem));
@@ -323,7 +323,7 @@ fn generate(k: &Kernel) -> TokenStream {
                 entry_params.push(quote!(#ptr: *const #elem));
                 // SAFETY: the launcher mapped one initialized element to `ptr`.
                 entry_args.push(quote!(unsafe { ::offload::__private::ref_from_raw(#ptr) }));
-                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#elem>();));
+                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_map_elem::<#elem>();));
             }
             Mapping::RefToFrom(elem) => {
                 entry_params.push(quote!(#ptr: *mut #elem));

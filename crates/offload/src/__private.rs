@@ -2,7 +2,9 @@
 //! `#[derive(DeviceCopy)]`. Not a public API: names and signatures change
 //! without notice.
 
-use crate::{DeviceCopy, DisjointSlice};
+use crate::{DeviceCopy, DisjointSlice, MapElem};
+
+pub use crate::print::print_fmt;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use crate::args::{MapIn, MapInOut};
@@ -13,6 +15,28 @@ pub use crate::launch::{launch, ArgSpec, KernelInfo};
 /// carries the span of the user's type so the error lands there.
 #[inline(always)]
 pub const fn assert_device_copy<T: DeviceCopy + ?Sized>() {}
+
+/// Compile-time check that `T` may be the element of a mapped `&[T]` / `&T`
+/// (plain data, or an atomic that is copied back after the launch).
+#[inline(always)]
+pub const fn assert_map_elem<T: MapElem>() {}
+
+/// The host fallback's memory for one `shared_array!` site in the current
+/// block (see `hostsim`).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[inline]
+pub fn host_shared_array<T: crate::SharedElem, const N: usize>(site: &'static u8) -> &'static crate::SharedArray<T, N> {
+    let p = crate::hostsim::shared_alloc(
+        site as *const u8 as usize,
+        core::mem::size_of::<crate::SharedArray<T, N>>(),
+        core::mem::align_of::<crate::SharedArray<T, N>>(),
+    );
+    // SAFETY: `p` is suitably sized and aligned, lives forever (arenas are
+    // never freed), holds initialized bytes (zeroed, then only ever written
+    // with element values), every bit pattern is a valid atomic cell, and
+    // cells are only accessed atomically (or through `unsafe` pointers).
+    unsafe { &*(p as *const crate::SharedArray<T, N>) }
+}
 
 /// `&[T]` from a kernel parameter pair.
 ///

@@ -10,15 +10,16 @@
 use core::marker::PhantomData;
 
 use crate::launch::{ArgKind, ArgSpec};
-use crate::{DeviceBuffer, DeviceCopy, DisjointSlice};
+use crate::{DeviceBuffer, DeviceCopy, DisjointSlice, MapElem};
 
 /// Accepted where a kernel takes `&[T]`. Implemented for `[T]`, `Vec<T>`,
-/// `[T; N]`, `Box<[T]>` and [`DeviceBuffer<T>`].
+/// `[T; N]`, `Box<[T]>` and [`DeviceBuffer<T>`]; `T` is plain data
+/// (`DeviceCopy`) or an atomic (`MapElem`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed where the kernel takes `&[{T}]`",
     label = "expected a reference to `[{T}]`, `Vec<{T}>`, `[{T}; N]`, `Box<[{T}]>` or `DeviceBuffer<{T}>`"
 )]
-pub trait SliceArg<T: DeviceCopy> {
+pub trait SliceArg<T: MapElem> {
     /// The view a launch maps.
     #[doc(hidden)]
     fn map_in(&self) -> MapIn<'_, T>;
@@ -57,8 +58,9 @@ unsafe impl<T: Sync> Sync for MapIn<'_, T> {}
 // SAFETY: as above.
 unsafe impl<T: Sync> Send for MapIn<'_, T> {}
 
-impl<'a, T: DeviceCopy> MapIn<'a, T> {
-    /// Host memory, copied to the device for the launch.
+impl<'a, T: MapElem> MapIn<'a, T> {
+    /// Host memory, copied to the device for the launch (and back into the
+    /// host's atomics, element by element, for atomic element types).
     pub fn host(s: &'a [T]) -> Self {
         MapIn { ptr: s.as_ptr(), len: s.len(), resident: false, _borrow: PhantomData }
     }
@@ -73,7 +75,8 @@ impl<'a, T: DeviceCopy> MapIn<'a, T> {
                 bytes: self.len * core::mem::size_of::<T>(),
                 len: self.len,
                 pass_len: true,
-                writeback: false,
+                writeback: T::ATOMIC_BYTES != 0,
+                atomic: T::ATOMIC_BYTES as u8,
             })
         }
     }
@@ -138,6 +141,7 @@ impl<'a, T: DeviceCopy> MapInOut<'a, T> {
                 len: self.len,
                 pass_len: self.pass_len,
                 writeback: true,
+                atomic: 0,
             })
         }
     }
@@ -156,22 +160,22 @@ impl<'a, T: DeviceCopy> MapInOut<'a, T> {
     }
 }
 
-impl<T: DeviceCopy> SliceArg<T> for [T] {
+impl<T: MapElem> SliceArg<T> for [T] {
     fn map_in(&self) -> MapIn<'_, T> {
         MapIn::host(self)
     }
 }
-impl<T: DeviceCopy> SliceArg<T> for std::vec::Vec<T> {
+impl<T: MapElem> SliceArg<T> for std::vec::Vec<T> {
     fn map_in(&self) -> MapIn<'_, T> {
         MapIn::host(self)
     }
 }
-impl<T: DeviceCopy, const N: usize> SliceArg<T> for [T; N] {
+impl<T: MapElem, const N: usize> SliceArg<T> for [T; N] {
     fn map_in(&self) -> MapIn<'_, T> {
         MapIn::host(self)
     }
 }
-impl<T: DeviceCopy> SliceArg<T> for std::boxed::Box<[T]> {
+impl<T: MapElem> SliceArg<T> for std::boxed::Box<[T]> {
     fn map_in(&self) -> MapIn<'_, T> {
         MapIn::host(self)
     }

@@ -42,3 +42,47 @@ unsafe impl DeviceCopy for crate::Dim3 {}
 
 // SAFETY: an array of `DeviceCopy` elements has the elements' layout, repeated.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+
+/// Element types of a mapped `&[T]` or `&T` kernel argument: every
+/// [`DeviceCopy`] type (copied to the device), and the atomics of
+/// [`atomic`](crate::atomic) — `AtomicU32`, `AtomicI32`, `AtomicU64`,
+/// `AtomicI64`, [`AtomicF32`](crate::atomic::AtomicF32),
+/// [`AtomicF64`](crate::atomic::AtomicF64) — which are copied to the device
+/// *and back*, since kernels update them through a shared reference.
+///
+/// # Safety
+///
+/// Implementors have the same layout on host and device, hold no pointers,
+/// and every bit pattern the device can leave is a valid value;
+/// `ATOMIC_BYTES` is 0 for plain data, else the size of the atomic (4 or 8),
+/// which must be `size_of::<Self>()`.
+pub unsafe trait MapElem: Sync + 'static {
+    /// 0 for plain data (copied to the device only); 4 or 8 for atomics,
+    /// whose new values are stored back into the host's atomics after the
+    /// launch, element by element with relaxed atomic stores.
+    const ATOMIC_BYTES: usize;
+}
+
+// SAFETY: `DeviceCopy` guarantees the layout and validity rules.
+unsafe impl<T: DeviceCopy> MapElem for T {
+    const ATOMIC_BYTES: usize = 0;
+}
+
+macro_rules! map_atomic {
+    ($($t:ty = $n:expr),*) => {$(
+        // SAFETY: an atomic has the layout of its integer (`#[repr(C,
+        // align(N))]` in core, `repr(transparent)` for the float ones), no
+        // pointers, and every bit pattern is valid.
+        unsafe impl MapElem for $t {
+            const ATOMIC_BYTES: usize = $n;
+        }
+    )*};
+}
+map_atomic!(
+    core::sync::atomic::AtomicU32 = 4,
+    core::sync::atomic::AtomicI32 = 4,
+    core::sync::atomic::AtomicU64 = 8,
+    core::sync::atomic::AtomicI64 = 8,
+    crate::atomic::AtomicF32 = 4,
+    crate::atomic::AtomicF64 = 8
+);

@@ -88,7 +88,9 @@ pub enum Error {
         reason: String,
     },
 
-    /// A kernel panicked on the host fallback.
+    /// A GPU thread of the kernel panicked (explicit `panic!`, failed
+    /// `assert!`, index out of bounds, overflow with debug assertions), on
+    /// the GPU or on the host fallback. Later launches work normally.
     #[error("kernel `{kernel}` panicked at {location} (block {block}, thread {thread}): {message}")]
     KernelPanic {
         /// The kernel's name.
@@ -101,6 +103,21 @@ pub enum Error {
         block: String,
         /// `threadIdx` of the panicking thread, as `(x, y, z)`.
         thread: String,
+    },
+
+    /// The host fallback found that a block can never finish: threads wait
+    /// at `sync_threads` or a warp collective that other threads of the
+    /// block (or warp) never reach. On a GPU such a kernel hangs or has
+    /// undefined results (PTX ISA, `bar.sync` and `shfl.sync`: all threads
+    /// must execute the same instruction).
+    #[error("kernel `{kernel}` cannot proceed in block {block}: {reason}")]
+    Divergence {
+        /// The kernel's name.
+        kernel: String,
+        /// `blockIdx` of the block, as `(x, y, z)`.
+        block: String,
+        /// Who waits where.
+        reason: String,
     },
 }
 

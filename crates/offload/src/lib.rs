@@ -64,12 +64,13 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(stdarch_nvptx, allow_internal_unstable)
+    feature(stdarch_nvptx, allow_internal_unstable, asm_experimental_arch, link_llvm_intrinsics)
 )]
 #![cfg_attr(
     target_arch = "amdgpu",
     feature(stdarch_amdgpu, allow_internal_unstable, core_intrinsics)
 )]
+#![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]
 #![warn(missing_docs)]
@@ -77,14 +78,22 @@
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 extern crate std;
 
+pub mod atomic;
 mod config;
 mod device_copy;
 mod dim;
 mod disjoint;
+pub mod math;
+mod panic_record;
+pub mod print;
+mod shared;
 mod thread;
+pub mod warp;
 
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 mod device;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod hostsim;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod args;
@@ -101,10 +110,14 @@ mod runtime;
 pub mod __private;
 
 pub use config::{for_len, LaunchConfig, DEFAULT_BLOCK};
-pub use device_copy::DeviceCopy;
+pub use device_copy::{DeviceCopy, MapElem};
 pub use dim::Dim3;
 pub use disjoint::{DisjointSlice, GridStride};
-pub use thread::{block_dim, block_idx, global_index, global_size, grid_dim, thread_idx};
+pub use shared::{dynamic_shared, sync_threads, SharedArray, SharedElem, SharedSlice};
+pub use thread::{
+    block_dim, block_idx, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride, thread_idx,
+    GridStrideRange,
+};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use args::{SliceArg, SliceArgMut};
@@ -120,8 +133,9 @@ pub use runtime::{backend, BackendInfo, BackendKind};
 /// host-only items (`DeviceBuffer`, `Error`, …) do not exist.
 pub mod prelude {
     pub use crate::{
-        block_dim, block_idx, for_len, global_index, global_size, grid_dim, host, kernel, thread_idx, DeviceCopy,
-        Dim3, DisjointSlice, LaunchConfig,
+        block_dim, block_idx, dynamic_shared, for_len, global_dim, global_index, global_size, global_thread_idx,
+        grid_dim, grid_stride, host, kernel, shared_array, sync_threads, thread_idx, DeviceCopy, Dim3, DisjointSlice,
+        LaunchConfig,
     };
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     pub use crate::{DeviceBuffer, SliceArg, SliceArgMut};

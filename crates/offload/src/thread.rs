@@ -157,11 +157,15 @@ pub fn grid_dim() -> Dim3 {
 }
 
 /// This thread's index in the whole grid, unique per thread, in
-/// `0..global_size()`.
+/// `0..global_size()`: the row-major (x fastest) position of
+/// [`global_thread_idx`] in a grid of [`global_dim`] threads,
+/// `x + X·(y + Y·z)`.
 ///
-/// For a 1-D launch it is CUDA's `blockIdx.x * blockDim.x + threadIdx.x`.
-/// In general it is the linear block index (x fastest) times the threads per
-/// block, plus the linear thread index within the block (x fastest).
+/// For a 1-D launch it is CUDA's `blockIdx.x * blockDim.x + threadIdx.x`;
+/// for a 2-D launch whose x-extent `X = gridDim.x * blockDim.x` equals the
+/// width of a row-major matrix, it is the index of element `(row, col) =
+/// (y, x)`, so [`DisjointSlice::at_thread`](crate::DisjointSlice::at_thread)
+/// hands each thread of a 2-D grid its own matrix element.
 /// [`DisjointSlice`](crate::DisjointSlice) uses it to decide which elements a
 /// thread owns.
 #[inline(always)]
@@ -170,10 +174,12 @@ pub fn global_index() -> usize {
     let b = block_idx();
     let bd = block_dim();
     let gd = grid_dim();
-    let thread_in_block = t.x as usize + bd.x as usize * (t.y as usize + bd.y as usize * t.z as usize);
-    let block = b.x as usize + gd.x as usize * (b.y as usize + gd.y as usize * b.z as usize);
-    let threads_per_block = bd.x as usize * bd.y as usize * bd.z as usize;
-    block * threads_per_block + thread_in_block
+    let x = b.x as usize * bd.x as usize + t.x as usize;
+    let y = b.y as usize * bd.y as usize + t.y as usize;
+    let z = b.z as usize * bd.z as usize + t.z as usize;
+    let w = gd.x as usize * bd.x as usize;
+    let h = gd.y as usize * bd.y as usize;
+    x + w * (y + h * z)
 }
 
 /// The number of threads in the grid: `grid_dim().volume() * block_dim().volume()`.
@@ -237,5 +243,57 @@ mod tests {
         });
         assert_eq!(global_index(), 7 * 256 + 5);
         CTX.with(|c| c.set(ThreadCtx::SINGLE));
+    }
+}
+
+/// This thread's index in the whole grid *per dimension*:
+/// `blockIdx * blockDim + threadIdx` for x, y and z — the `(col, row)` of
+/// a 2-D launch (`col = blockIdx.x * blockDim.x + threadIdx.x`).
+#[inline(always)]
+pub fn global_thread_idx() -> Dim3 {
+    let t = thread_idx();
+    let b = block_idx();
+    let d = block_dim();
+    Dim3 { x: b.x * d.x + t.x, y: b.y * d.y + t.y, z: b.z * d.z + t.z }
+}
+
+/// Threads in the grid per dimension: `gridDim * blockDim`.
+#[inline(always)]
+pub fn global_dim() -> Dim3 {
+    let g = grid_dim();
+    let d = block_dim();
+    Dim3 { x: g.x * d.x, y: g.y * d.y, z: g.z * d.z }
+}
+
+/// The indices `global_index()`, `+ global_size()`, … below `n`: CUDA's
+/// grid-stride loop `for (i = gid; i < n; i += stride)` as an iterator,
+/// which compiles to the same loop (two registers, one add and one compare
+/// per step). For writing to a `&mut [T]` argument use
+/// [`DisjointSlice::grid_stride`](crate::DisjointSlice::grid_stride).
+#[inline(always)]
+pub fn grid_stride(n: usize) -> GridStrideRange {
+    GridStrideRange { next: global_index(), end: n, stride: global_size() }
+}
+
+/// Iterator of [`grid_stride`].
+#[derive(Debug, Clone)]
+pub struct GridStrideRange {
+    next: usize,
+    end: usize,
+    stride: usize,
+}
+
+impl Iterator for GridStrideRange {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let i = self.next;
+        if i < self.end {
+            self.next = i.saturating_add(self.stride);
+            Some(i)
+        } else {
+            None
+        }
     }
 }

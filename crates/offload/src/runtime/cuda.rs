@@ -22,6 +22,7 @@ use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use offload_image::{Image, ImageKind};
 
+use super::cuda_recover::{self, PanicSlot};
 use super::images;
 use super::{Backend, BackendInfo, BackendKind, Unusable};
 use crate::error::{Error, Result};
@@ -41,6 +42,12 @@ struct State {
     stream: sys::CUstream,
     functions: HashMap<&'static str, sys::CUfunction>,
     kernels: Vec<String>,
+    /// The device, and the image loaded, to rebuild the context after a
+    /// kernel fails (see `rebuild`).
+    dev: sys::CUdevice,
+    image: Image<'static>,
+    /// Where device panics are recorded (see `panic_record`).
+    panic: Option<PanicSlot>,
 }
 
 // SAFETY: CUDA driver handles may be used from any host thread once their
@@ -132,6 +139,8 @@ impl Cuda {
         };
         let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?;
+        cuda_recover::configure_context().map_err(Unusable::Failed)?;
+        let panic = PanicSlot::install(module);
 
         let how = match loaded.kind {
             ImageKind::Cubin => format!("{} cubin", loaded.arch),
@@ -147,7 +156,16 @@ impl Cuda {
         let kernels = loaded.kernel_names().map(String::from).collect();
         Ok(Cuda {
             info: BackendInfo { kind: BackendKind::Cuda, description },
-            state: Mutex::new(State { ctx, module, stream, functions: HashMap::new(), kernels }),
+            state: Mutex::new(State {
+                ctx,
+                module,
+                stream,
+                functions: HashMap::new(),
+                kernels,
+                dev,
+                image: loaded,
+                panic,
+            }),
         })
     }
 }
@@ -358,24 +376,71 @@ impl Backend for Cuda {
         unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, st.stream, &mut params) }
             .map_err(|e| driver_error("cuLaunchKernel", k, e))?;
         // SAFETY: the stream belongs to the current context.
-        unsafe { result::stream::synchronize(st.stream) }
-            .map_err(|e| driver_error("cuStreamSynchronize (kernel execution)", k, e))?;
+        if let Err(e) = unsafe { result::stream::synchronize(st.stream) } {
+            return Err(st.after_failed_kernel(&name, e, allocs));
+        }
 
         // Map back: copy `&mut` arguments to the host.
         for (a, &d) in args.iter().zip(&device_ptrs) {
-            if let ArgKind::Host { ptr, bytes, writeback: true, .. } = a.kind {
+            if let ArgKind::Host { ptr, bytes, writeback: true, atomic, .. } = a.kind {
                 if bytes == 0 {
                     continue;
                 }
                 // SAFETY: `ptr` is valid for writes of `bytes` bytes (an
-                // exclusive borrow held by the launcher); `d` holds as many.
-                unsafe { sys::cuMemcpyDtoH_v2(ptr as *mut c_void, d, bytes) }
-                    .result()
-                    .map_err(|e| driver_error("cuMemcpyDtoH", k, e))?;
+                // exclusive borrow held by the launcher) or points to as
+                // many bytes of atomics (`atomic` != 0); `d` holds as many.
+                unsafe { cuda_recover::copy_back(ptr, d, bytes, atomic, &name)? };
             }
         }
         drop(allocs);
         drop(st);
+        Ok(())
+    }
+}
+
+impl State {
+    /// A kernel failed while running (a device panic traps; an illegal
+    /// address faults): report the recorded panic if there is one, then
+    /// rebuild the context, which such errors leave unusable ("sticky"), so
+    /// that later launches work. The launch's device memory went with the
+    /// old context, so `allocs` is forgotten, not freed.
+    fn after_failed_kernel(&mut self, kernel: &str, e: DriverError, allocs: Allocations) -> Error {
+        core::mem::forget(allocs);
+        let err = cuda_recover::failed_launch_error(self.panic.as_ref(), kernel, e);
+        if let Err(rebuild) = self.rebuild() {
+            return Error::Driver {
+                op: "rebuilding the CUDA context after a failed kernel",
+                kernel: Some(kernel.into()),
+                code: 0,
+                name: "CUDA_ERROR_UNKNOWN".into(),
+                text: format!("{rebuild}; the kernel's own failure was: {err}"),
+                log: None,
+            };
+        }
+        err
+    }
+
+    /// Resets the primary context (freeing everything in it, the panic
+    /// record included), retains it again and reloads the module.
+    fn rebuild(&mut self) -> Result<()> {
+        // SAFETY: the primary context of `dev` is ours; resetting it
+        // destroys every handle of the old state, which is replaced below
+        // before any use.
+        unsafe {
+            sys::cuDevicePrimaryCtxReset_v2(self.dev)
+                .result()
+                .map_err(|e| driver_error("cuDevicePrimaryCtxReset", None, e))?;
+            let _ = sys::cuDevicePrimaryCtxRelease_v2(self.dev);
+            self.ctx = result::primary_ctx::retain(self.dev).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", None, e))?;
+            result::ctx::set_current(self.ctx).map_err(|e| driver_error("cuCtxSetCurrent", None, e))?;
+        }
+        self.functions.clear();
+        self.panic = None;
+        self.module = load_module(&self.image)?;
+        self.stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| driver_error("cuStreamCreate", None, e))?;
+        cuda_recover::configure_context()?;
+        self.panic = PanicSlot::install(self.module);
         Ok(())
     }
 }

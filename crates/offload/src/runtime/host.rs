@@ -4,10 +4,15 @@
 //!
 //! Blocks are independent in CUDA (no ordering or communication between
 //! blocks within a launch), so they are spread over worker threads; the
-//! threads of a block run one after another on one worker, each seeing its
-//! own `threadIdx`/`blockIdx` through the thread context. Arguments need no
+//! threads of a block run on one worker as coroutines that switch only at
+//! `sync_threads` and warp collectives (see `hostsim`), each seeing its own
+//! `threadIdx`/`blockIdx` through the thread context. Arguments need no
 //! copies: the body works on the caller's memory directly, through the same
 //! `&[T]` and `DisjointSlice` views as on the GPU.
+//!
+//! `OFFLOAD_HOST_THREADS` sets the number of workers (default: the CPUs),
+//! `OFFLOAD_HOST_STACK_KIB` the stack of each simulated GPU thread that
+//! waits at a synchronization point (default 256 KiB, reserved lazily).
 //!
 //! A panic in the body stops the launch; the launcher returns
 //! [`Error::KernelPanic`] with the message, location, block and thread, and
@@ -21,6 +26,7 @@ use std::sync::{Mutex, Once};
 
 use super::{Backend, BackendInfo, BackendKind};
 use crate::error::{Error, Result};
+use crate::hostsim::{BlockFailure, Executor};
 use crate::launch::{ArgSpec, KernelInfo};
 use crate::LaunchConfig;
 use crate::thread::{ThreadCtx, CTX};
@@ -29,6 +35,7 @@ use crate::Dim3;
 pub(crate) struct Host {
     info: BackendInfo,
     workers: usize,
+    stack_size: usize,
 }
 
 impl Host {
@@ -39,8 +46,14 @@ impl Host {
             .filter(|&n| n > 0)
             .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
             .unwrap_or(1);
+        let stack_size = std::env::var("OFFLOAD_HOST_STACK_KIB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n >= 16)
+            .unwrap_or(256)
+            * 1024;
         let description = format!("host CPU fallback, {workers} worker thread(s)");
-        Host { info: BackendInfo { kind: BackendKind::Host, description }, workers }
+        Host { info: BackendInfo { kind: BackendKind::Host, description }, workers, stack_size }
     }
 }
 
@@ -161,9 +174,11 @@ impl Backend for Host {
         let stop = AtomicBool::new(false);
         let failure: Mutex<Option<Error>> = Mutex::new(None);
 
+        let stack_size = self.stack_size;
         let work = || {
             let _guard = CtxGuard;
             IN_KERNEL.with(|k| k.set(true));
+            let mut exec = Executor::new(cfg.block, cfg.grid, stack_size);
             loop {
                 if stop.load(Ordering::Relaxed) {
                     break;
@@ -173,39 +188,32 @@ impl Backend for Host {
                     break;
                 }
                 let block = unlinear(b, cfg.grid);
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    for t in 0..cfg.block.volume() {
-                        let ctx = ThreadCtx {
-                            thread: unlinear(t, cfg.block),
-                            block,
-                            block_dim: cfg.block,
-                            grid_dim: cfg.grid,
+                let err = match exec.run_block(block, cfg.shared_mem_bytes, host) {
+                    Ok(()) => continue,
+                    Err(BlockFailure::Panic { thread }) => {
+                        let rec = LAST_PANIC.with(|p| p.borrow_mut().take());
+                        let (message, location) = match rec {
+                            Some(r) => (r.message, r.location),
+                            None => ("<panic message unavailable>".into(), "<unknown>".into()),
                         };
-                        CTX.with(|c| c.set(ctx));
-                        host();
+                        Error::KernelPanic {
+                            kernel: kernel.path(),
+                            message,
+                            location,
+                            block: fmt3(block),
+                            thread: fmt3(thread),
+                        }
                     }
-                }));
-                if run.is_err() {
-                    let thread = CTX.with(|c| c.get()).thread;
-                    let rec = LAST_PANIC.with(|p| p.borrow_mut().take());
-                    let (message, location) = match rec {
-                        Some(r) => (r.message, r.location),
-                        None => ("<panic message unavailable>".into(), "<unknown>".into()),
-                    };
-                    let err = Error::KernelPanic {
-                        kernel: kernel.path(),
-                        message,
-                        location,
-                        block: fmt3(block),
-                        thread: fmt3(thread),
-                    };
-                    let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());
-                    if slot.is_none() {
-                        *slot = Some(err);
+                    Err(BlockFailure::Divergence { reason }) => {
+                        Error::Divergence { kernel: kernel.path(), block: fmt3(block), reason }
                     }
-                    stop.store(true, Ordering::Relaxed);
-                    break;
+                };
+                let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());
+                if slot.is_none() {
+                    *slot = Some(err);
                 }
+                stop.store(true, Ordering::Relaxed);
+                break;
             }
         };
 

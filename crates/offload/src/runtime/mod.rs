@@ -17,6 +17,7 @@
 //! time) to stderr.
 
 mod cuda;
+mod cuda_recover;
 mod host;
 mod images;
 

@@ -1,0 +1,155 @@
+//! CUDA backend: what happens around a kernel that fails — panic records
+//! (see `panic_record`), rebuilding the context after a sticky error, the
+//! atomic copy-back of `&[Atomic*]` arguments, and per-context settings.
+//! Kept apart from the launch path in `cuda.rs`.
+
+use core::ffi::c_void;
+use std::ffi::CString;
+use std::format;
+use std::string::{String, ToString};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::vec;
+
+use cudarc::driver::result::DriverError;
+use cudarc::driver::sys;
+
+use super::cuda::driver_error;
+use crate::error::{Error, Result};
+use crate::panic_record::{PanicRecord, DONE, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL};
+
+/// Per-thread stack of kernels (`CU_LIMIT_STACK_SIZE`), in bytes: 8 KiB
+/// unless `OFFLOAD_CUDA_STACK_BYTES` says otherwise. Kernels that format
+/// (`println!`, panic messages) call through `dyn fmt::Write`, so ptxas
+/// cannot bound their stack and the driver's 1 KiB default can overflow.
+pub(crate) fn configure_context() -> Result<()> {
+    let bytes = std::env::var("OFFLOAD_CUDA_STACK_BYTES")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(8 * 1024);
+    // SAFETY: sets a limit of the current context.
+    unsafe { sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes) }
+        .result()
+        .map_err(|e| driver_error("cuCtxSetLimit(CU_LIMIT_STACK_SIZE)", None, e))
+}
+
+/// The panic record of the current context: page-locked host memory that the
+/// device writes through its mapped address.
+pub(crate) struct PanicSlot {
+    host: *mut PanicRecord,
+}
+
+impl PanicSlot {
+    /// Allocates a record and stores its device address in the module's
+    /// `__offload_global_panic_slot`. `None` if the image has no such global
+    /// (it was built by an older offload) or mapping is impossible: panics
+    /// then still fail the launch, without message.
+    pub(crate) fn install(module: sys::CUmodule) -> Option<PanicSlot> {
+        let name = CString::new(SLOT_SYMBOL).expect("no NUL");
+        let mut global: sys::CUdeviceptr = 0;
+        let mut size = 0usize;
+        // SAFETY: `module` is loaded in the current context; out-pointers are valid.
+        unsafe { sys::cuModuleGetGlobal_v2(&mut global, &mut size, module, name.as_ptr()) }.result().ok()?;
+        if size != 8 {
+            return None;
+        }
+        let mut host: *mut c_void = core::ptr::null_mut();
+        // SAFETY: allocates page-locked, device-mapped host memory.
+        unsafe { sys::cuMemHostAlloc(&mut host, core::mem::size_of::<PanicRecord>(), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+            .result()
+            .ok()?;
+        // SAFETY: `host` holds a whole record; zero is the empty state.
+        unsafe { core::ptr::write_bytes(host as *mut u8, 0, core::mem::size_of::<PanicRecord>()) };
+        let mut device: sys::CUdeviceptr = 0;
+        // SAFETY: `host` came from `cuMemHostAlloc(DEVICEMAP)`.
+        let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }.result();
+        // SAFETY: `global` is an 8-byte device global; we copy 8 bytes.
+        let copied = mapped.and_then(|()| {
+            unsafe { sys::cuMemcpyHtoD_v2(global, &device as *const u64 as *const c_void, 8) }.result()
+        });
+        if copied.is_err() {
+            // SAFETY: allocated above, not used by any kernel yet.
+            let _ = unsafe { sys::cuMemFreeHost(host) };
+            return None;
+        }
+        Some(PanicSlot { host: host as *mut PanicRecord })
+    }
+
+    /// The record, if a thread published one. Readable after a sticky error:
+    /// it is host memory. `(message, file:line:column, block, thread)`.
+    pub(crate) fn read(&self) -> Option<(String, String, String, String)> {
+        let rec = self.host;
+        // SAFETY: `rec` is a live record (freed only by a context reset,
+        // which happens after this read); `state` is accessed atomically,
+        // the rest only after observing DONE (acquire), which the device
+        // published after a system-scope fence.
+        unsafe {
+            let state = AtomicU32::from_ptr(core::ptr::addr_of_mut!((*rec).state));
+            if state.load(Ordering::Acquire) != DONE {
+                return None;
+            }
+            let r = &*rec;
+            let file_len = (r.file_len as usize).min(FILE_BYTES);
+            let msg_len = (r.message_len as usize).min(MESSAGE_BYTES);
+            let mut message = String::from_utf8_lossy(&r.message[..msg_len]).into_owned();
+            if r.truncated != 0 {
+                message.push_str("...");
+            }
+            let file = String::from_utf8_lossy(&r.file[..file_len]).into_owned();
+            let location = format!("{file}:{}:{}", r.line, r.column);
+            let b = format!("({}, {}, {})", r.block[0], r.block[1], r.block[2]);
+            let t = format!("({}, {}, {})", r.thread[0], r.thread[1], r.thread[2]);
+            Some((message, location, b, t))
+        }
+    }
+}
+
+/// The error of a launch whose kernel failed while running: the panic the
+/// device recorded if there is one, else the driver's error.
+pub(crate) fn failed_launch_error(slot: Option<&PanicSlot>, kernel: &str, e: DriverError) -> Error {
+    match slot.and_then(PanicSlot::read) {
+        Some((message, location, block, thread)) => {
+            Error::KernelPanic { kernel: kernel.to_string(), message, location, block, thread }
+        }
+        None => driver_error("cuStreamSynchronize (kernel execution)", Some(kernel), e),
+    }
+}
+
+/// Copies a mapped argument back to the host. Plain data: one
+/// `cuMemcpyDtoH`. Atomics (`atomic` = 4 or 8 bytes): through a staging
+/// buffer, then one relaxed atomic store per element, because other host
+/// threads may use the caller's atomics concurrently (a plain copy would be a
+/// data race).
+///
+/// # Safety
+/// `ptr` is valid for writes of `bytes` bytes (plain) or points to
+/// `bytes / atomic` live atomics of that size; `d` holds `bytes` bytes.
+pub(crate) unsafe fn copy_back(ptr: *mut u8, d: sys::CUdeviceptr, bytes: usize, atomic: u8, kernel: &str) -> Result<()> {
+    if atomic == 0 {
+        // SAFETY: guaranteed by the caller.
+        return unsafe { sys::cuMemcpyDtoH_v2(ptr as *mut c_void, d, bytes) }
+            .result()
+            .map_err(|e| driver_error("cuMemcpyDtoH", Some(kernel), e));
+    }
+    let mut staging = vec![0u8; bytes];
+    // SAFETY: `staging` has `bytes` bytes.
+    unsafe { sys::cuMemcpyDtoH_v2(staging.as_mut_ptr() as *mut c_void, d, bytes) }
+        .result()
+        .map_err(|e| driver_error("cuMemcpyDtoH", Some(kernel), e))?;
+    match atomic {
+        4 => {
+            for (i, c) in staging.chunks_exact(4).enumerate() {
+                let v = u32::from_ne_bytes(c.try_into().expect("4 bytes"));
+                // SAFETY: element `i` of the caller's atomics (see above).
+                unsafe { (*(ptr as *const AtomicU32).add(i)).store(v, Ordering::Relaxed) };
+            }
+        }
+        _ => {
+            for (i, c) in staging.chunks_exact(8).enumerate() {
+                let v = u64::from_ne_bytes(c.try_into().expect("8 bytes"));
+                // SAFETY: element `i` of the caller's atomics (see above).
+                unsafe { (*(ptr as *const AtomicU64).add(i)).store(v, Ordering::Relaxed) };
+            }
+        }
+    }
+    Ok(())
+}
