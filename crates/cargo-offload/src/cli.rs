@@ -131,7 +131,7 @@ pub struct CargoOpts {
     pub no_default_features: bool,
 
     /// Build artifacts in release mode, with optimizations
-    #[arg(short = 'r', long, help_heading = "Compilation Options")]
+    #[arg(short = 'r', long, help_heading = "Compilation Options", conflicts_with = "profile")]
     pub release: bool,
     /// Build artifacts with the specified profile
     #[arg(long, value_name = "PROFILE-NAME", help_heading = "Compilation Options")]
@@ -319,5 +319,6 @@ mod tests {
         assert!(err("cargo offload build --bogus").contains("unexpected argument '--bogus'"));
         assert!(err("cargo build").contains("unrecognized subcommand"));
         assert!(err("cargo offload doctor --arch sm_90").contains("unexpected argument"));
+        assert!(err("cargo offload build --release --profile dev").contains("cannot be used with"));
     }
 }

@@ -81,12 +81,24 @@ impl CliError {
     pub fn hints(&self) -> Vec<String> {
         match self {
             CliError::NoDeviceRustc { hint, .. } | CliError::MissingRustSrc { hint, .. } => vec![hint.clone()],
-            CliError::UnknownArch { known, target, .. } => {
+            CliError::UnknownArch { known, target, arch } => {
                 let example = if target.starts_with("nvptx") { "sm_90" } else { "gfx90a" };
-                vec![
-                    format!("architectures LLVM knows for {target}: {}", known.join(", ")),
+                let mut sorted = known.clone();
+                // natural order: sm_20 < sm_90 < sm_100
+                sorted.sort_by_key(|a| {
+                    let digits: String = a.chars().filter(|c| c.is_ascii_digit()).collect();
+                    (a.chars().take_while(|c| c.is_ascii_alphabetic()).collect::<String>(), digits.len(), a.clone())
+                });
+                let mut h = vec![
+                    format!("architectures LLVM knows for {target}: {}", sorted.join(", ")),
                     format!("pass your GPU's, e.g. `--arch {example}` (NVIDIA: `nvidia-smi --query-gpu=compute_cap --format=csv` prints 9.0 for sm_90)"),
-                ]
+                ];
+                if arch.starts_with("gfx") && target.starts_with("nvptx") {
+                    h.push(format!("`{arch}` is an AMD GPU: add `--target amdgcn-amd-amdhsa`"));
+                } else if arch.starts_with("sm_") && target.starts_with("amdgcn") {
+                    h.push(format!("`{arch}` is an NVIDIA GPU: use `--target nvptx64-nvidia-cuda` (the default)"));
+                }
+                h
             }
             CliError::DeviceBuild { hints, .. } => hints.clone(),
             CliError::NoKernels { .. } => vec![

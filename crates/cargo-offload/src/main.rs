@@ -23,6 +23,10 @@ fn main() {
     if wrapper::is_wrapper_invocation(&argv) {
         std::process::exit(wrapper::main(argv));
     }
+    if argv.len() == 3 && argv[1] == "offload" && (argv[2] == "--version" || argv[2] == "-V") {
+        println!("cargo-offload {}", env!("CARGO_PKG_VERSION"));
+        std::process::exit(exit::OK);
+    }
     let cli = match cli::parse(&argv) {
         Ok(c) => c,
         Err(e) => {

@@ -177,6 +177,12 @@ pub fn device_args(args: &[String], root_src: Option<&str>) -> Vec<String> {
     if !declares {
         out.push("-Zcrate-attr=no_std".into());
     }
+    // Host-only items are compiled out here, which leaves helpers and imports
+    // only they use looking dead; the host pass reports real ones.
+    for lint in ["dead_code", "unused_imports", "unused_macros"] {
+        out.push("-A".into());
+        out.push(lint.into());
+    }
     if forced && !args.windows(2).any(|w| w[0] == "-Z" && w[1] == "unstable-options") {
         out.push("-Zunstable-options".into());
     }
@@ -234,6 +240,51 @@ fn dep_info_path(args: &[String]) -> Option<PathBuf> {
         .unwrap_or("")
         .to_string();
     Some(Path::new(out_dir).join(format!("{name}{extra}.d")))
+}
+
+/// The executable rustc writes for a final crate: `<out-dir>/<name><extra>`.
+fn output_path(args: &[String]) -> Option<PathBuf> {
+    let out_dir = flag_value(args, "--out-dir")?;
+    let name = flag_value(args, "--crate-name")?;
+    let extra = flag_values(args, "-C").into_iter().find_map(|c| c.strip_prefix("extra-filename=")).unwrap_or("");
+    Some(Path::new(out_dir).join(format!("{name}{extra}{}", std::env::consts::EXE_SUFFIX)))
+}
+
+/// The kernel records (`symbol\tfile:line`) that the launchers linked into
+/// a binary left in its section `offload_kernels`.
+pub fn kernel_records(exe: &Path) -> Vec<(String, String)> {
+    use object::{Object, ObjectSection};
+    let Ok(bytes) = std::fs::read(exe) else { return Vec::new() };
+    let Ok(file) = object::File::parse(&*bytes) else { return Vec::new() };
+    let Some(data) = file.section_by_name("offload_kernels").and_then(|s| s.data().ok()) else { return Vec::new() };
+    data.split(|&b| b == 0)
+        .filter(|r| !r.is_empty())
+        .filter_map(|r| {
+            let r = String::from_utf8_lossy(r);
+            let (sym, loc) = r.split_once('\t')?;
+            Some((sym.to_string(), loc.to_string()))
+        })
+        .collect()
+}
+
+/// Checks that the image has a kernel for every launcher in the binary.
+pub fn check_kernels(exe: &Path, entry: &ImageMapEntry) -> Result<(), String> {
+    let mut missing: Vec<(String, String)> =
+        kernel_records(exe).into_iter().filter(|(sym, _)| !entry.kernels.contains(sym)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    missing.sort();
+    missing.dedup();
+    let list: String = missing.iter().map(|(sym, loc)| format!("\n  `{sym}`, defined at {loc}")).collect();
+    Err(format!(
+        "error: {} kernel(s) that `{}` can launch are missing from its device image:{list}\n  = help: the device pass \
+         did not compile them. A kernel defined inside host-only code (an `#[offload::host]` item, `fn main`, code under \
+         `#[cfg(not(offload_device))]`, or a dependency that only host code declares) exists only on the host: define \
+         it at module level, outside host-only code",
+        missing.len(),
+        entry.crate_name
+    ))
 }
 
 /// The map entry for this compilation, if it is a final crate with an image.
@@ -323,6 +374,12 @@ pub fn main(argv: Vec<OsString>) -> i32 {
                         let _ = std::fs::write(&d, add_dep_info(&contents, &obj));
                     }
                 }
+                if let (Some(entry), Some(exe)) = (find_image(args, &map), output_path(args)) {
+                    if let Err(msg) = check_kernels(&exe, entry) {
+                        eprintln!("{msg}");
+                        return 1;
+                    }
+                }
             }
             code
         }
@@ -357,15 +414,17 @@ mod tests {
         let a = v("--crate-name s --edition=2021 src/main.rs --crate-type bin --target nvptx64-nvidia-cuda");
         assert_eq!(
             device_args(&a, Some("fn main() {}")),
-            v("--crate-name s --edition=2021 src/main.rs --crate-type cdylib --target nvptx64-nvidia-cuda -Zcrate-attr=no_std")
+            v("--crate-name s --edition=2021 src/main.rs --crate-type cdylib --target nvptx64-nvidia-cuda -Zcrate-attr=no_std -A dead_code -A unused_imports -A unused_macros")
         );
         let t = v("--crate-name s src/main.rs --test --target nvptx64-nvidia-cuda");
         assert_eq!(
             device_args(&t, Some("#![cfg_attr(not(feature = \"std\"), no_std)]")),
-            v("--crate-name s src/main.rs --target nvptx64-nvidia-cuda --crate-type cdylib --cfg test")
+            v("--crate-name s src/main.rs --target nvptx64-nvidia-cuda --crate-type cdylib --cfg test -A dead_code -A unused_imports -A unused_macros")
         );
         let l = v("--crate-name l src/lib.rs --crate-type lib --target nvptx64-nvidia-cuda");
-        assert_eq!(device_args(&l, Some("#![no_std]\n")), l);
+        let mut quiet = l.clone();
+        quiet.extend(v("-A dead_code -A unused_imports -A unused_macros"));
+        assert_eq!(device_args(&l, Some("#![no_std]\n")), quiet);
         assert!(is_gpu_target(&a));
         assert!(!is_gpu_target(&v("--crate-name build_script_build build.rs --crate-type bin")));
     }
@@ -421,6 +480,21 @@ mod tests {
         assert!(out.starts_with("/t/deps/s-1.d: src/main.rs src/k.rs /t/img\\ dir/s.o\n"));
         assert!(out.ends_with("/t/img\\ dir/s.o:\n"));
         assert_eq!(out.matches("s.o").count(), 2);
+    }
+
+    #[test]
+    fn missing_kernels_are_named() {
+        let entry = ImageMapEntry {
+            crate_name: "app".into(),
+            src_path: "/x/src/main.rs".into(),
+            test: false,
+            object: "/img/app.o".into(),
+            kernels: vec!["__offload_kernel_app_a_1".into()],
+        };
+        // An executable without records (this test binary has none of its own).
+        let exe = std::env::current_exe().unwrap();
+        assert!(check_kernels(&exe, &entry).is_ok());
+        assert_eq!(kernel_records(Path::new("/nonexistent")), vec![]);
     }
 
     #[test]

@@ -355,3 +355,16 @@ fn amd_code_objects_for_a_bin_crate() {
         assert_eq!(images[0].2.len(), 2);
     }
 }
+
+/// A kernel defined inside host-only code has no device entry point: the
+/// build fails and names it, instead of the launch failing on a GPU.
+#[test]
+fn kernels_missing_from_the_image_fail_the_build() {
+    let f = Fixture::new("host-kernel");
+    let out = f.offload(&["build", "--arch", "sm_80"]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("1 kernel(s) that `fixture_host_kernel` can launch are missing from its device image"), "{}", out.stderr);
+    assert!(out.stderr.contains("__offload_kernel_fixture_host_kernel_inner_"), "{}", out.stderr);
+    assert!(out.stderr.contains("defined at src/main.rs:13"), "{}", out.stderr);
+    assert!(out.stderr.contains("define it at module level"), "{}", out.stderr);
+}

@@ -36,6 +36,8 @@ enum Mapping {
 
 struct Param {
     name: Ident,
+    /// `mut x: T`: the body may rebind the parameter.
+    mutable: bool,
     ty: Type,
     mapping: Mapping,
     /// Lifetime written on the reference, if any (kept on `DisjointSlice`).
@@ -147,9 +149,9 @@ fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
             }
             FnArg::Typed(pt) => pt,
         };
-        let name = match &*pt.pat {
-            Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => pi.ident.clone(),
-            Pat::Wild(_) => format_ident!("__offload_unused_{}", i),
+        let (name, mutable) = match &*pt.pat {
+            Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => (pi.ident.clone(), pi.mutability.is_some()),
+            Pat::Wild(_) => (format_ident!("__offload_unused_{}", i), false),
             other => {
                 push(
                     &mut errors,
@@ -178,7 +180,7 @@ fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
                 ),
             );
         }
-        params.push(Param { name, ty, mapping, lifetime });
+        params.push(Param { name, mutable, ty, mapping, lifetime });
     }
     match errors {
         Some(e) => Err(e),
@@ -251,7 +253,22 @@ fn symbol(name: &Ident) -> String {
     let fname = name.to_string();
     let fname = fname.trim_start_matches("r#");
     let h = fnv1a(&[&krate, &file, &line.to_string(), &col.to_string(), fname]);
-    format!("__offload_kernel_{krate}_{fname}_{:08x}", (h >> 32) as u32 ^ h as u32)
+    format!("__offload_kernel_{krate}_{}_{:08x}", ascii_name(fname), (h >> 32) as u32 ^ h as u32)
+}
+
+/// A Rust identifier as a PTX/ELF-safe name: ASCII letters, digits and `_`
+/// stay; any other character becomes `u<hex>` (`größe` → `gru00f6u00dfe`).
+/// The hash in the symbol keeps distinct names distinct.
+fn ascii_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c);
+        } else {
+            out.push_str(&format!("u{:04x}", c as u32));
+        }
+    }
+    out
 }
 
 fn location(span: Span) -> (String, usize, usize) {
@@ -283,6 +300,7 @@ fn generate(k: &Kernel) -> TokenStream {
             Mapping::SliceToFrom(elem) | Mapping::RefToFrom(elem) => {
                 quote_spanned!(ty.span()=> mut #n: ::offload::DisjointSlice<#lt, #elem>)
             }
+            _ if p.mutable => quote!(mut #n: #ty),
             _ => quote!(#n: #ty),
         }
     });
@@ -424,6 +442,15 @@ fn generate(k: &Kernel) -> TokenStream {
                     file: ::core::file!(),
                     line: ::core::line!(),
                 };
+            // "symbol\tfile:line\0" in section `offload_kernels`: after linking,
+            // `cargo offload` checks that the image has every kernel a binary
+            // can launch.
+            const __OFFLOAD_RECORD: &str =
+                ::core::concat!(#sym, "\t", ::core::file!(), ":", ::core::line!(), "\0");
+            #[cfg_attr(target_os = "linux", link_section = "offload_kernels")]
+            #[used]
+            static __OFFLOAD_KERNEL_RECORD: [u8; __OFFLOAD_RECORD.len()] =
+                ::offload::__private::record_bytes(__OFFLOAD_RECORD);
             #(#prep)*
             let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
             ::offload::__private::launch(
@@ -473,6 +500,13 @@ mod tests {
         assert!(e.contains("`String` owns host memory"), "{e}");
         assert!(e.contains("`Box` owns host memory"), "{e}");
         assert_eq!(e.matches("cannot be moved").count(), 3, "{e}");
+    }
+
+    #[test]
+    fn symbols_are_ascii() {
+        assert_eq!(ascii_name("saxpy_2"), "saxpy_2");
+        assert_eq!(ascii_name("größe"), "gru00f6u00dfe");
+        assert_eq!(ascii_name("π"), "u03c0");
     }
 
     #[test]

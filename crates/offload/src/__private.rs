@@ -38,6 +38,20 @@ pub fn host_shared_array<T: crate::SharedElem, const N: usize>(site: &'static u8
     unsafe { &*(p as *const crate::SharedArray<T, N>) }
 }
 
+/// The bytes of `s` as an array (for the kernel records the launcher puts in
+/// section `offload_kernels`); `N` must be `s.len()`.
+pub const fn record_bytes<const N: usize>(s: &str) -> [u8; N] {
+    let b = s.as_bytes();
+    assert!(b.len() == N, "record length");
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = b[i];
+        i += 1;
+    }
+    out
+}
+
 /// `&[T]` from a kernel parameter pair.
 ///
 /// # Safety

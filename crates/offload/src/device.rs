@@ -15,16 +15,29 @@ pub static mut __offload_global_panic_slot: *mut PanicRecord = core::ptr::null_m
 /// A panic in device code (explicit `panic!`, failed `assert!`, out-of-bounds
 /// index, overflow with debug assertions): the first panicking thread of the
 /// launch records message, location, block and thread for the host, then
-/// the kernel stops with a trap. The launch fails and the host's launcher
-/// returns `offload::Error::KernelPanic`; the CUDA backend rebuilds its
-/// context, so later launches work.
+/// the thread exits (PTX `exit`). The kernel finishes normally, so the CUDA
+/// context stays healthy (a `trap` would leave it in a sticky error state,
+/// which CUDA only clears by ending the process); the host finds the record
+/// after the launch and the launcher returns `offload::Error::KernelPanic`.
+/// Later launches work.
+///
+/// Messages: in builds with debug assertions (the dev profile) the message
+/// is formatted on the GPU, arguments included. In optimized builds without
+/// them it is kept when it is a literal (`panic!("…")`, `assert!(c, "…")`,
+/// overflow checks) and otherwise replaced by a note: `core::fmt` calls
+/// through function pointers, which makes ptxas reserve the maximum register
+/// count (255) in every kernel that can panic, and that would cost release
+/// kernels their occupancy. The location, block and thread are always kept,
+/// and the host fallback (`OFFLOAD_DEVICE=host`) prints the full message.
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     #[cfg(target_arch = "nvptx64")]
     {
         record(info);
-        // SAFETY: `trap` aborts the kernel (PTX ISA, "trap"); it has no preconditions.
-        unsafe { core::arch::nvptx::trap() }
+        // SAFETY: `exit` ends this thread (PTX ISA, "exit"); the other
+        // threads go on, and threads exited before a `bar.sync` do not keep it
+        // waiting (exited threads count as arrived).
+        unsafe { core::arch::asm!("exit;", options(noreturn, nostack)) }
     }
     #[cfg(target_arch = "amdgpu")]
     {
@@ -49,7 +62,7 @@ fn record(info: &core::panic::PanicInfo<'_>) {
         let state = AtomicU32::from_ptr(core::ptr::addr_of_mut!((*rec).state));
         if state.compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed).is_err() {
             // Another thread is recording: give it time to finish before this
-            // trap ends the kernel (bounded, so a stuck writer cannot hang us).
+            // thread exits (bounded, so a stuck writer cannot hang us).
             let mut spins = 0u32;
             while state.load(Ordering::Acquire) != DONE && spins < 1 << 22 {
                 spins += 1;
@@ -68,15 +81,35 @@ fn record(info: &core::panic::PanicInfo<'_>) {
             core::ptr::copy_nonoverlapping(f.as_ptr(), core::ptr::addr_of_mut!((*rec).file) as *mut u8, n);
             (*rec).file_len = n as u32;
         }
-        let mut w = RecordWriter { buf: core::ptr::addr_of_mut!((*rec).message) as *mut u8, len: 0, cut: false };
-        let _ = core::fmt::write(&mut w, format_args!("{}", info.message()));
-        (*rec).message_len = w.len as u32;
-        (*rec).truncated = w.cut as u32;
+        let buf = core::ptr::addr_of_mut!((*rec).message) as *mut u8;
+        let (len, cut) = match info.message().as_str() {
+            Some(literal) => copy_message(buf, literal.as_bytes()),
+            None if cfg!(debug_assertions) => {
+                let mut w = RecordWriter { buf, len: 0, cut: false };
+                let _ = core::fmt::write(&mut w, format_args!("{}", info.message()));
+                (w.len, w.cut)
+            }
+            None => copy_message(buf, UNFORMATTED.as_bytes()),
+        };
+        (*rec).message_len = len as u32;
+        (*rec).truncated = cut as u32;
         // Make the record visible to the host before publishing it.
         crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
         state.store(DONE, Ordering::Release);
         crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
     }
+}
+
+/// Copies `msg` into the record's message buffer; returns (length, cut).
+///
+/// # Safety
+/// `buf` has `MESSAGE_BYTES` writable bytes.
+#[cfg(target_arch = "nvptx64")]
+unsafe fn copy_message(buf: *mut u8, msg: &[u8]) -> (usize, bool) {
+    let n = msg.len().min(MESSAGE_BYTES);
+    // SAFETY: `n <= MESSAGE_BYTES` (caller's contract for `buf`).
+    unsafe { core::ptr::copy_nonoverlapping(msg.as_ptr(), buf, n) };
+    (n, n < msg.len())
 }
 
 /// Writes the message straight into the record (no stack buffer).
@@ -100,3 +133,8 @@ impl core::fmt::Write for RecordWriter {
         Ok(())
     }
 }
+
+/// What the record says for a message with arguments in an optimized build
+/// (see [`panic`]).
+#[cfg(target_arch = "nvptx64")]
+pub(crate) const UNFORMATTED: &str = "(a message with arguments, not formatted on the GPU in optimized builds; a dev build or OFFLOAD_DEVICE=host prints it)";

@@ -379,6 +379,10 @@ impl Backend for Cuda {
         if let Err(e) = unsafe { result::stream::synchronize(st.stream) } {
             return Err(st.after_failed_kernel(&name, e, allocs));
         }
+        // A panicking thread records the panic and exits; the kernel itself
+        // completes. Map back anyway (as on the host fallback, the other
+        // threads' writes are visible), then report the panic.
+        let panicked = st.panic.as_ref().and_then(|p| p.take());
 
         // Map back: copy `&mut` arguments to the host.
         for (a, &d) in args.iter().zip(&device_ptrs) {
@@ -394,7 +398,10 @@ impl Backend for Cuda {
         }
         drop(allocs);
         drop(st);
-        Ok(())
+        match panicked {
+            Some((message, location, block, thread)) => Err(Error::KernelPanic { kernel: name, message, location, block, thread }),
+            None => Ok(()),
+        }
     }
 }
 

@@ -74,6 +74,16 @@ impl PanicSlot {
         Some(PanicSlot { host: host as *mut PanicRecord })
     }
 
+    /// The record, if a thread published one, and empties the slot for the
+    /// next launch. Call only when no kernel runs.
+    pub(crate) fn take(&self) -> Option<(String, String, String, String)> {
+        let r = self.read()?;
+        // SAFETY: no kernel runs (the stream is synchronized); the record is
+        // live host memory; zero is the empty state.
+        unsafe { core::ptr::write_bytes(self.host as *mut u8, 0, core::mem::size_of::<PanicRecord>()) };
+        Some(r)
+    }
+
     /// The record, if a thread published one. Readable after a sticky error:
     /// it is host memory. `(message, file:line:column, block, thread)`.
     pub(crate) fn read(&self) -> Option<(String, String, String, String)> {

@@ -40,12 +40,12 @@ pub(crate) struct Host {
 
 impl Host {
     pub(crate) fn new() -> Self {
-        let workers = std::env::var("OFFLOAD_HOST_THREADS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-            .unwrap_or(1);
+        let setting = std::env::var("OFFLOAD_HOST_THREADS").ok();
+        let workers = setting.as_deref().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0);
+        if let (Some(v), None) = (&setting, workers) {
+            std::eprintln!("offload: warning: OFFLOAD_HOST_THREADS={v:?} is not a positive number of threads; using one per CPU");
+        }
+        let workers = workers.or_else(|| std::thread::available_parallelism().ok().map(|n| n.get())).unwrap_or(1);
         let stack_size = std::env::var("OFFLOAD_HOST_STACK_KIB")
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
@@ -87,6 +87,18 @@ fn install_panic_hook() {
                     .location()
                     .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
                     .unwrap_or_else(|| "<unknown>".into());
+                if cfg!(panic = "abort") {
+                    // No unwinding: the launcher will never see this panic.
+                    // Say what happened before the process aborts.
+                    let ctx = CTX.with(|c| c.get());
+                    std::eprintln!(
+                        "offload: a kernel panicked on the host fallback at {location} (block {}, thread {}): {message}\n\
+                         offload: this profile sets panic = \"abort\", so the process aborts instead of the launcher \
+                         returning offload::Error::KernelPanic; use panic = \"unwind\" (Rust's default) to get the error",
+                        fmt3(ctx.block),
+                        fmt3(ctx.thread)
+                    );
+                }
                 LAST_PANIC.with(|p| *p.borrow_mut() = Some(PanicRecord { message, location }));
             } else {
                 previous(info);

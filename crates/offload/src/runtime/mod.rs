@@ -13,7 +13,7 @@
 //! "Usable" means: the CUDA driver library loads, `cuInit` succeeds, a device
 //! exists, and the binary carries a device image that can run on it. Probing
 //! comes first and never panics (as LLVM offload's CUDA plugin `initImpl`).
-//! `OFFLOAD_LOG=1` prints one line per launch (kernel, backend, geometry,
+//! `OFFLOAD_LOG=1` (any value but empty, `0`, `false`, `no`, `off`) prints one line per launch (kernel, backend, geometry,
 //! time) to stderr.
 
 mod cuda;
@@ -122,7 +122,8 @@ pub fn backend() -> Result<BackendInfo> {
 }
 
 fn select() -> core::result::Result<Runtime, Error> {
-    let trace = std::env::var_os("OFFLOAD_LOG").is_some_and(|v| !v.is_empty() && v != "0");
+    let trace = std::env::var("OFFLOAD_LOG")
+        .is_ok_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no" | "off"));
     let setting = std::env::var("OFFLOAD_DEVICE").unwrap_or_default();
     let backend: Box<dyn Backend> = match setting.trim() {
         "host" => Box::new(host::Host::new()),
