@@ -130,20 +130,29 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
         );
     }
     let tests = matches!(action, host::Action::Test { .. });
+    let mode_tag = if dev.fast_math {
+        format!("{arch}-fast-math")
+    } else if dev.fmad {
+        format!("{arch}-fmad")
+    } else {
+        arch.clone()
+    };
     let pass = device::DevicePass {
         tc: &tc,
         triple: &dev.target,
         arch: &arch,
         cargo,
         tests,
-        target_dir: device::device_target_dir(&ws.target_dir, &dev.target, &arch),
+        target_dir: device::device_target_dir(&ws.target_dir, &dev.target, &mode_tag),
         wrapper: me.clone(),
         linker,
         verbose: dev.verbose,
         quiet: dev.quiet,
+        fast_math: dev.fast_math,
+        fmad: dev.fmad,
     };
     let images_dir = ws.target_dir.join("offload").join("images");
-    let profile_tag = format!("{}-{arch}", cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() }));
+    let profile_tag = format!("{}-{}", cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() }), mode_tag);
     let map_path = embed::map_path(&images_dir, &profile_tag);
     let host =
         host::HostPass { cargo, action: &action, wrapper: &me, map: &map_path, verbose: dev.verbose, quiet: dev.quiet };

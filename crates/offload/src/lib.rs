@@ -64,11 +64,12 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(stdarch_nvptx, allow_internal_unstable)
+    feature(stdarch_nvptx, allow_internal_unstable, core_float_math)
 )]
+#![cfg_attr(all(target_arch = "nvptx64", offload_fast_math), feature(link_llvm_intrinsics))]
 #![cfg_attr(
     target_arch = "amdgpu",
-    feature(stdarch_amdgpu, allow_internal_unstable)
+    feature(stdarch_amdgpu, allow_internal_unstable, core_float_math)
 )]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]
@@ -81,6 +82,7 @@ mod config;
 mod device_copy;
 mod dim;
 mod disjoint;
+pub mod math;
 mod thread;
 
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
@@ -94,6 +96,8 @@ mod buffer;
 mod error;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod launch;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod pinned;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod runtime;
 
@@ -113,6 +117,8 @@ pub use buffer::DeviceBuffer;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use error::{Error, Result};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use pinned::PinnedBuffer;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use runtime::{backend, BackendInfo, BackendKind};
 
 /// The names most kernels and launchers need, importable on both sides:
@@ -124,7 +130,7 @@ pub mod prelude {
         Dim3, DisjointSlice, LaunchConfig,
     };
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    pub use crate::{DeviceBuffer, SliceArg, SliceArgMut};
+    pub use crate::{DeviceBuffer, PinnedBuffer, SliceArg, SliceArgMut};
 }
 
 /// Turns an ordinary `fn` into a GPU kernel.

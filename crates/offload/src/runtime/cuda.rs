@@ -10,6 +10,7 @@
 //! launches, waits, copies `&mut` arguments back and frees.
 
 use core::ffi::{c_int, c_uint, c_void};
+use core::hash::{BuildHasherDefault, Hasher};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::format;
@@ -39,8 +40,35 @@ struct State {
     ctx: sys::CUcontext,
     module: sys::CUmodule,
     stream: sys::CUstream,
-    functions: HashMap<&'static str, sys::CUfunction>,
+    /// Functions by the address of their `KernelInfo` (one static per kernel).
+    functions: HashMap<usize, sys::CUfunction, BuildHasherDefault<AddressHasher>>,
     kernels: Vec<String>,
+    // Scratch of `launch_impl`, kept between launches so that a launch
+    // allocates nothing on the host.
+    allocs: Vec<sys::CUdeviceptr>,
+    device_ptrs: Vec<sys::CUdeviceptr>,
+    slots: Vec<u64>,
+    params: Vec<*mut c_void>,
+}
+
+/// Hashes a `usize` key (an address) as itself; addresses of distinct
+/// statics are distinct, so nothing is gained by mixing.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Statics are at least 8-aligned: drop the always-zero bits.
+        self.0 = (n as u64) >> 3;
+    }
 }
 
 // SAFETY: CUDA driver handles may be used from any host thread once their
@@ -80,6 +108,7 @@ impl Cuda {
         let dev = result::device::get(0).map_err(|e| Unusable::Failed(driver_error("cuDeviceGet", None, e)))?;
         let major = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
         let minor = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
+        let multiprocessors = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let name = result::device::get_name(dev).unwrap_or_else(|_| "CUDA GPU".into());
         // SAFETY: as in `attr`.
         let mem = unsafe { result::device::total_mem(dev) }.unwrap_or(0);
@@ -146,8 +175,18 @@ impl Cuda {
         );
         let kernels = loaded.kernel_names().map(String::from).collect();
         Ok(Cuda {
-            info: BackendInfo { kind: BackendKind::Cuda, description },
-            state: Mutex::new(State { ctx, module, stream, functions: HashMap::new(), kernels }),
+            info: BackendInfo { kind: BackendKind::Cuda, description, multiprocessors },
+            state: Mutex::new(State {
+                ctx,
+                module,
+                stream,
+                functions: HashMap::default(),
+                kernels,
+                allocs: Vec::new(),
+                device_ptrs: Vec::new(),
+                slots: Vec::new(),
+                params: Vec::new(),
+            }),
         })
     }
 }
@@ -194,11 +233,22 @@ fn load_module(image: &Image<'_>) -> Result<sys::CUmodule> {
 /// Device memory of one launch, freed when dropped (also on error paths).
 struct Allocations(Vec<sys::CUdeviceptr>);
 
+impl Allocations {
+    /// Frees every allocation and returns the emptied vector.
+    fn free_all(mut self) -> Vec<sys::CUdeviceptr> {
+        for p in self.0.drain(..) {
+            // SAFETY: each pointer came from `cuMemAlloc` in this launch and
+            // is freed once; the kernel has finished (or never started).
+            let _ = unsafe { result::free_sync(p) };
+        }
+        core::mem::take(&mut self.0)
+    }
+}
+
 impl Drop for Allocations {
     fn drop(&mut self) {
         for &p in &self.0 {
-            // SAFETY: each pointer came from `cuMemAlloc` in this launch and
-            // is freed once; the kernel has finished (or never started).
+            // SAFETY: as in `free_all`.
             let _ = unsafe { result::free_sync(p) };
         }
     }
@@ -206,14 +256,15 @@ impl Drop for Allocations {
 
 impl State {
     fn function(&mut self, kernel: &'static KernelInfo) -> Result<sys::CUfunction> {
-        if let Some(&f) = self.functions.get(kernel.symbol) {
+        let key = kernel as *const KernelInfo as usize;
+        if let Some(&f) = self.functions.get(&key) {
             return Ok(f);
         }
         let sym = CString::new(kernel.symbol).expect("kernel symbols have no NUL bytes");
         // SAFETY: `module` is loaded and stays loaded.
         match unsafe { result::module::get_function(self.module, sym) } {
             Ok(f) => {
-                self.functions.insert(kernel.symbol, f);
+                self.functions.insert(key, f);
                 Ok(f)
             }
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(Error::KernelNotFound {
@@ -268,6 +319,29 @@ impl Backend for Cuda {
         }
     }
 
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
+        if bytes == 0 {
+            return Ok(core::ptr::NonNull::<u64>::dangling().as_ptr() as *mut u8);
+        }
+        let _st = self.enter("cuCtxSetCurrent")?;
+        // SAFETY: the context is current; flags 0 = page-locked memory of this context.
+        let p = unsafe { result::malloc_host(bytes, 0) }.map_err(|e| driver_error("cuMemHostAlloc", None, e))? as *mut u8;
+        // SAFETY: `p` holds `bytes` writable bytes.
+        unsafe { core::ptr::write_bytes(p, 0, bytes) };
+        Ok(p)
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        if let Ok(_st) = self.enter("cuCtxSetCurrent") {
+            // SAFETY: allocated by `alloc_pinned`, freed once, not in use
+            // (caller's contract).
+            let _ = unsafe { result::free_host(ptr as *mut c_void) };
+        }
+    }
+
     unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
         let _st = self.enter("cuCtxSetCurrent")?;
         // SAFETY: caller's contract.
@@ -291,63 +365,74 @@ impl Backend for Cuda {
         args: &[ArgSpec<'_>],
         _host: &(dyn Fn() + Sync),
     ) -> Result<()> {
-        let name = kernel.path();
-        let k = Some(name.as_str());
-        let mut st = self.enter("cuCtxSetCurrent")?;
+        // The per-launch path allocates nothing on the heap and formats no
+        // strings unless it fails: the scratch vectors live in `State` and
+        // keep their capacity, the kernel's name is built only for errors.
+        let err = |op: &'static str, e: DriverError| driver_error(op, Some(&kernel.path()), e);
+        let mut guard = self.enter("cuCtxSetCurrent")?;
+        let st = &mut *guard;
         let f = st.function(kernel)?;
 
         // Map: allocate and copy each host argument to the device; resident
         // buffers are used in place.
-        let mut allocs = Allocations(Vec::with_capacity(args.len()));
-        let mut device_ptrs: Vec<sys::CUdeviceptr> = Vec::with_capacity(args.len());
+        let mut allocs = Allocations(core::mem::take(&mut st.allocs));
+        let device_ptrs = &mut st.device_ptrs;
+        device_ptrs.clear();
         for a in args {
             match a.kind {
                 ArgKind::Host { ptr, bytes, .. } if bytes > 0 => {
                     // SAFETY: allocating has no preconditions beyond a current context.
-                    let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| driver_error("cuMemAlloc", k, e))?;
+                    let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| err("cuMemAlloc", e))?;
                     allocs.0.push(d);
                     // SAFETY: `ptr` is valid for reads of `bytes` bytes: it comes
                     // from a reference the launcher borrows for the whole launch.
                     unsafe { sys::cuMemcpyHtoD_v2(d, ptr as *const c_void, bytes) }
                         .result()
-                        .map_err(|e| driver_error("cuMemcpyHtoD", k, e))?;
+                        .map_err(|e| err("cuMemcpyHtoD", e))?;
                     device_ptrs.push(d);
                 }
                 ArgKind::Resident { addr, .. } => device_ptrs.push(addr),
-                _ => device_ptrs.push(0),
+                // Nothing to copy (an empty slice): the kernel gets the host
+                // slice's own pointer, which is non-null and aligned as the
+                // entry point's `&[T; 0]` parameter requires, and never
+                // dereferences it.
+                ArgKind::Host { ptr, .. } => device_ptrs.push(ptr as u64),
+                ArgKind::Value { .. } => device_ptrs.push(0),
             }
         }
 
         // Parameters: one slot per scalar the entry point takes. `slots` is
-        // filled completely before any pointer into it is taken.
-        let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
-        enum P {
-            Slot(usize),
-            Host(*const u8),
-        }
-        let mut order = Vec::with_capacity(2 * args.len());
-        for (a, &d) in args.iter().zip(&device_ptrs) {
-            let (len, pass_len) = match a.kind {
-                ArgKind::Value { ptr } => {
-                    order.push(P::Host(ptr));
-                    continue;
+        // filled completely (and not resized) before any pointer into it is
+        // taken.
+        let slots = &mut st.slots;
+        slots.clear();
+        for (a, &d) in args.iter().zip(device_ptrs.iter()) {
+            match a.kind {
+                ArgKind::Value { .. } => {}
+                ArgKind::Host { len, pass_len, .. } | ArgKind::Resident { len, pass_len, .. } => {
+                    slots.push(d);
+                    if pass_len {
+                        slots.push(len as u64);
+                    }
                 }
-                ArgKind::Host { len, pass_len, .. } | ArgKind::Resident { len, pass_len, .. } => (len, pass_len),
-            };
-            order.push(P::Slot(slots.len()));
-            slots.push(d);
-            if pass_len {
-                order.push(P::Slot(slots.len()));
-                slots.push(len as u64);
             }
         }
-        let mut params: Vec<*mut c_void> = order
-            .iter()
-            .map(|p| match *p {
-                P::Slot(i) => &mut slots[i] as *mut u64 as *mut c_void,
-                P::Host(ptr) => ptr as *mut c_void,
-            })
-            .collect();
+        let params = &mut st.params;
+        params.clear();
+        let mut next = 0;
+        for a in args {
+            match a.kind {
+                ArgKind::Value { ptr } => params.push(ptr as *mut c_void),
+                ArgKind::Host { pass_len, .. } | ArgKind::Resident { pass_len, .. } => {
+                    params.push(&mut slots[next] as *mut u64 as *mut c_void);
+                    next += 1;
+                    if pass_len {
+                        params.push(&mut slots[next] as *mut u64 as *mut c_void);
+                        next += 1;
+                    }
+                }
+            }
+        }
 
         let g = cfg.grid;
         let b = cfg.block;
@@ -355,14 +440,14 @@ impl Backend for Cuda {
         // per parameter of the entry point generated from the same kernel
         // signature (value → its bytes, mapped → device pointer [, length]),
         // each valid until the stream is synchronized below.
-        unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, st.stream, &mut params) }
-            .map_err(|e| driver_error("cuLaunchKernel", k, e))?;
+        unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, st.stream, params) }
+            .map_err(|e| err("cuLaunchKernel", e))?;
         // SAFETY: the stream belongs to the current context.
         unsafe { result::stream::synchronize(st.stream) }
-            .map_err(|e| driver_error("cuStreamSynchronize (kernel execution)", k, e))?;
+            .map_err(|e| err("cuStreamSynchronize (kernel execution)", e))?;
 
         // Map back: copy `&mut` arguments to the host.
-        for (a, &d) in args.iter().zip(&device_ptrs) {
+        for (a, &d) in args.iter().zip(st.device_ptrs.iter()) {
             if let ArgKind::Host { ptr, bytes, writeback: true, .. } = a.kind {
                 if bytes == 0 {
                     continue;
@@ -371,11 +456,11 @@ impl Backend for Cuda {
                 // exclusive borrow held by the launcher); `d` holds as many.
                 unsafe { sys::cuMemcpyDtoH_v2(ptr as *mut c_void, d, bytes) }
                     .result()
-                    .map_err(|e| driver_error("cuMemcpyDtoH", k, e))?;
+                    .map_err(|e| err("cuMemcpyDtoH", e))?;
             }
         }
-        drop(allocs);
-        drop(st);
+        // Free this launch's allocations, keep the vector for the next.
+        st.allocs = allocs.free_all();
         Ok(())
     }
 }

@@ -40,7 +40,7 @@ impl Host {
             .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
             .unwrap_or(1);
         let description = format!("host CPU fallback, {workers} worker thread(s)");
-        Host { info: BackendInfo { kind: BackendKind::Host, description }, workers }
+        Host { info: BackendInfo { kind: BackendKind::Host, description, multiprocessors: workers as u32 }, workers }
     }
 }
 
@@ -133,6 +133,16 @@ impl Backend for Host {
         let layout = std::alloc::Layout::from_size_align(bytes, ALIGN).expect("checked at allocation");
         // SAFETY: allocated by `alloc_zeroed` with this layout (caller's contract).
         unsafe { std::alloc::dealloc(addr as *mut u8, layout) }
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
+        // Host memory is all the host fallback has.
+        self.alloc_zeroed(bytes).map(|a| a as *mut u8)
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8, bytes: usize) {
+        // SAFETY: allocated by `alloc_pinned`, i.e. `alloc_zeroed(bytes)`.
+        unsafe { self.free(ptr as u64, bytes) }
     }
 
     unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
