@@ -26,7 +26,8 @@ def main():
     rows = []
     with open(d / "summary.csv", newline="") as f:
         for r in csv.DictReader(f):
-            if not r["ratio"]:
+            # Residency compares two of our own paths, not ours with CUDA's.
+            if not r["ratio"] or r["group"] == "residency":
                 continue
             ratio = float(r["ratio"])
             higher = r["higher_is_better"] == "True"
@@ -44,16 +45,17 @@ def main():
             colors.append("#999999")
         else:
             colors.append("#2a9d55" if met == "yes" else "#d1495b")
-    ax.barh(y, [r[2] for r in rows], color=colors)
+    # Bars beyond 1.5 are clipped (their value is written beside them).
+    cap = 1.5
+    ax.barh(y, [min(r[2], cap) for r in rows], color=colors)
     for yi, (g, item, perf, tperf, met, note) in zip(y, rows):
         if tperf is not None and not note.startswith("information"):
             ax.plot([tperf, tperf], [yi - 0.4, yi + 0.4], color="black", linewidth=1.2)
-        ax.text(perf + 0.01, yi, f"{perf:.3f}", va="center", fontsize=7)
+        ax.text(min(perf, cap) + 0.01, yi, f"{perf:.3f}", va="center", fontsize=7)
     ax.set_yticks(y)
     ax.set_yticklabels([f"{g}: {item}" for g, item, *_ in rows], fontsize=7)
     ax.axvline(1.0, color="#444444", linestyle=":", linewidth=1)
-    hi = max(1.2, max(r[2] for r in rows) + 0.1)
-    ax.set_xlim(0, hi)
+    ax.set_xlim(0, min(cap, max(r[2] for r in rows)) + 0.12)
     ax.set_xlabel("performance of offload relative to CUDA C++ / C (same run; black tick: target)")
     env = (d / "env.txt").read_text(errors="replace").splitlines() if (d / "env.txt").exists() else []
     gpu = next((l for l in env if "H200" in l or "NVIDIA" in l), "")

@@ -45,9 +45,10 @@ pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
 ///
 /// # Safety
 /// `first` points to `len` initialized `T`s in one allocation that nothing
-/// writes for `'a` (any aligned non-null address when `len == 0`).
+/// writes while the result lives (any aligned non-null address when
+/// `len == 0`).
 #[inline(always)]
-pub unsafe fn slice_from_param<'a, T>(first: &'a [T; 0], len: usize) -> &'a [T] {
+pub unsafe fn slice_from_param<T>(first: &[T; 0], len: usize) -> &[T] {
     // SAFETY: guaranteed by the caller; `first` is non-null and aligned.
     unsafe { core::slice::from_raw_parts(first.as_ptr(), len) }
 }

@@ -6,8 +6,9 @@
 //! One process uses device 0 (as `CUDA_VISIBLE_DEVICES` orders them), its
 //! primary context, one non-blocking stream and one module loaded from the
 //! embedded image chosen by `offload_image::select`. Launches are serialized
-//! by a mutex: each maps its arguments (allocate, copy host → device),
-//! launches, waits, copies `&mut` arguments back and frees.
+//! by a mutex: each maps its arguments (device memory from the
+//! [`ArgCache`], copy host → device), launches, waits, copies `&mut`
+//! arguments back and returns the memory to the cache.
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::hash::{BuildHasherDefault, Hasher};
@@ -45,7 +46,8 @@ struct State {
     kernels: Vec<String>,
     // Scratch of `launch_impl`, kept between launches so that a launch
     // allocates nothing on the host.
-    allocs: Vec<sys::CUdeviceptr>,
+    allocs: Vec<(usize, sys::CUdeviceptr)>,
+    cache: ArgCache,
     device_ptrs: Vec<sys::CUdeviceptr>,
     slots: Vec<u64>,
     params: Vec<*mut c_void>,
@@ -183,6 +185,7 @@ impl Cuda {
                 functions: HashMap::default(),
                 kernels,
                 allocs: Vec::new(),
+                cache: ArgCache { free: Vec::new(), bytes: 0, cap: (mem / 16) as usize },
                 device_ptrs: Vec::new(),
                 slots: Vec::new(),
                 params: Vec::new(),
@@ -230,16 +233,15 @@ fn load_module(image: &Image<'_>) -> Result<sys::CUmodule> {
     }
 }
 
-/// Device memory of one launch, freed when dropped (also on error paths).
-struct Allocations(Vec<sys::CUdeviceptr>);
+/// Device memory of one launch's mapped arguments, `(bytes, pointer)`;
+/// freed when dropped (error paths), handed to the [`ArgCache`] on success.
+struct Allocations(Vec<(usize, sys::CUdeviceptr)>);
 
 impl Allocations {
-    /// Frees every allocation and returns the emptied vector.
-    fn free_all(mut self) -> Vec<sys::CUdeviceptr> {
-        for p in self.0.drain(..) {
-            // SAFETY: each pointer came from `cuMemAlloc` in this launch and
-            // is freed once; the kernel has finished (or never started).
-            let _ = unsafe { result::free_sync(p) };
+    /// Gives every allocation to `cache` and returns the emptied vector.
+    fn release(mut self, cache: &mut ArgCache) -> Vec<(usize, sys::CUdeviceptr)> {
+        for (size, p) in self.0.drain(..) {
+            cache.put(size, p);
         }
         core::mem::take(&mut self.0)
     }
@@ -247,9 +249,76 @@ impl Allocations {
 
 impl Drop for Allocations {
     fn drop(&mut self) {
-        for &p in &self.0 {
-            // SAFETY: as in `free_all`.
+        for &(_, p) in &self.0 {
+            // SAFETY: each pointer came from `cuMemAlloc` for this launch and
+            // is freed once; the kernel has finished (or never started).
             let _ = unsafe { result::free_sync(p) };
+        }
+    }
+}
+
+/// Device memory for the mapped arguments of launches (host `&[T]` and
+/// `&mut [T]`), kept between launches and reused by size, as LLVM offload's
+/// `MemoryManagerTy` does: a launch that maps data of the sizes an earlier
+/// one mapped neither allocates nor frees (`cuMemFree` also waits for the
+/// whole device). At most `cap` bytes (1/16 of the GPU's memory) are kept;
+/// when an allocation fails for lack of memory the cache is emptied and the
+/// allocation tried again.
+struct ArgCache {
+    /// `(bytes, pointer)` of unused blocks, oldest first.
+    free: Vec<(usize, sys::CUdeviceptr)>,
+    bytes: usize,
+    cap: usize,
+}
+
+impl ArgCache {
+    /// A block of at least `bytes` and at most twice as many, the smallest.
+    fn take(&mut self, bytes: usize) -> Option<(usize, sys::CUdeviceptr)> {
+        let i = (0..self.free.len())
+            .filter(|&i| self.free[i].0 >= bytes && self.free[i].0 / 2 <= bytes)
+            .min_by_key(|&i| self.free[i].0)?;
+        let block = self.free.remove(i);
+        self.bytes -= block.0;
+        Some(block)
+    }
+
+    /// Keeps an unused block, evicting the oldest ones beyond `cap`.
+    fn put(&mut self, size: usize, p: sys::CUdeviceptr) {
+        if size > self.cap {
+            // SAFETY: `p` is an unused block from `cuMemAlloc`, freed once.
+            let _ = unsafe { result::free_sync(p) };
+            return;
+        }
+        while self.bytes + size > self.cap {
+            let (old, q) = self.free.remove(0);
+            self.bytes -= old;
+            // SAFETY: as above.
+            let _ = unsafe { result::free_sync(q) };
+        }
+        self.free.push((size, p));
+        self.bytes += size;
+    }
+
+    /// Frees every kept block.
+    fn clear(&mut self) {
+        for (_, p) in self.free.drain(..) {
+            // SAFETY: as in `put`.
+            let _ = unsafe { result::free_sync(p) };
+        }
+        self.bytes = 0;
+    }
+
+    /// `cuMemAlloc`, emptying the cache and trying again if the device is
+    /// out of memory. The context must be current.
+    fn alloc(&mut self, bytes: usize) -> core::result::Result<sys::CUdeviceptr, DriverError> {
+        // SAFETY: allocating has no preconditions beyond a current context.
+        match unsafe { result::malloc_sync(bytes) } {
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY && !self.free.is_empty() => {
+                self.clear();
+                // SAFETY: as above.
+                unsafe { result::malloc_sync(bytes) }
+            }
+            r => r,
         }
     }
 }
@@ -296,9 +365,8 @@ impl Backend for Cuda {
         if bytes == 0 {
             return Ok(0);
         }
-        let _st = self.enter("cuCtxSetCurrent")?;
-        // SAFETY: the context is current.
-        let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| driver_error("cuMemAlloc", None, e))?;
+        let mut st = self.enter("cuCtxSetCurrent")?;
+        let d = st.cache.alloc(bytes).map_err(|e| driver_error("cuMemAlloc", None, e))?;
         // SAFETY: `d` holds `bytes` bytes.
         if let Err(e) = unsafe { sys::cuMemsetD8_v2(d, 0, bytes) }.result() {
             // SAFETY: `d` was just allocated and is not in use.
@@ -381,9 +449,11 @@ impl Backend for Cuda {
         for a in args {
             match a.kind {
                 ArgKind::Host { ptr, bytes, .. } if bytes > 0 => {
-                    // SAFETY: allocating has no preconditions beyond a current context.
-                    let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| err("cuMemAlloc", e))?;
-                    allocs.0.push(d);
+                    let (size, d) = match st.cache.take(bytes) {
+                        Some(block) => block,
+                        None => (bytes, st.cache.alloc(bytes).map_err(|e| err("cuMemAlloc", e))?),
+                    };
+                    allocs.0.push((size, d));
                     // SAFETY: `ptr` is valid for reads of `bytes` bytes: it comes
                     // from a reference the launcher borrows for the whole launch.
                     unsafe { sys::cuMemcpyHtoD_v2(d, ptr as *const c_void, bytes) }
@@ -459,8 +529,8 @@ impl Backend for Cuda {
                     .map_err(|e| err("cuMemcpyDtoH", e))?;
             }
         }
-        // Free this launch's allocations, keep the vector for the next.
-        st.allocs = allocs.free_all();
+        // Keep this launch's device memory for the next ones.
+        st.allocs = allocs.release(&mut st.cache);
         Ok(())
     }
 }
