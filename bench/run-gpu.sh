@@ -27,6 +27,9 @@ fi
 OUT=${OUT:-$PWD/bench-out}
 mkdir -p "$OUT"
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+CUDA_BIN=$(dirname "$NVCC")
+CUOBJDUMP=$(command -v cuobjdump || echo "$CUDA_BIN/cuobjdump")
+NCU=$(command -v ncu || echo "$CUDA_BIN/ncu")
 ROUNDS=${ROUNDS:-3}
 BUDGET_S=${BUDGET_S:-300}
 BS_TIMES=${BS_TIMES:-100}
@@ -64,14 +67,14 @@ cat "$OUT/env.txt"
 
 # --- CUDA baselines -------------------------------------------------------------
 say "compiling the CUDA baselines"
-cc() { "$NVCC" -O3 -arch=sm_90 "$@" 2>>"$LOG" || say "FAILED: nvcc $*"; }
-cc -o "$B/babelstream-cuda" bench/cuda/babelstream.cu &
-cc -o "$B/minibude-cuda" bench/cuda/minibude.cu &
-cc -DBUDE_ALIGNED -o "$B/minibude-cuda-aligned" bench/cuda/minibude.cu &
-cc -use_fast_math -o "$B/minibude-cuda-fast" bench/cuda/minibude.cu &
-cc -use_fast_math -DBUDE_ALIGNED -o "$B/minibude-cuda-aligned-fast" bench/cuda/minibude.cu &
-cc -o "$B/launch-cuda" bench/cuda/launch.cu -lcuda &
-cc -o "$B/transfer-cuda" bench/cuda/transfer.cu &
+nv() { "$NVCC" -O3 -arch=sm_90 "$@" 2>>"$LOG" || say "FAILED: nvcc $*"; }
+nv -o "$B/babelstream-cuda" bench/cuda/babelstream.cu &
+nv -o "$B/minibude-cuda" bench/cuda/minibude.cu &
+nv -DBUDE_ALIGNED -o "$B/minibude-cuda-aligned" bench/cuda/minibude.cu &
+nv -use_fast_math -o "$B/minibude-cuda-fast" bench/cuda/minibude.cu &
+nv -use_fast_math -DBUDE_ALIGNED -o "$B/minibude-cuda-aligned-fast" bench/cuda/minibude.cu &
+nv -o "$B/launch-cuda" bench/cuda/launch.cu -lcuda &
+nv -o "$B/transfer-cuda" bench/cuda/transfer.cu &
 wait
 say "compiled: $(ls "$B" | tr '\n' ' ')"
 
@@ -109,16 +112,16 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 # --- kernel-only times (Nsight Compute; not every machine allows it) ------------
-if command -v ncu >/dev/null && [ "$(elapsed)" -lt $((BUDGET_S + 30)) ]; then
+if [ -x "$NCU" ] && [ "$(elapsed)" -lt $((BUDGET_S + 30)) ]; then
     say "ncu: kernel durations"
     read -r P W I <<<"$(python3 bench/summarize.py --best-config "$RAW" default)"
-    NCU="timeout 60 ncu --clock-control none --csv --metrics gpu__time_duration.sum,dram__bytes.sum,sm__inst_executed.sum,launch__registers_per_thread"
+    PROF="timeout 60 $NCU --clock-control none --csv --metrics gpu__time_duration.sum,dram__bytes.sum,sm__inst_executed.sum,launch__registers_per_thread"
     {
-        $NCU "$C/babelstream" -s 33554432 -n 3 --csv
-        $NCU "$B/babelstream-cuda" -s 33554432 -n 3 --csv
+        $PROF "$C/babelstream" -s 33554432 -n 3 --csv
+        $PROF "$B/babelstream-cuda" -s 33554432 -n 3 --csv
         if [ -n "${P:-}" ]; then
-            $NCU "$C/minibude" --deck "$C/bm1" -p "$P" -w "$W" -i 1 --warmup 0 --csv
-            $NCU "$B/minibude-${I//_/-}" --deck "$C/bm1" -p "$P" -w "$W" -i 1 --warmup 0 --csv
+            $PROF "$C/minibude" --deck "$C/bm1" -p "$P" -w "$W" -i 1 --warmup 0 --csv
+            $PROF "$B/minibude-${I//_/-}" --deck "$C/bm1" -p "$P" -w "$W" -i 1 --warmup 0 --csv
         fi
     } >"$OUT/ncu.csv" 2>&1 || say "ncu did not complete (see ncu.csv)"
 fi
@@ -127,16 +130,16 @@ fi
 {
     for f in babelstream minibude minibude-fmad minibude-fast-math; do
         echo "=== resource usage: ours $f (ptxas -v)"
-        "${NVCC%/nvcc}/ptxas" -arch=sm_90 -O3 -v "$C/ptx/$f.ptx" -o "$B/$f.cubin" 2>&1 |
+        "$CUDA_BIN/ptxas" -arch=sm_90 -O3 -v "$C/ptx/$f.ptx" -o "$B/$f.cubin" 2>&1 |
             grep -E "entry function|Used|stack frame" | grep -v "^ *0 bytes stack" | paste -s -d' ' | sed 's/ptxas info *: Compiling/\nCompiling/g'
         echo
     done
     for f in babelstream-cuda minibude-cuda minibude-cuda-fast minibude-cuda-aligned minibude-cuda-aligned-fast; do
         echo "=== resource usage: $f"
-        cuobjdump --dump-resource-usage "$B/$f" 2>&1 | grep -E "Function|REG" | paste - - | sed 's/ \+/ /g'
+        "$CUOBJDUMP" --dump-resource-usage "$B/$f" 2>&1 | grep -E "Function|REG" | paste - - | sed 's/ \+/ /g'
     done
     sass() { # FILE REGEX: the SASS of functions whose name matches
-        cuobjdump -sass "$1" 2>&1 | awk -v re="$2" '/Function :/ {keep = ($0 ~ re)} keep'
+        "$CUOBJDUMP" -sass "$1" 2>&1 | awk -v re="$2" '/Function :/ {keep = ($0 ~ re)} keep'
     }
     echo "=== SASS: BabelStream triad and dot, ours"
     sass "$B/babelstream.cubin" "triad|dot_partial"
