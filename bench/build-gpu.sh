@@ -13,11 +13,19 @@ arch=${ARCH:-sm_90}
 deck=${MINIBUDE_DECK:-../shared/data/minibude/bm1}
 ptx_dir() { echo "target/offload/nvptx64-nvidia-cuda-$1/nvptx64-nvidia-cuda/release"; }
 
+if ! cargo offload build --help 2>/dev/null | grep -q -- --fmad; then
+    echo "error: the cargo-offload on PATH predates --fmad/--fast-math; build this tree's:" \
+        "cargo build -p cargo-offload && export PATH=\$PWD/target/debug:\$PATH" >&2
+    exit 1
+fi
 for f in ligand.in protein.in forcefield.in poses.in ref_energies.out; do
     [ -f "$deck/$f" ] || { echo "error: $deck/$f not found (set MINIBUDE_DECK)" >&2; exit 1; }
 done
 rm -rf "$out" && mkdir -p "$out/bm1" "$out/ptx"
 
+# Cargo does not see changes of the device linker itself: relink these
+# binaries so that their images come from the offload-linker in use.
+touch examples/babelstream/src/main.rs examples/minibude/src/main.rs examples/microbench/src/main.rs
 # Exact arithmetic (the default) ...
 cargo offload build -q --release --arch "$arch" -p babelstream -p minibude -p microbench
 cp target/release/babelstream target/release/minibude target/release/microbench "$out/"
