@@ -39,6 +39,9 @@ MB_WGSIZE=${MB_WGSIZE:-32,64,128,256}
 MB_POSES=${MB_POSES:-0}
 LAUNCH_ITERS=${LAUNCH_ITERS:-20000}
 TRANSFER_MIB=${TRANSFER_MIB:-1024}
+# Ours must run on the GPU: fail at once rather than fall back to the host
+# (OFFLOAD_DEVICE=host only to test this script without a GPU).
+export OFFLOAD_DEVICE=${OFFLOAD_DEVICE:-cuda}
 START=$(date +%s)
 RAW=$OUT/raw.csv
 LOG=$OUT/log.txt
