@@ -12,7 +12,7 @@
 # (resource usage and machine code of the compared kernels), summary.csv and
 # summary.md (bench/summarize.py).
 #
-# Knobs (environment): ROUNDS (3), BUDGET_S (300: no new round starts after
+# Knobs (environment): ROUNDS (3), BUDGET_S (240: no new round starts after
 # this many seconds), BS_TIMES (100), BS_SIZES ("33554432 268435456"),
 # MB_PPWI ("1,2,4,8,16,32"), MB_WGSIZE ("32,64,128,256"), MB_POSES (0: the
 # whole deck), LAUNCH_ITERS
@@ -31,7 +31,7 @@ CUDA_BIN=$(dirname "$NVCC")
 CUOBJDUMP=$(command -v cuobjdump || echo "$CUDA_BIN/cuobjdump")
 NCU=$(command -v ncu || echo "$CUDA_BIN/ncu")
 ROUNDS=${ROUNDS:-3}
-BUDGET_S=${BUDGET_S:-300}
+BUDGET_S=${BUDGET_S:-240}
 BS_TIMES=${BS_TIMES:-100}
 BS_SIZES=${BS_SIZES:-"33554432 268435456"}
 MB_PPWI=${MB_PPWI:-1,2,4,8,16,32}
