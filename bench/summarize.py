@@ -159,7 +159,7 @@ def summarize(out):
         o = med(data, "transfer", "offload", "default", "launch_mapped_pageable", tsize, "gbytes_per_sec")
         c = med(data, "transfer", "cuda", "default", "htod_pageable", tsize, "gbytes_per_sec")
         add("transfer", "launch with a mapped host slice", o, c, "GB/s", TARGETS["pageable"], tol=NOISE,
-            note="allocate + copy + launch + free vs cudaMemcpy pageable")
+            note="map (cached device memory) + copy + launch vs cudaMemcpy pageable")
         r = med(data, "transfer", "offload", "default", "ten_launches_resident", tsize, "ms")
         m = med(data, "transfer", "offload", "default", "ten_launches_mapped", tsize, "ms")
         if r is not None and m is not None:
