@@ -63,6 +63,19 @@ pub struct DeviceOpts {
     #[arg(long = "target", value_name = "TRIPLE", default_value = "nvptx64-nvidia-cuda")]
     pub target: String,
 
+    /// Compile device code with fast, less precise floating point, as nvcc's
+    /// `-use_fast_math`: contract multiply-adds, flush f32 denormals to zero,
+    /// approximate f32 division and square root, and `offload::math`'s
+    /// approximate sin/cos. The host fallback keeps exact arithmetic.
+    #[arg(long)]
+    pub fast_math: bool,
+
+    /// Contract `a * b + c` into fused multiply-adds in device code, as nvcc
+    /// does by default (`--fmad=true`); Rust rounds each operation as written.
+    /// Implied by --fast-math
+    #[arg(long)]
+    pub fmad: bool,
+
     /// Print the commands (with their environment) instead of running them
     #[arg(long)]
     pub dry_run: bool,

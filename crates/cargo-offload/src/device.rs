@@ -45,6 +45,11 @@ pub struct DevicePass<'a> {
     pub linker: PathBuf,
     pub verbose: u8,
     pub quiet: bool,
+    /// `--fast-math`: `--cfg offload_fast_math` for the crates and
+    /// `--fast-math` for the device linker.
+    pub fast_math: bool,
+    /// `--fmad`: `--fmad` for the device linker.
+    pub fmad: bool,
 }
 
 /// A device image cargo reported for one final binary.
@@ -93,12 +98,19 @@ impl DevicePass<'_> {
             "cfg(offload_tools, values(any()))".into(),
             format!("-Ctarget-cpu={}", self.arch),
             format!("-Clinker={}", self.linker.display()),
+            "--check-cfg".into(),
+            "cfg(offload_fast_math)".into(),
         ];
         if self.triple.starts_with("nvptx") {
             // The device link strips NVPTX debug info anyway (ptxas does not
             // take LLVM's reliably); without it, an edit to host code leaves
             // the device bitcode identical and the link cache hits.
             f.push("-Cdebuginfo=0".into());
+        }
+        if self.fast_math {
+            f.extend(["--cfg".into(), "offload_fast_math".into(), "-Clink-arg=--fast-math".into()]);
+        } else if self.fmad {
+            f.push("-Clink-arg=--fmad".into());
         }
         if let Ok(extra) = std::env::var("OFFLOAD_DEVICE_RUSTFLAGS") {
             f.extend(extra.split_whitespace().map(String::from));
@@ -441,8 +453,11 @@ pub fn amdgpu_target_spec(tc: &DeviceToolchain, dir: &Path) -> Result<PathBuf> {
 
 /// `<target-dir>/offload/<triple>-<arch>`: one device target directory per
 /// architecture, so switching `--arch` does not rebuild everything.
-pub fn device_target_dir(host_target_dir: &Path, triple: &str, arch: &str) -> PathBuf {
-    host_target_dir.join("offload").join(format!("{triple}-{arch}"))
+/// The device pass's target directory: one per target, architecture and
+/// floating-point mode (`tag` is the architecture, `-fast-math` appended for
+/// `--fast-math`), so that switching does not rebuild the other's artifacts.
+pub fn device_target_dir(host_target_dir: &Path, triple: &str, tag: &str) -> PathBuf {
+    host_target_dir.join("offload").join(format!("{triple}-{tag}"))
 }
 
 #[cfg(test)]

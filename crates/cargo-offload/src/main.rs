@@ -136,7 +136,14 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
         );
     }
     let tests = matches!(action, host::Action::Test { .. });
-    let device_dir = device::device_target_dir(&ws.target_dir, &dev.target, &arch);
+    let mode_tag = if dev.fast_math {
+        format!("{arch}-fast-math")
+    } else if dev.fmad {
+        format!("{arch}-fmad")
+    } else {
+        arch.clone()
+    };
+    let device_dir = device::device_target_dir(&ws.target_dir, &dev.target, &mode_tag);
     let target_arg = if dev.target.starts_with("amdgcn") {
         device::amdgpu_target_spec(&tc, &ws.target_dir.join("offload"))?.display().to_string()
     } else {
@@ -154,9 +161,11 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
         linker,
         verbose: dev.verbose,
         quiet: dev.quiet,
+        fast_math: dev.fast_math,
+        fmad: dev.fmad,
     };
     let images_dir = ws.target_dir.join("offload").join("images");
-    let profile_tag = format!("{}-{arch}", cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() }));
+    let profile_tag = format!("{}-{}", cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() }), mode_tag);
     let map_path = embed::map_path(&images_dir, &profile_tag);
     let host =
         host::HostPass { cargo, action: &action, wrapper: &me, map: &map_path, verbose: dev.verbose, quiet: dev.quiet };

@@ -235,14 +235,14 @@ fn every_example_builds_an_sm_90_image() {
         .collect();
     examples.sort();
     assert!(examples.len() >= 2, "{examples:?}");
-    let mut args = vec!["build", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap()];
+    let mut args = vec!["build", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "-p", "device-model"];
     for e in &examples {
         args.push("-p");
         args.push(e);
     }
     let out = offload_cmd(&root, &args, &[]);
     out.assert_success();
-    for e in &examples {
+    for e in examples.iter().chain(std::iter::once(&"device-model".to_string())) {
         let images = embedded_images(&target.join("release").join(e));
         let ptx = images.iter().find(|i| i.0 == "PTX").unwrap_or_else(|| panic!("{e}: {images:?}"));
         assert_eq!(ptx.1, "sm_90");
@@ -367,4 +367,30 @@ fn kernels_missing_from_the_image_fail_the_build() {
     assert!(out.stderr.contains("__offload_kernel_fixture_host_kernel_inner_"), "{}", out.stderr);
     assert!(out.stderr.contains("defined at src/main.rs:13"), "{}", out.stderr);
     assert!(out.stderr.contains("define it at module level"), "{}", out.stderr);
+}
+
+/// The device-model examples and feature checks on the host fallback, at
+/// sizes a CI machine runs quickly; each checks itself against an
+/// independent f64 host computation and exits non-zero on a mismatch.
+#[test]
+fn device_model_examples_and_checks_run_on_the_host() {
+    let root = repo_root();
+    let target = shared_target_dir();
+    let t = target.to_str().unwrap();
+    for (pkg, arg, want) in [
+        ("reduction", "20", "reduction: n = 2^20"),
+        ("histogram", "20", "histogram: n = 2^20"),
+        ("matmul", "128", "worst error/Σ|terms|"),
+        ("nbody", "10", "accel error/Σ|terms|"),
+        ("device-model", "all", "panics      ok"),
+    ] {
+        let args: Vec<&str> = if arg == "all" {
+            vec!["run", "--release", "--arch", "sm_90", "--target-dir", t, "-p", pkg]
+        } else {
+            vec!["run", "--release", "--arch", "sm_90", "--target-dir", t, "-p", pkg, "--", arg]
+        };
+        let out = offload_cmd(&root, &args, &[("OFFLOAD_DEVICE", "host")]);
+        out.assert_success();
+        assert!(out.stdout.contains(want), "{pkg}: {}", out.stdout);
+    }
 }

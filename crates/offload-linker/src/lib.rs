@@ -108,7 +108,40 @@ pub struct LinkArgs {
     pub opt_level: String,
     /// `--debug` was given.
     pub debug: bool,
+    /// `--fast-math` was given (through `-C link-arg`, by
+    /// `cargo offload --fast-math`): see [`FAST_MATH_LLC`].
+    pub fast_math: bool,
+    /// `--fmad` was given (by `cargo offload --fmad`): contract `a * b + c`
+    /// into fused multiply-adds, nvcc's default `--fmad=true`, without the
+    /// other approximations of `--fast-math`.
+    pub fmad: bool,
 }
+
+/// Loop-unrolling threshold of the device optimization pipeline (LLVM's
+/// default is 300). GPU kernels keep small per-thread arrays (`[f32; N]`
+/// indexed by a constant-trip loop) in registers only if those loops are
+/// unrolled completely; otherwise the arrays live in local memory, an order
+/// of magnitude slower. nvcc unrolls such loops (e.g. miniBUDE's
+/// 16-iteration pose loops), AMDGPU's backend raises its threshold to 2700
+/// for loops over private arrays (`amdgpu-unroll-threshold-private`); the
+/// NVPTX backend has no such rule, so the device linker raises the
+/// threshold for the whole module. `OFFLOAD_OPT_FLAGS` (extra `opt` flags,
+/// for experiments) may set `-unroll-threshold` itself.
+pub const UNROLL_THRESHOLD: u32 = 2000;
+
+/// Code generation flags of `--fast-math`, the meaning of nvcc's
+/// `-use_fast_math` (CUDA C++ Programming Guide, "Intrinsic Functions";
+/// nvcc manual, `--use_fast_math` = `--ftz=true --prec-div=false
+/// --prec-sqrt=false --fmad=true`): contract `a * b + c` into FMA, flush f32
+/// denormals to zero, and use the approximate f32 division and square root.
+/// Approximate sin/cos come from `offload::math` (`cfg(offload_fast_math)`).
+pub const FAST_MATH_LLC: &[&str] =
+    &[FMAD_LLC, "-denormal-fp-math-f32=preserve-sign", "-nvptx-prec-divf32=0", "-nvptx-prec-sqrtf32=0"];
+
+/// Code generation flag of `--fmad`: fuse `a * b + c` into one FMA (one
+/// rounding instead of two), as nvcc does by default (`--fmad=true`) and
+/// Rust does not (each operation rounds as written).
+pub const FMAD_LLC: &str = "-fp-contract=fast";
 
 /// Errors of the device link. Each says which step failed and how to fix it.
 #[derive(Debug, thiserror::Error)]
@@ -159,6 +192,8 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<LinkArgs, L
         output: PathBuf::new(),
         opt_level: "0".into(),
         debug: false,
+        fast_math: false,
+        fmad: false,
     };
     let value = |it: &mut std::vec::IntoIter<String>, flag: &str| {
         it.next().ok_or_else(|| LinkError::Args(format!("`{flag}` needs a value")))
@@ -173,6 +208,8 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<LinkArgs, L
                 value(&mut it, &a)?;
             }
             "--debug" => out.debug = true,
+            "--fast-math" => out.fast_math = true,
+            "--fmad" => out.fmad = true,
             "--lto" => {}
             _ => {
                 if let Some(v) = a.strip_prefix("--target-feature=") {
@@ -411,6 +448,11 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
         .arg(format!("--passes={passes}"))
         .arg("-o")
         .arg(&optimized);
+    let extra = std::env::var("OFFLOAD_OPT_FLAGS").unwrap_or_default();
+    if !extra.contains("-unroll-threshold") {
+        cmd.arg(format!("-unroll-threshold={UNROLL_THRESHOLD}"));
+    }
+    cmd.args(extra.split_whitespace());
     if target == Target::Nvptx64 || !args.debug {
         // LLVM's NVPTX debug info does not survive ptxas reliably (the
         // llvm-bitcode-linker strips it too); keep it only for AMD debug builds.
@@ -425,6 +467,11 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
             cmd.arg(format!("-mtriple={}", target.triple())).arg(format!("-mcpu={cpu}"));
             if let Some(f) = &args.target_feature {
                 cmd.arg(format!("-mattr={f}"));
+            }
+            if args.fast_math {
+                cmd.args(FAST_MATH_LLC);
+            } else if args.fmad {
+                cmd.arg(FMAD_LLC);
             }
             cmd.arg("-O3").arg(&optimized).arg("-o").arg(out);
             runner.run(cmd, "llc", "generating PTX")?;
@@ -442,6 +489,12 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
             cmd.arg(format!("-mtriple={}", target.triple())).arg(format!("-mcpu={cpu}"));
             if let Some(f) = &args.target_feature {
                 cmd.arg(format!("-mattr={f}"));
+            }
+            if args.fast_math {
+                // The target-independent part of FAST_MATH_LLC.
+                cmd.args(&FAST_MATH_LLC[..2]);
+            } else if args.fmad {
+                cmd.arg(FMAD_LLC);
             }
             cmd.arg("-O3").arg("-filetype=obj").arg(&optimized).arg("-o").arg(&obj);
             runner.run(cmd, "llc", "generating AMD GPU machine code")?;
@@ -517,7 +570,7 @@ mod tests {
     fn parses_rustc_command_line() {
         let a = parse_args(argv(
             "--export-symbol __offload_kernel_a_k_1 --export-symbol other a.rcgu.o libcore.rlib -L /x \
-             --target nvptx64-nvidia-cuda --target-cpu sm_90 -L /y -o out.ptx -O0 --debug",
+             --target nvptx64-nvidia-cuda --target-cpu sm_90 -L /y -o out.ptx -O0 --debug --fast-math --fmad",
         ))
         .unwrap();
         assert_eq!(a.exports, ["__offload_kernel_a_k_1", "other"]);
@@ -526,6 +579,8 @@ mod tests {
         assert_eq!(a.output, PathBuf::from("out.ptx"));
         assert_eq!(a.opt_level, "0");
         assert!(a.debug);
+        assert!(a.fast_math);
+        assert!(a.fmad);
         assert_eq!(kernels(&a.exports), ["__offload_kernel_a_k_1"]);
     }
 

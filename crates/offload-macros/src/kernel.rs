@@ -322,11 +322,17 @@ fn generate(k: &Kernel) -> TokenStream {
                 entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#ty>();));
             }
             Mapping::SliceTo(elem) => {
-                entry_params.push(quote!(#ptr: *const #elem));
+                // The pointer is typed `&[T; 0]`: rustc marks it `noalias
+                // readonly nonnull` (no `dereferenceable`, so an empty slice's
+                // dangling pointer is valid), which lets the backend load through
+                // the read-only data cache (`ld.global.nc`) as nvcc does for
+                // `const T* __restrict__`. See `__private::slice_from_param`.
+                entry_params.push(quote!(#ptr: &[#elem; 0]));
                 entry_params.push(quote!(#len: usize));
                 // SAFETY: the launcher mapped `len` initialized elements at `ptr`
-                // to the device for the whole launch, and nothing writes them.
-                entry_args.push(quote!(unsafe { ::offload::__private::slice_from_raw(#ptr, #len) }));
+                // (a dangling, aligned pointer when `len == 0`) to the device for
+                // the whole launch, and nothing writes them.
+                entry_args.push(quote!(unsafe { ::offload::__private::slice_from_param(#ptr, #len) }));
                 entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_map_elem::<#elem>();));
             }
             Mapping::SliceToFrom(elem) => {
@@ -338,9 +344,9 @@ fn generate(k: &Kernel) -> TokenStream {
                 entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#elem>();));
             }
             Mapping::RefTo(elem) => {
-                entry_params.push(quote!(#ptr: *const #elem));
-                // SAFETY: the launcher mapped one initialized element to `ptr`.
-                entry_args.push(quote!(unsafe { ::offload::__private::ref_from_raw(#ptr) }));
+                // `&T` directly: `noalias readonly`, as for `SliceTo`.
+                entry_params.push(quote!(#n: &#elem));
+                entry_args.push(quote!(#n));
                 entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_map_elem::<#elem>();));
             }
             Mapping::RefToFrom(elem) => {

@@ -67,14 +67,28 @@ pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
     }
 }
 
-/// `&T` from a kernel parameter.
+/// `&[T]` from the `(pointer, length)` parameter pair of a kernel entry
+/// point, whose pointer is typed `&[T; 0]`.
+///
+/// Typing the pointer as a shared reference makes rustc mark the kernel
+/// parameter `noalias readonly nonnull align(T)`; the NVPTX backend then
+/// loads through the read-only data cache (`ld.global.nc`), as nvcc does for
+/// `const T* __restrict__` parameters. A reference to zero elements claims
+/// no dereferenceable bytes, so the dangling pointer of an empty slice is a
+/// valid argument. The `len` elements are reached through the reference's
+/// address: this relies on a reference's provenance covering the
+/// allocation it points into (as under Tree Borrows, and as LLVM's
+/// `noalias`, which covers every access based on the pointer), not only its
+/// zero-sized pointee.
 ///
 /// # Safety
-/// `ptr` is valid for reads of one initialized `T` that nothing writes for `'a`.
+/// `first` points to `len` initialized `T`s in one allocation that nothing
+/// writes while the result lives (any aligned non-null address when
+/// `len == 0`).
 #[inline(always)]
-pub unsafe fn ref_from_raw<'a, T>(ptr: *const T) -> &'a T {
-    // SAFETY: guaranteed by the caller.
-    unsafe { &*ptr }
+pub unsafe fn slice_from_param<T>(first: &[T; 0], len: usize) -> &[T] {
+    // SAFETY: guaranteed by the caller; `first` is non-null and aligned.
+    unsafe { core::slice::from_raw_parts(first.as_ptr(), len) }
 }
 
 /// A [`DisjointSlice`] for this thread from a kernel parameter pair.

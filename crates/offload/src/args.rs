@@ -180,9 +180,20 @@ impl<T: MapElem> SliceArg<T> for std::boxed::Box<[T]> {
         MapIn::host(self)
     }
 }
+/// The address a launch passes for a buffer: an empty buffer has no memory
+/// (address 0 on the GPU), but a kernel's slice pointer must be non-null and
+/// aligned, so it gets a dangling one, which no thread dereferences.
+fn buffer_addr<T: DeviceCopy>(b: &DeviceBuffer<T>) -> *mut T {
+    if b.is_empty() {
+        core::ptr::NonNull::<T>::dangling().as_ptr()
+    } else {
+        b.addr() as *mut T
+    }
+}
+
 impl<T: DeviceCopy> SliceArg<T> for DeviceBuffer<T> {
     fn map_in(&self) -> MapIn<'_, T> {
-        MapIn { ptr: self.addr() as *const T, len: self.len(), resident: true, _borrow: PhantomData }
+        MapIn { ptr: buffer_addr(self), len: self.len(), resident: true, _borrow: PhantomData }
     }
 }
 
@@ -209,7 +220,7 @@ impl<T: DeviceCopy> SliceArgMut<T> for std::boxed::Box<[T]> {
 impl<T: DeviceCopy> SliceArgMut<T> for DeviceBuffer<T> {
     fn map_inout(&mut self) -> MapInOut<'_, T> {
         MapInOut {
-            ptr: self.addr() as *mut T,
+            ptr: buffer_addr(self),
             len: self.len(),
             pass_len: true,
             resident: true,

@@ -66,6 +66,7 @@
     target_arch = "nvptx64",
     feature(stdarch_nvptx, allow_internal_unstable, asm_experimental_arch, link_llvm_intrinsics)
 )]
+#![cfg_attr(all(target_arch = "nvptx64", offload_fast_math), feature(link_llvm_intrinsics))]
 #![cfg_attr(
     target_arch = "amdgpu",
     feature(stdarch_amdgpu, allow_internal_unstable, core_intrinsics)
@@ -104,6 +105,8 @@ mod error;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod launch;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod pinned;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod runtime;
 
 #[doc(hidden)]
@@ -126,6 +129,8 @@ pub use buffer::DeviceBuffer;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use error::{Error, Result};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use pinned::PinnedBuffer;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use runtime::{backend, BackendInfo, BackendKind};
 
 /// The names most kernels and launchers need, importable on both sides:
@@ -138,7 +143,7 @@ pub mod prelude {
         LaunchConfig,
     };
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    pub use crate::{DeviceBuffer, SliceArg, SliceArgMut};
+    pub use crate::{DeviceBuffer, PinnedBuffer, SliceArg, SliceArgMut};
 }
 
 /// Turns an ordinary `fn` into a GPU kernel.

@@ -170,10 +170,16 @@ pub fn grid_dim() -> Dim3 {
 /// thread owns.
 #[inline(always)]
 pub fn global_index() -> usize {
-    let t = thread_idx();
-    let b = block_idx();
     let bd = block_dim();
     let gd = grid_dim();
+    // 1-D launches (the common case) take CUDA's formula, which reads two
+    // special registers (`%tid.x`, `%ctaid.x`) instead of six; the extents
+    // tested are uniform across the grid, so the branch never diverges.
+    if bd.y == 1 && bd.z == 1 && gd.y == 1 && gd.z == 1 {
+        return block_idx().x as usize * bd.x as usize + thread_idx().x as usize;
+    }
+    let t = thread_idx();
+    let b = block_idx();
     let x = b.x as usize * bd.x as usize + t.x as usize;
     let y = b.y as usize * bd.y as usize + t.y as usize;
     let z = b.z as usize * bd.z as usize + t.z as usize;

@@ -6,10 +6,12 @@
 //! One process uses device 0 (as `CUDA_VISIBLE_DEVICES` orders them), its
 //! primary context, one non-blocking stream and one module loaded from the
 //! embedded image chosen by `offload_image::select`. Launches are serialized
-//! by a mutex: each maps its arguments (allocate, copy host → device),
-//! launches, waits, copies `&mut` arguments back and frees.
+//! by a mutex: each maps its arguments (device memory from the
+//! [`ArgCache`], copy host → device), launches, waits, copies `&mut`
+//! arguments back and returns the memory to the cache.
 
 use core::ffi::{c_int, c_uint, c_void};
+use core::hash::{BuildHasherDefault, Hasher};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::format;
@@ -40,7 +42,8 @@ struct State {
     ctx: sys::CUcontext,
     module: sys::CUmodule,
     stream: sys::CUstream,
-    functions: HashMap<&'static str, sys::CUfunction>,
+    /// Functions by the address of their `KernelInfo` (one static per kernel).
+    functions: HashMap<usize, sys::CUfunction, BuildHasherDefault<AddressHasher>>,
     kernels: Vec<String>,
     /// The device, and the image loaded, to rebuild the context after a
     /// kernel fails (see `rebuild`).
@@ -48,6 +51,33 @@ struct State {
     image: Image<'static>,
     /// Where device panics are recorded (see `panic_record`).
     panic: Option<PanicSlot>,
+    // Scratch of `launch_impl`, kept between launches so that a launch
+    // allocates nothing on the host.
+    allocs: Vec<(usize, sys::CUdeviceptr)>,
+    cache: ArgCache,
+    device_ptrs: Vec<sys::CUdeviceptr>,
+    slots: Vec<u64>,
+    params: Vec<*mut c_void>,
+}
+
+/// Hashes a `usize` key (an address) as itself; addresses of distinct
+/// statics are distinct, so nothing is gained by mixing.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Statics are at least 8-aligned: drop the always-zero bits.
+        self.0 = (n as u64) >> 3;
+    }
 }
 
 // SAFETY: CUDA driver handles may be used from any host thread once their
@@ -87,6 +117,7 @@ impl Cuda {
         let dev = result::device::get(0).map_err(|e| Unusable::Failed(driver_error("cuDeviceGet", None, e)))?;
         let major = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
         let minor = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
+        let multiprocessors = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let name = result::device::get_name(dev).unwrap_or_else(|_| "CUDA GPU".into());
         // SAFETY: as in `attr`.
         let mem = unsafe { result::device::total_mem(dev) }.unwrap_or(0);
@@ -155,16 +186,21 @@ impl Cuda {
         );
         let kernels = loaded.kernel_names().map(String::from).collect();
         Ok(Cuda {
-            info: BackendInfo { kind: BackendKind::Cuda, description },
+            info: BackendInfo { kind: BackendKind::Cuda, description, multiprocessors },
             state: Mutex::new(State {
                 ctx,
                 module,
                 stream,
-                functions: HashMap::new(),
+                functions: HashMap::default(),
                 kernels,
                 dev,
                 image: loaded,
                 panic,
+                allocs: Vec::new(),
+                cache: ArgCache { free: Vec::new(), bytes: 0, cap: (mem / 16) as usize },
+                device_ptrs: Vec::new(),
+                slots: Vec::new(),
+                params: Vec::new(),
             }),
         })
     }
@@ -209,29 +245,107 @@ fn load_module(image: &Image<'_>) -> Result<sys::CUmodule> {
     }
 }
 
-/// Device memory of one launch, freed when dropped (also on error paths).
-struct Allocations(Vec<sys::CUdeviceptr>);
+/// Device memory of one launch's mapped arguments, `(bytes, pointer)`;
+/// freed when dropped (error paths), handed to the [`ArgCache`] on success.
+struct Allocations(Vec<(usize, sys::CUdeviceptr)>);
+
+impl Allocations {
+    /// Gives every allocation to `cache` and returns the emptied vector.
+    fn release(mut self, cache: &mut ArgCache) -> Vec<(usize, sys::CUdeviceptr)> {
+        for (size, p) in self.0.drain(..) {
+            cache.put(size, p);
+        }
+        core::mem::take(&mut self.0)
+    }
+}
 
 impl Drop for Allocations {
     fn drop(&mut self) {
-        for &p in &self.0 {
-            // SAFETY: each pointer came from `cuMemAlloc` in this launch and
+        for &(_, p) in &self.0 {
+            // SAFETY: each pointer came from `cuMemAlloc` for this launch and
             // is freed once; the kernel has finished (or never started).
             let _ = unsafe { result::free_sync(p) };
         }
     }
 }
 
+/// Device memory for the mapped arguments of launches (host `&[T]` and
+/// `&mut [T]`), kept between launches and reused by size, as LLVM offload's
+/// `MemoryManagerTy` does: a launch that maps data of the sizes an earlier
+/// one mapped neither allocates nor frees (`cuMemFree` also waits for the
+/// whole device). At most `cap` bytes (1/16 of the GPU's memory) are kept;
+/// when an allocation fails for lack of memory the cache is emptied and the
+/// allocation tried again.
+struct ArgCache {
+    /// `(bytes, pointer)` of unused blocks, oldest first.
+    free: Vec<(usize, sys::CUdeviceptr)>,
+    bytes: usize,
+    cap: usize,
+}
+
+impl ArgCache {
+    /// A block of at least `bytes` and at most twice as many, the smallest.
+    fn take(&mut self, bytes: usize) -> Option<(usize, sys::CUdeviceptr)> {
+        let i = (0..self.free.len())
+            .filter(|&i| self.free[i].0 >= bytes && self.free[i].0 / 2 <= bytes)
+            .min_by_key(|&i| self.free[i].0)?;
+        let block = self.free.remove(i);
+        self.bytes -= block.0;
+        Some(block)
+    }
+
+    /// Keeps an unused block, evicting the oldest ones beyond `cap`.
+    fn put(&mut self, size: usize, p: sys::CUdeviceptr) {
+        if size > self.cap {
+            // SAFETY: `p` is an unused block from `cuMemAlloc`, freed once.
+            let _ = unsafe { result::free_sync(p) };
+            return;
+        }
+        while self.bytes + size > self.cap {
+            let (old, q) = self.free.remove(0);
+            self.bytes -= old;
+            // SAFETY: as above.
+            let _ = unsafe { result::free_sync(q) };
+        }
+        self.free.push((size, p));
+        self.bytes += size;
+    }
+
+    /// Frees every kept block.
+    fn clear(&mut self) {
+        for (_, p) in self.free.drain(..) {
+            // SAFETY: as in `put`.
+            let _ = unsafe { result::free_sync(p) };
+        }
+        self.bytes = 0;
+    }
+
+    /// `cuMemAlloc`, emptying the cache and trying again if the device is
+    /// out of memory. The context must be current.
+    fn alloc(&mut self, bytes: usize) -> core::result::Result<sys::CUdeviceptr, DriverError> {
+        // SAFETY: allocating has no preconditions beyond a current context.
+        match unsafe { result::malloc_sync(bytes) } {
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY && !self.free.is_empty() => {
+                self.clear();
+                // SAFETY: as above.
+                unsafe { result::malloc_sync(bytes) }
+            }
+            r => r,
+        }
+    }
+}
+
 impl State {
     fn function(&mut self, kernel: &'static KernelInfo) -> Result<sys::CUfunction> {
-        if let Some(&f) = self.functions.get(kernel.symbol) {
+        let key = kernel as *const KernelInfo as usize;
+        if let Some(&f) = self.functions.get(&key) {
             return Ok(f);
         }
         let sym = CString::new(kernel.symbol).expect("kernel symbols have no NUL bytes");
         // SAFETY: `module` is loaded and stays loaded.
         match unsafe { result::module::get_function(self.module, sym) } {
             Ok(f) => {
-                self.functions.insert(kernel.symbol, f);
+                self.functions.insert(key, f);
                 Ok(f)
             }
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(Error::KernelNotFound {
@@ -263,9 +377,8 @@ impl Backend for Cuda {
         if bytes == 0 {
             return Ok(0);
         }
-        let _st = self.enter("cuCtxSetCurrent")?;
-        // SAFETY: the context is current.
-        let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| driver_error("cuMemAlloc", None, e))?;
+        let mut st = self.enter("cuCtxSetCurrent")?;
+        let d = st.cache.alloc(bytes).map_err(|e| driver_error("cuMemAlloc", None, e))?;
         // SAFETY: `d` holds `bytes` bytes.
         if let Err(e) = unsafe { sys::cuMemsetD8_v2(d, 0, bytes) }.result() {
             // SAFETY: `d` was just allocated and is not in use.
@@ -283,6 +396,29 @@ impl Backend for Cuda {
             // SAFETY: allocated by `alloc_zeroed`, freed once, not in use
             // (caller's contract).
             let _ = unsafe { result::free_sync(addr) };
+        }
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
+        if bytes == 0 {
+            return Ok(core::ptr::NonNull::<u64>::dangling().as_ptr() as *mut u8);
+        }
+        let _st = self.enter("cuCtxSetCurrent")?;
+        // SAFETY: the context is current; flags 0 = page-locked memory of this context.
+        let p = unsafe { result::malloc_host(bytes, 0) }.map_err(|e| driver_error("cuMemHostAlloc", None, e))? as *mut u8;
+        // SAFETY: `p` holds `bytes` writable bytes.
+        unsafe { core::ptr::write_bytes(p, 0, bytes) };
+        Ok(p)
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        if let Ok(_st) = self.enter("cuCtxSetCurrent") {
+            // SAFETY: allocated by `alloc_pinned`, freed once, not in use
+            // (caller's contract).
+            let _ = unsafe { result::free_host(ptr as *mut c_void) };
         }
     }
 
@@ -309,63 +445,76 @@ impl Backend for Cuda {
         args: &[ArgSpec<'_>],
         _host: &(dyn Fn() + Sync),
     ) -> Result<()> {
-        let name = kernel.path();
-        let k = Some(name.as_str());
-        let mut st = self.enter("cuCtxSetCurrent")?;
+        // The per-launch path allocates nothing on the heap and formats no
+        // strings unless it fails: the scratch vectors live in `State` and
+        // keep their capacity, the kernel's name is built only for errors.
+        let err = |op: &'static str, e: DriverError| driver_error(op, Some(&kernel.path()), e);
+        let mut guard = self.enter("cuCtxSetCurrent")?;
+        let st = &mut *guard;
         let f = st.function(kernel)?;
 
         // Map: allocate and copy each host argument to the device; resident
         // buffers are used in place.
-        let mut allocs = Allocations(Vec::with_capacity(args.len()));
-        let mut device_ptrs: Vec<sys::CUdeviceptr> = Vec::with_capacity(args.len());
+        let mut allocs = Allocations(core::mem::take(&mut st.allocs));
+        let device_ptrs = &mut st.device_ptrs;
+        device_ptrs.clear();
         for a in args {
             match a.kind {
                 ArgKind::Host { ptr, bytes, .. } if bytes > 0 => {
-                    // SAFETY: allocating has no preconditions beyond a current context.
-                    let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| driver_error("cuMemAlloc", k, e))?;
-                    allocs.0.push(d);
+                    let (size, d) = match st.cache.take(bytes) {
+                        Some(block) => block,
+                        None => (bytes, st.cache.alloc(bytes).map_err(|e| err("cuMemAlloc", e))?),
+                    };
+                    allocs.0.push((size, d));
                     // SAFETY: `ptr` is valid for reads of `bytes` bytes: it comes
                     // from a reference the launcher borrows for the whole launch.
                     unsafe { sys::cuMemcpyHtoD_v2(d, ptr as *const c_void, bytes) }
                         .result()
-                        .map_err(|e| driver_error("cuMemcpyHtoD", k, e))?;
+                        .map_err(|e| err("cuMemcpyHtoD", e))?;
                     device_ptrs.push(d);
                 }
                 ArgKind::Resident { addr, .. } => device_ptrs.push(addr),
-                _ => device_ptrs.push(0),
+                // Nothing to copy (an empty slice): the kernel gets the host
+                // slice's own pointer, which is non-null and aligned as the
+                // entry point's `&[T; 0]` parameter requires, and never
+                // dereferences it.
+                ArgKind::Host { ptr, .. } => device_ptrs.push(ptr as u64),
+                ArgKind::Value { .. } => device_ptrs.push(0),
             }
         }
 
         // Parameters: one slot per scalar the entry point takes. `slots` is
-        // filled completely before any pointer into it is taken.
-        let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
-        enum P {
-            Slot(usize),
-            Host(*const u8),
-        }
-        let mut order = Vec::with_capacity(2 * args.len());
-        for (a, &d) in args.iter().zip(&device_ptrs) {
-            let (len, pass_len) = match a.kind {
-                ArgKind::Value { ptr } => {
-                    order.push(P::Host(ptr));
-                    continue;
+        // filled completely (and not resized) before any pointer into it is
+        // taken.
+        let slots = &mut st.slots;
+        slots.clear();
+        for (a, &d) in args.iter().zip(device_ptrs.iter()) {
+            match a.kind {
+                ArgKind::Value { .. } => {}
+                ArgKind::Host { len, pass_len, .. } | ArgKind::Resident { len, pass_len, .. } => {
+                    slots.push(d);
+                    if pass_len {
+                        slots.push(len as u64);
+                    }
                 }
-                ArgKind::Host { len, pass_len, .. } | ArgKind::Resident { len, pass_len, .. } => (len, pass_len),
-            };
-            order.push(P::Slot(slots.len()));
-            slots.push(d);
-            if pass_len {
-                order.push(P::Slot(slots.len()));
-                slots.push(len as u64);
             }
         }
-        let mut params: Vec<*mut c_void> = order
-            .iter()
-            .map(|p| match *p {
-                P::Slot(i) => &mut slots[i] as *mut u64 as *mut c_void,
-                P::Host(ptr) => ptr as *mut c_void,
-            })
-            .collect();
+        let params = &mut st.params;
+        params.clear();
+        let mut next = 0;
+        for a in args {
+            match a.kind {
+                ArgKind::Value { ptr } => params.push(ptr as *mut c_void),
+                ArgKind::Host { pass_len, .. } | ArgKind::Resident { pass_len, .. } => {
+                    params.push(&mut slots[next] as *mut u64 as *mut c_void);
+                    next += 1;
+                    if pass_len {
+                        params.push(&mut slots[next] as *mut u64 as *mut c_void);
+                        next += 1;
+                    }
+                }
+            }
+        }
 
         let g = cfg.grid;
         let b = cfg.block;
@@ -373,19 +522,19 @@ impl Backend for Cuda {
         // per parameter of the entry point generated from the same kernel
         // signature (value → its bytes, mapped → device pointer [, length]),
         // each valid until the stream is synchronized below.
-        unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, st.stream, &mut params) }
-            .map_err(|e| driver_error("cuLaunchKernel", k, e))?;
+        unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, st.stream, params) }
+            .map_err(|e| err("cuLaunchKernel", e))?;
         // SAFETY: the stream belongs to the current context.
         if let Err(e) = unsafe { result::stream::synchronize(st.stream) } {
-            return Err(st.after_failed_kernel(&name, e, allocs));
+            return Err(st.after_failed_kernel(&kernel.path(), e, allocs));
         }
         // A panicking thread records the panic and exits; the kernel itself
         // completes. Map back anyway (as on the host fallback, the other
         // threads' writes are visible), then report the panic.
         let panicked = st.panic.as_ref().and_then(|p| p.take());
 
-        // Map back: copy `&mut` arguments to the host.
-        for (a, &d) in args.iter().zip(&device_ptrs) {
+        // Map back: copy `&mut` arguments (and atomics) to the host.
+        for (a, &d) in args.iter().zip(st.device_ptrs.iter()) {
             if let ArgKind::Host { ptr, bytes, writeback: true, atomic, .. } = a.kind {
                 if bytes == 0 {
                     continue;
@@ -393,26 +542,30 @@ impl Backend for Cuda {
                 // SAFETY: `ptr` is valid for writes of `bytes` bytes (an
                 // exclusive borrow held by the launcher) or points to as
                 // many bytes of atomics (`atomic` != 0); `d` holds as many.
-                unsafe { cuda_recover::copy_back(ptr, d, bytes, atomic, &name)? };
+                unsafe { cuda_recover::copy_back(ptr, d, bytes, atomic, &kernel.path())? };
             }
         }
-        drop(allocs);
-        drop(st);
+        // Keep this launch's device memory for the next ones.
+        st.allocs = allocs.release(&mut st.cache);
         match panicked {
-            Some((message, location, block, thread)) => Err(Error::KernelPanic { kernel: name, message, location, block, thread }),
+            Some((message, location, block, thread)) => {
+                Err(Error::KernelPanic { kernel: kernel.path(), message, location, block, thread })
+            }
             None => Ok(()),
         }
     }
 }
 
 impl State {
-    /// A kernel failed while running (a device panic traps; an illegal
-    /// address faults): report the recorded panic if there is one, then
-    /// rebuild the context, which such errors leave unusable ("sticky"), so
-    /// that later launches work. The launch's device memory went with the
-    /// old context, so `allocs` is forgotten, not freed.
-    fn after_failed_kernel(&mut self, kernel: &str, e: DriverError, allocs: Allocations) -> Error {
-        core::mem::forget(allocs);
+    /// A kernel failed while running (an illegal address, a trap): report
+    /// the recorded panic if there is one, then rebuild the context, which
+    /// such errors leave unusable ("sticky"), so that later launches work
+    /// if CUDA allows it. The launch's device memory (and the argument
+    /// cache) went with the old context, so it is forgotten, not freed.
+    fn after_failed_kernel(&mut self, kernel: &str, e: DriverError, mut allocs: Allocations) -> Error {
+        allocs.0.clear();
+        self.cache.free.clear();
+        self.cache.bytes = 0;
         let err = cuda_recover::failed_launch_error(self.panic.as_ref(), kernel, e);
         if let Err(rebuild) = self.rebuild() {
             return Error::Driver {
@@ -420,7 +573,10 @@ impl State {
                 kernel: Some(kernel.into()),
                 code: 0,
                 name: "CUDA_ERROR_UNKNOWN".into(),
-                text: format!("{rebuild}; the kernel's own failure was: {err}"),
+                text: format!(
+                    "{rebuild}; the kernel's own failure was: {err}. CUDA leaves a context in this state unusable \
+                     until the process ends: restart the program"
+                ),
                 log: None,
             };
         }

@@ -53,7 +53,7 @@ impl Host {
             .unwrap_or(256)
             * 1024;
         let description = format!("host CPU fallback, {workers} worker thread(s)");
-        Host { info: BackendInfo { kind: BackendKind::Host, description }, workers, stack_size }
+        Host { info: BackendInfo { kind: BackendKind::Host, description, multiprocessors: workers as u32 }, workers, stack_size }
     }
 }
 
@@ -158,6 +158,16 @@ impl Backend for Host {
         let layout = std::alloc::Layout::from_size_align(bytes, ALIGN).expect("checked at allocation");
         // SAFETY: allocated by `alloc_zeroed` with this layout (caller's contract).
         unsafe { std::alloc::dealloc(addr as *mut u8, layout) }
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
+        // Host memory is all the host fallback has.
+        self.alloc_zeroed(bytes).map(|a| a as *mut u8)
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8, bytes: usize) {
+        // SAFETY: allocated by `alloc_pinned`, i.e. `alloc_zeroed(bytes)`.
+        unsafe { self.free(ptr as u64, bytes) }
     }
 
     unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {

@@ -55,6 +55,11 @@ pub struct BackendInfo {
     /// A one-line description: the GPU's name, compute capability, memory,
     /// driver version and the image loaded; or the host's worker threads.
     pub description: String,
+    /// Units that run blocks concurrently: the GPU's streaming
+    /// multiprocessors (`CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`), or the
+    /// host fallback's worker threads. Sizes grids as CUDA code sizes them
+    /// from `cudaDeviceProp::multiProcessorCount`.
+    pub multiprocessors: u32,
 }
 
 impl core::fmt::Display for BackendInfo {
@@ -84,6 +89,19 @@ pub(crate) trait Backend: Send + Sync {
     /// `addr` came from `alloc_zeroed(bytes)` of this backend, is freed once,
     /// and is not in use.
     unsafe fn free(&self, addr: u64, bytes: usize);
+
+    /// `bytes` of zeroed page-locked ("pinned") host memory, which the GPU's
+    /// copy engines reach directly: host ↔ device copies from and to it run
+    /// at the interconnect's full speed, with no staging copy. The host
+    /// fallback allocates ordinary memory.
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8>;
+
+    /// Frees memory from [`alloc_pinned`](Backend::alloc_pinned).
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_pinned(bytes)` of this backend, is freed once,
+    /// and is not in use.
+    unsafe fn free_pinned(&self, ptr: *mut u8, bytes: usize);
 
     /// Copies `bytes` from host memory at `src` to this backend's memory.
     ///

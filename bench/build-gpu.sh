@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds here (no GPU needed) every Rust binary that bench/run-gpu.sh runs,
+# and copies them, their PTX and the miniBUDE deck into .carry/bench/
+# (git-ignored), which the GPU call carries. Needs ./setup.sh done and
+# cargo-offload built from this tree on PATH (see bench/README.md).
+#
+#   bench/build-gpu.sh              # ARCH=sm_90, deck from ../shared/data/minibude/bm1
+#   MINIBUDE_DECK=/path/to/bm1 bench/build-gpu.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.carry/bench
+arch=${ARCH:-sm_90}
+deck=${MINIBUDE_DECK:-../shared/data/minibude/bm1}
+ptx_dir() { echo "target/offload/nvptx64-nvidia-cuda-$1/nvptx64-nvidia-cuda/release"; }
+
+if ! cargo offload build --help 2>/dev/null | grep -q -- --fmad; then
+    echo "error: the cargo-offload on PATH predates --fmad/--fast-math; build this tree's:" \
+        "cargo build -p cargo-offload && export PATH=\$PWD/target/debug:\$PATH" >&2
+    exit 1
+fi
+for f in ligand.in protein.in forcefield.in poses.in ref_energies.out; do
+    [ -f "$deck/$f" ] || { echo "error: $deck/$f not found (set MINIBUDE_DECK)" >&2; exit 1; }
+done
+rm -rf "$out" && mkdir -p "$out/bm1" "$out/ptx"
+
+# Cargo does not see changes of the device linker itself: relink these
+# binaries so that their images come from the offload-linker in use.
+touch examples/babelstream/src/main.rs examples/minibude/src/main.rs examples/microbench/src/main.rs
+# Exact arithmetic (the default) ...
+cargo offload build -q --release --arch "$arch" -p babelstream -p minibude -p microbench
+cp target/release/babelstream target/release/minibude target/release/microbench "$out/"
+for b in babelstream minibude microbench; do cp "$(ptx_dir "$arch")/$b.ptx" "$out/ptx/$b.ptx"; done
+# ... then miniBUDE with nvcc's default contraction (--fmad) and with
+# nvcc -use_fast_math's meaning (--fast-math).
+for mode in fmad fast-math; do
+    cargo offload build -q --release --arch "$arch" --$mode -p minibude
+    cp target/release/minibude "$out/minibude-$mode"
+    cp "$(ptx_dir "$arch-$mode")/minibude.ptx" "$out/ptx/minibude-$mode.ptx"
+    if cmp -s "$out/minibude" "$out/minibude-$mode"; then
+        echo "error: the --$mode build of minibude is the same binary as the default one" >&2
+        exit 1
+    fi
+done
+
+cp "$deck"/{ligand.in,protein.in,forcefield.in,poses.in,ref_energies.out} "$out/bm1/"
+{
+    echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo ' (with uncommitted changes)')"
+    echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), arch $arch"
+    echo "device rustc: $(/usr/bin/rustc --version 2>/dev/null || echo unknown)"
+    echo "commands: cargo offload build --release --arch $arch -p babelstream -p minibude -p microbench;" \
+        "cargo offload build --release --arch $arch --fmad -p minibude;" \
+        "cargo offload build --release --arch $arch --fast-math -p minibude"
+} > "$out/BUILD"
+du -sh "$out"
+ls -la "$out"
