@@ -22,4 +22,7 @@ cp target/release/sample_offload "$out/sample_offload_sm80"
 # The sample built by plain cargo: no image.
 cargo build -q --release -p sample_offload
 cp target/release/sample_offload "$out/sample_offload_plain"
+# cargo offload itself, for `cargo offload doctor` on the GPU machine.
+cargo build -q -p cargo-offload
+cp target/debug/cargo-offload target/debug/offload-linker "$out/"
 ls -la "$out"

@@ -22,6 +22,8 @@ check "saxpy 2^28" 0 ./saxpy 28
 check "runtime tests on the GPU" 0 env OFFLOAD_DEVICE=cuda ./runtime-tests --test-threads=1
 check "plain build, default: host fallback with a warning" 0 ./sample_offload_plain
 check "plain build, OFFLOAD_DEVICE=cuda: one-line error" 1 env OFFLOAD_DEVICE=cuda ./sample_offload_plain
+echo "=== cargo offload doctor (no Rust toolchain on this machine: expect MISSING device parts)"
+./cargo-offload offload doctor
 echo "=== kernels seen by the profiler (proof they ran on the GPU)"
 timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum ./saxpy 20 2>&1 | grep -E "__offload_kernel|duration" | head -4
 exit $fail

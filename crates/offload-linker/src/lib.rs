@@ -448,6 +448,11 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
         .arg(format!("--passes={passes}"))
         .arg("-o")
         .arg(&optimized);
+    if with_libdevice && args.fast_math {
+        // libdevice asks `__nvvm_reflect("__CUDA_FTZ")` whether f32 denormals
+        // flush to zero, as they do under --fast-math (nvcc's --ftz=true).
+        cmd.arg("--nvvm-reflect-add=__CUDA_FTZ=1");
+    }
     let extra = std::env::var("OFFLOAD_OPT_FLAGS").unwrap_or_default();
     if !extra.contains("-unroll-threshold") {
         cmd.arg(format!("-unroll-threshold={UNROLL_THRESHOLD}"));

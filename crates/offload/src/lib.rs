@@ -66,14 +66,12 @@
     target_arch = "nvptx64",
     feature(stdarch_nvptx, allow_internal_unstable, asm_experimental_arch, link_llvm_intrinsics)
 )]
-#![cfg_attr(all(target_arch = "nvptx64", offload_fast_math), feature(link_llvm_intrinsics))]
 #![cfg_attr(
     target_arch = "amdgpu",
     feature(stdarch_amdgpu, allow_internal_unstable, core_intrinsics)
 )]
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]
 #![deny(unsafe_op_in_unsafe_fn)]
-#![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]
 #![warn(missing_docs)]
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

@@ -354,10 +354,19 @@ macro_rules! dev_float {
         }
     };
 }
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(offload_fast_math)))]
 dev_float!(f32, sqrtf, __nv_rsqrtf, __nv_expf, __nv_exp2f, __nv_logf, __nv_log2f, __nv_log10f, __nv_sinf,
     __nv_cosf, __nv_tanf, __nv_sincosf, __nv_powf, fmaf, floorf, ceilf, roundf, truncf, fabsf,
     fminf, fmaxf, copysignf, __nv_hypotf, __nv_atan2f, __nv_erff);
+// `cargo offload --fast-math` (nvcc's `-use_fast_math`): f32 `exp`, `log`,
+// `log2`, `log10`, `sin`, `cos`, `tan`, `sincos` and `pow` become the
+// intrinsics of [`fast`], as nvcc maps `expf` to `__expf` (CUDA C++
+// Programming Guide, "Intrinsic Functions"); the linker also flushes f32
+// denormals and approximates division and square root.
+#[cfg(all(target_arch = "nvptx64", offload_fast_math))]
+dev_float!(f32, sqrtf, __nv_rsqrtf, __nv_fast_expf, __nv_exp2f, __nv_fast_logf, __nv_fast_log2f, __nv_fast_log10f,
+    __nv_fast_sinf, __nv_fast_cosf, __nv_fast_tanf, __nv_fast_sincosf, __nv_fast_powf, fmaf, floorf, ceilf,
+    roundf, truncf, fabsf, fminf, fmaxf, copysignf, __nv_hypotf, __nv_atan2f, __nv_erff);
 #[cfg(target_arch = "nvptx64")]
 dev_float!(f64, sqrt, __nv_rsqrt, __nv_exp, __nv_exp2, __nv_log, __nv_log2, __nv_log10, __nv_sin, __nv_cos,
     __nv_tan, __nv_sincos, __nv_pow, fma, floor, ceil, round, trunc, fabs, fmin, fmax, copysign,
