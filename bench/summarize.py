@@ -100,7 +100,7 @@ def summarize(out):
         for kernel in ["copy", "mul", "add", "triad", "dot", "nstream"]:
             o = med(data, "babelstream", "offload", "default", kernel, str(n), "gbytes_per_sec")
             c = med(data, "babelstream", "cuda", "default", kernel, str(n), "gbytes_per_sec")
-            note = ("ours: 2 launches + 64 KB copy (no shared memory yet); CUDA: 1 launch, block tree in shared memory"
+            note = ("both: 1 launch, block reduction in shared memory, host adds the block sums"
                     if kernel == "dot" else "")
             add("babelstream", f"{kernel} {label}", o, c, "GB/s", TARGETS["babelstream"], note=note)
     for impl in ["offload", "cuda"]:

@@ -25,4 +25,5 @@ cp target/release/sample_offload "$out/sample_offload_plain"
 # cargo offload itself, for `cargo offload doctor` on the GPU machine.
 cargo build -q -p cargo-offload
 cp target/debug/cargo-offload target/debug/offload-linker "$out/"
+strip "$out/cargo-offload" "$out/offload-linker"
 ls -la "$out"

@@ -32,6 +32,7 @@
 
 pub mod ir;
 pub mod libdevice;
+pub mod panics;
 pub mod tools;
 
 use std::fmt::Write as _;
@@ -345,6 +346,10 @@ pub fn cache_key(args: &LinkArgs, tools: &LlvmTools) -> Result<String, LinkError
         parts.push(t.display().to_string().into_bytes());
     }
     parts.push(env!("CARGO_PKG_VERSION").as_bytes().to_vec());
+    // The linker itself: a new offload-linker must not reuse old images.
+    if let Ok(exe) = std::env::current_exe() {
+        parts.push(std::fs::read(exe).unwrap_or_default());
+    }
     let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
     Ok(format!("{:016x}", fnv64(&refs)))
 }
@@ -416,6 +421,9 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     cmd.arg("-o").arg(&linked_text);
     runner.run(cmd, "llvm-link", "linking the device bitcode into one module")?;
     let text = std::fs::read_to_string(&linked_text).map_err(|source| LinkError::Io { path: linked_text.clone(), source })?;
+    // The panic path inlined, so that its formatting functions' addresses
+    // do not cost every kernel its registers (see `panics`).
+    let (text, _) = panics::inline_panic_path(&text);
     let libdevice = if target == Target::Nvptx64 { libdevice::find() } else { None };
     let ir = ir::rewrite(&text, libdevice.is_some()).map_err(LinkError::Rewrite)?;
     std::fs::write(&rewritten, &ir.text).map_err(|source| LinkError::Io { path: rewritten.clone(), source })?;
@@ -516,7 +524,9 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
             runner.run(cmd, "ld.lld", "linking the AMD GPU code object")?;
         }
     }
-    for tmp in [&linked_text, &rewritten, &linked, &optimized] {
+    // OFFLOAD_LINK_KEEP=1 keeps the intermediate modules beside the image.
+    let keep = std::env::var_os("OFFLOAD_LINK_KEEP").is_some_and(|v| v == "1");
+    for tmp in [&linked_text, &rewritten, &linked, &optimized].into_iter().filter(|_| !keep) {
         let _ = std::fs::remove_file(tmp);
     }
     Ok(())

@@ -2,7 +2,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::panic_record::{PanicRecord, DONE, EMPTY, FILE_BYTES, MESSAGE_BYTES, WRITING};
+use crate::panic_record::{PanicRecord, DONE, EMPTY, MESSAGE_BYTES, WRITING};
 
 /// Where the host wants panic records: set by the CUDA backend after it
 /// loads the module (see `panic_record`); null if the host did not (then a
@@ -33,7 +33,21 @@ pub static mut __offload_global_panic_slot: *mut PanicRecord = core::ptr::null_m
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     #[cfg(target_arch = "nvptx64")]
     {
-        record(info);
+        // Only scalars and string constants cross into the (out-of-line)
+        // recorder: once the device link inlines core's panic helpers and this
+        // handler (see offload-linker's `panics`), the message's formatting
+        // arguments are dead in optimized builds and cost no registers.
+        let (file, line, column) = match info.location() {
+            Some(l) => (l.file(), l.line(), l.column()),
+            None => ("<unknown>", 0, 0),
+        };
+        match info.message().as_str() {
+            Some(literal) => record(file, line, column, Message::Literal(literal)),
+            #[cfg(debug_assertions)]
+            None => record(file, line, column, Message::Format(info)),
+            #[cfg(not(debug_assertions))]
+            None => record(file, line, column, Message::Literal(UNFORMATTED)),
+        }
         // SAFETY: `exit` ends this thread (PTX ISA, "exit"); the other
         // threads go on, and threads exited before a `bar.sync` do not keep it
         // waiting (exited threads count as arrived).
@@ -47,9 +61,24 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     }
 }
 
+/// A panic's message as the recorder gets it.
+#[cfg(target_arch = "nvptx64")]
+enum Message<'a> {
+    /// A string constant of the image, recorded by address.
+    Literal(&'static str),
+    /// Formatted into the record (builds with debug assertions only).
+    #[cfg(debug_assertions)]
+    Format(&'a core::panic::PanicInfo<'a>),
+    #[cfg(not(debug_assertions))]
+    #[allow(dead_code)]
+    Never(core::marker::PhantomData<&'a ()>, core::convert::Infallible),
+}
+
+/// Claims the launch's panic record and writes it: the location and a
+/// literal message by address, or the message formatted into the record.
 #[cfg(target_arch = "nvptx64")]
 #[inline(never)]
-fn record(info: &core::panic::PanicInfo<'_>) {
+fn record(file: &str, line: u32, column: u32, message: Message<'_>) {
     // SAFETY: the slot is written only by the host, before the launch.
     let rec = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(__offload_global_panic_slot)) };
     if rec.is_null() {
@@ -73,43 +102,34 @@ fn record(info: &core::panic::PanicInfo<'_>) {
         let b = crate::block_idx();
         (*rec).block = [b.x, b.y, b.z];
         (*rec).thread = [t.x, t.y, t.z];
-        if let Some(loc) = info.location() {
-            (*rec).line = loc.line();
-            (*rec).column = loc.column();
-            let f = loc.file().as_bytes();
-            let n = f.len().min(FILE_BYTES);
-            core::ptr::copy_nonoverlapping(f.as_ptr(), core::ptr::addr_of_mut!((*rec).file) as *mut u8, n);
-            (*rec).file_len = n as u32;
-        }
-        let buf = core::ptr::addr_of_mut!((*rec).message) as *mut u8;
-        let (len, cut) = match info.message().as_str() {
-            Some(literal) => copy_message(buf, literal.as_bytes()),
-            None if cfg!(debug_assertions) => {
+        // Strings that are constants of the image go by address; the host
+        // copies them out (no copy loops here: see `panic_record`).
+        (*rec).line = line;
+        (*rec).column = column;
+        (*rec).file_addr = file.as_ptr() as u64;
+        (*rec).file_len = file.len() as u32;
+        match message {
+            Message::Literal(m) => {
+                (*rec).message_addr = m.as_ptr() as u64;
+                (*rec).message_len = m.len() as u32;
+            }
+            #[cfg(not(debug_assertions))]
+            Message::Never(_, never) => match never {},
+            #[cfg(debug_assertions)]
+            Message::Format(info) => {
+                let buf = core::ptr::addr_of_mut!((*rec).message) as *mut u8;
                 let mut w = RecordWriter { buf, len: 0, cut: false };
                 let _ = core::fmt::write(&mut w, format_args!("{}", info.message()));
-                (w.len, w.cut)
+                (*rec).message_addr = 0;
+                (*rec).message_len = w.len as u32;
+                (*rec).truncated = w.cut as u32;
             }
-            None => copy_message(buf, UNFORMATTED.as_bytes()),
-        };
-        (*rec).message_len = len as u32;
-        (*rec).truncated = cut as u32;
+        }
         // Make the record visible to the host before publishing it.
         crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
         state.store(DONE, Ordering::Release);
         crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
     }
-}
-
-/// Copies `msg` into the record's message buffer; returns (length, cut).
-///
-/// # Safety
-/// `buf` has `MESSAGE_BYTES` writable bytes.
-#[cfg(target_arch = "nvptx64")]
-unsafe fn copy_message(buf: *mut u8, msg: &[u8]) -> (usize, bool) {
-    let n = msg.len().min(MESSAGE_BYTES);
-    // SAFETY: `n <= MESSAGE_BYTES` (caller's contract for `buf`).
-    unsafe { core::ptr::copy_nonoverlapping(msg.as_ptr(), buf, n) };
-    (n, n < msg.len())
 }
 
 /// Writes the message straight into the record (no stack buffer).

@@ -6,9 +6,11 @@
 //! device address in the image's global [`SLOT_SYMBOL`] after loading the
 //! module. The device's panic handler claims the record (compare-exchange
 //! of `state` 0 → 1), writes it, publishes it (`state` = 2, after a
-//! system-scope fence) and traps. The host reads it after the launch failed,
-//! even though the trap leaves the CUDA context unusable: the record is
-//! ordinary host memory.
+//! system-scope fence) and the thread exits. The host reads it after the
+//! launch. Strings that are constants of the image (the file name, a literal
+//! message) are recorded by address and copied out by the host, so that the
+//! recorder has no copy loops: every kernel that can panic pays for the
+//! recorder's registers.
 
 /// Bytes of the file name kept.
 pub(crate) const FILE_BYTES: usize = 192;
@@ -39,6 +41,11 @@ pub(crate) struct PanicRecord {
     pub message_len: u32,
     /// 1 if the message was cut to `MESSAGE_BYTES`.
     pub truncated: u32,
+    /// Device address of the file name (a string constant of the image),
+    /// which the host copies out after the launch; 0: the name is in `file`.
+    pub file_addr: u64,
+    /// Device address of a literal message; 0: the message is in `message`.
+    pub message_addr: u64,
     pub file: [u8; FILE_BYTES],
     pub message: [u8; MESSAGE_BYTES],
 }

@@ -17,17 +17,16 @@
 //!
 //! Launch geometry as in BabelStream's CUDA version: `--block` (1024)
 //! threads per block, ceil(n / block) blocks, one element per thread in a
-//! grid-stride loop; dot uses 4 blocks per multiprocessor. Dot differs in one
-//! respect: without shared memory (not in `offload` yet) each thread writes
-//! its partial sum, a second launch of 8192 threads folds those to 8192
-//! values and the host adds them (CUDA: one launch, a shared-memory tree per
-//! block, the host adds one value per block).
+//! grid-stride loop; dot uses 4 blocks per multiprocessor, reduces each
+//! block's partial sums in the block (warp shuffles and shared memory) and
+//! the host adds one value per block, as BabelStream's CUDA version does.
 //!
 //! ```text
 //! cargo offload run --release -p babelstream -- [-s N] [-n TIMES] [--csv]
 //! ```
 
 use offload::prelude::*;
+use offload::warp;
 
 #[kernel]
 fn init(a: &mut [f64], b: &mut [f64], c: &mut [f64], va: f64, vb: f64, vc: f64) {
@@ -82,37 +81,37 @@ fn nstream(a: &mut [f64], b: &[f64], c: &[f64], scalar: f64) {
     }
 }
 
-/// Dot, first stage: each thread's grid-stride partial sum of a·b, into its
-/// own element of `partial` (one per thread of the launch).
+/// Dot, as BabelStream's CUDA version: each thread accumulates a
+/// grid-stride partial sum of a·b, the block reduces them (warp shuffles,
+/// then one value per warp in shared memory), and the block's thread 0
+/// writes the block's sum to `sums[blockIdx.x]`; the host adds the
+/// `sums.len()` block sums.
 #[kernel]
-fn dot_partial(a: &[f64], b: &[f64], partial: &mut [f64]) {
+fn dot(a: &[f64], b: &[f64], sums: &mut [f64]) {
     let n = a.len();
     let b = &b[..n];
-    let stride = global_size();
-    if let Some((t, out)) = partial.at_thread() {
-        let mut sum = 0.0;
-        let mut i = t;
-        while i < n {
-            sum += a[i] * b[i];
-            i += stride;
-        }
-        *out = sum;
+    let mut s = 0.0f64;
+    for i in offload::grid_stride(n) {
+        s += a[i] * b[i];
     }
-}
-
-/// Dot, second stage: thread t adds partial[t], partial[t + m], … (m =
-/// `out.len()` threads), coalesced across threads.
-#[kernel]
-fn dot_finish(partial: &[f64], out: &mut [f64]) {
-    let m = out.len();
-    if let Some((t, o)) = out.at_thread() {
-        let mut sum = 0.0;
-        let mut i = t;
-        while i < partial.len() {
-            sum += partial[i];
-            i += m;
+    s = warp::reduce_sum(s);
+    let per_warp = shared_array!(f64; 32);
+    let lane = warp::lane_id() as usize;
+    if lane == 0 {
+        per_warp.set(warp::warp_id() as usize, s);
+    }
+    sync_threads();
+    if warp::warp_id() == 0 {
+        let warps = (block_dim().x as usize).div_ceil(32);
+        let total = warp::reduce_sum(if lane < warps { per_warp.get(lane) } else { 0.0 });
+        let blk = block_idx().x as usize;
+        if lane == 0 && blk < sums.len() {
+            // SAFETY: one thread per block writes, each its own block's
+            // element, and no thread reads `sums` during the launch: the
+            // writes are disjoint (the pattern `DisjointSlice`'s safe methods
+            // do not cover: element `blk` belongs to global thread `blk`).
+            unsafe { *sums.as_mut_ptr().add(blk) = total };
         }
-        *o = sum;
     }
 }
 
@@ -127,12 +126,6 @@ mod host {
     const START_B: f64 = 0.2;
     const START_C: f64 = 0.0;
     const START_SCALAR: f64 = 0.4;
-    /// Threads of the second dot launch, and values the host adds: enough
-    /// threads that the second launch reads the partial sums at a good
-    /// fraction of the bandwidth (32 blocks of 256), few enough that copying
-    /// its results is one small transfer.
-    const DOT_FINISH: usize = 8192;
-
     #[derive(Parser, Debug)]
     #[command(about = "BabelStream with offload: copy, mul, add, triad, dot, nstream bandwidth (f64)")]
     pub struct Args {
@@ -189,8 +182,7 @@ mod host {
         n: usize,
         block: u32,
         arrays: Arrays,
-        partial: DeviceBuffer<f64>,
-        finish: DeviceBuffer<f64>,
+        block_sums: DeviceBuffer<f64>,
         /// The second stage's results, in page-locked memory (as BabelStream's
         /// CUDA version keeps its per-block sums).
         sums: PinnedBuffer<f64>,
@@ -203,9 +195,8 @@ mod host {
                 n,
                 block,
                 arrays: Arrays { a: DeviceBuffer::zeroed(n)?, b: DeviceBuffer::zeroed(n)?, c: DeviceBuffer::zeroed(n)? },
-                partial: DeviceBuffer::zeroed(dot_blocks as usize * block as usize)?,
-                finish: DeviceBuffer::zeroed(DOT_FINISH)?,
-                sums: PinnedBuffer::zeroed(DOT_FINISH)?,
+                block_sums: DeviceBuffer::zeroed(dot_blocks as usize)?,
+                sums: PinnedBuffer::zeroed(dot_blocks as usize)?,
                 dot_blocks,
             })
         }
@@ -233,9 +224,8 @@ mod host {
             nstream(self.cfg(), &mut self.arrays.a, &self.arrays.b, &self.arrays.c, START_SCALAR)
         }
         fn dot(&mut self) -> offload::Result<f64> {
-            dot_partial(LaunchConfig::new(self.dot_blocks, self.block), &self.arrays.a, &self.arrays.b, &mut self.partial)?;
-            dot_finish(for_len(DOT_FINISH), &self.partial, &mut self.finish)?;
-            self.finish.copy_to_slice(&mut self.sums)?;
+            dot(LaunchConfig::new(self.dot_blocks, self.block), &self.arrays.a, &self.arrays.b, &mut self.block_sums)?;
+            self.block_sums.copy_to_slice(&mut self.sums)?;
             Ok(self.sums.iter().sum())
         }
         fn read(&self) -> offload::Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
@@ -287,7 +277,7 @@ mod host {
             println!("Backend: {backend}");
             println!("Running kernels {} times, precision: double", args.times);
             println!("Array size: {:.1} MB (={:.1} GB)", n as f64 * 8e-6, n as f64 * 8e-9);
-            println!("Reduction kernel config: {dot_blocks} groups of size {}, then {DOT_FINISH} threads", args.block);
+            println!("Reduction kernel config: {dot_blocks} groups of size {}", args.block);
         }
         let mut s = Stream::new(n, args.block, dot_blocks)?;
         s.init()?;

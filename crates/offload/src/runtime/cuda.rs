@@ -379,8 +379,13 @@ impl Backend for Cuda {
         }
         let mut st = self.enter("cuCtxSetCurrent")?;
         let d = st.cache.alloc(bytes).map_err(|e| driver_error("cuMemAlloc", None, e))?;
-        // SAFETY: `d` holds `bytes` bytes.
-        if let Err(e) = unsafe { sys::cuMemsetD8_v2(d, 0, bytes) }.result() {
+        // Ordered in the launch stream and waited for: a plain cuMemsetD8 runs
+        // on the legacy stream, which our non-blocking stream does not wait for.
+        // SAFETY: `d` holds `bytes` bytes; the stream belongs to the context.
+        let zeroed = unsafe { sys::cuMemsetD8Async(d, 0, bytes, st.stream) }
+            .result()
+            .and_then(|()| unsafe { result::stream::synchronize(st.stream) });
+        if let Err(e) = zeroed {
             // SAFETY: `d` was just allocated and is not in use.
             let _ = unsafe { result::free_sync(d) };
             return Err(driver_error("cuMemsetD8", None, e));
@@ -423,19 +428,26 @@ impl Backend for Cuda {
     }
 
     unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
-        let _st = self.enter("cuCtxSetCurrent")?;
-        // SAFETY: caller's contract.
-        unsafe { sys::cuMemcpyHtoD_v2(dst, src as *const c_void, bytes) }
+        let st = self.enter("cuCtxSetCurrent")?;
+        // In the launch stream, then waited for: cuMemcpyHtoD from pageable
+        // memory may return before its DMA lands (CUDA Driver API, "API
+        // synchronization behavior"), and a kernel in our non-blocking stream
+        // would not wait for it.
+        // SAFETY: caller's contract; `src` stays valid until the wait returns.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, bytes, st.stream) }
             .result()
-            .map_err(|e| driver_error("cuMemcpyHtoD", None, e))
+            .and_then(|()| unsafe { result::stream::synchronize(st.stream) })
+            .map_err(|e| driver_error("cuMemcpyHtoDAsync", None, e))
     }
 
     unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
-        let _st = self.enter("cuCtxSetCurrent")?;
+        let st = self.enter("cuCtxSetCurrent")?;
+        // In the launch stream, after every kernel launched before, then waited for.
         // SAFETY: caller's contract.
-        unsafe { sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, bytes) }
+        unsafe { sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, bytes, st.stream) }
             .result()
-            .map_err(|e| driver_error("cuMemcpyDtoH", None, e))
+            .and_then(|()| unsafe { result::stream::synchronize(st.stream) })
+            .map_err(|e| driver_error("cuMemcpyDtoHAsync", None, e))
     }
 
     fn launch_impl(
@@ -468,9 +480,13 @@ impl Backend for Cuda {
                     allocs.0.push((size, d));
                     // SAFETY: `ptr` is valid for reads of `bytes` bytes: it comes
                     // from a reference the launcher borrows for the whole launch.
-                    unsafe { sys::cuMemcpyHtoD_v2(d, ptr as *const c_void, bytes) }
+                    // In the launch stream, so the kernel starts after the copy
+                    // has landed (a plain cuMemcpyHtoD from pageable memory may
+                    // return before its DMA completes, and our non-blocking
+                    // stream would not wait for it).
+                    unsafe { sys::cuMemcpyHtoDAsync_v2(d, ptr as *const c_void, bytes, st.stream) }
                         .result()
-                        .map_err(|e| err("cuMemcpyHtoD", e))?;
+                        .map_err(|e| err("cuMemcpyHtoDAsync", e))?;
                     device_ptrs.push(d);
                 }
                 ArgKind::Resident { addr, .. } => device_ptrs.push(addr),

@@ -66,6 +66,10 @@ impl PanicSlot {
         let copied = mapped.and_then(|()| {
             unsafe { sys::cuMemcpyHtoD_v2(global, &device as *const u64 as *const c_void, 8) }.result()
         });
+        // The copy from pageable memory may still be in flight: wait for it
+        // before any kernel (in another stream) can read the global.
+        // SAFETY: synchronizes the current context.
+        let copied = copied.and_then(|()| unsafe { sys::cuCtxSynchronize() }.result());
         if copied.is_err() {
             // SAFETY: allocated above, not used by any kernel yet.
             let _ = unsafe { sys::cuMemFreeHost(host) };
@@ -98,18 +102,40 @@ impl PanicSlot {
                 return None;
             }
             let r = &*rec;
-            let file_len = (r.file_len as usize).min(FILE_BYTES);
-            let msg_len = (r.message_len as usize).min(MESSAGE_BYTES);
-            let mut message = String::from_utf8_lossy(&r.message[..msg_len]).into_owned();
-            if r.truncated != 0 {
-                message.push_str("...");
-            }
-            let file = String::from_utf8_lossy(&r.file[..file_len]).into_owned();
+            let message = if r.message_addr != 0 {
+                device_string(r.message_addr, r.message_len)
+            } else {
+                let msg_len = (r.message_len as usize).min(MESSAGE_BYTES);
+                let mut m = String::from_utf8_lossy(&r.message[..msg_len]).into_owned();
+                if r.truncated != 0 {
+                    m.push_str("...");
+                }
+                m
+            };
+            let file = if r.file_addr != 0 {
+                device_string(r.file_addr, r.file_len)
+            } else {
+                String::from_utf8_lossy(&r.file[..(r.file_len as usize).min(FILE_BYTES)]).into_owned()
+            };
             let location = format!("{file}:{}:{}", r.line, r.column);
             let b = format!("({}, {}, {})", r.block[0], r.block[1], r.block[2]);
             let t = format!("({}, {}, {})", r.thread[0], r.thread[1], r.thread[2]);
             Some((message, location, b, t))
         }
+    }
+}
+
+/// A string constant of the loaded image, by its device address (at most
+/// 4 KiB of it); `<unreadable>` if the copy fails (after a sticky error).
+fn device_string(addr: u64, len: u32) -> String {
+    let len = (len as usize).min(4096);
+    let mut buf = vec![0u8; len];
+    // SAFETY: `buf` holds `len` bytes; `addr` is a device address the kernel
+    // recorded, of a constant of the module that stays loaded.
+    let copied = unsafe { sys::cuMemcpyDtoH_v2(buf.as_mut_ptr() as *mut c_void, addr, len) }.result();
+    match copied {
+        Ok(()) => String::from_utf8_lossy(&buf).into_owned(),
+        Err(_) => "<unreadable>".into(),
     }
 }
 
