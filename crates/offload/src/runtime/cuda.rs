@@ -428,26 +428,27 @@ impl Backend for Cuda {
     }
 
     unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
-        let st = self.enter("cuCtxSetCurrent")?;
-        // In the launch stream, then waited for: cuMemcpyHtoD from pageable
-        // memory may return before its DMA lands (CUDA Driver API, "API
-        // synchronization behavior"), and a kernel in our non-blocking stream
-        // would not wait for it.
+        let _st = self.enter("cuCtxSetCurrent")?;
+        // cuMemcpyHtoD from pageable memory may return before its DMA lands
+        // (CUDA Driver API, "API synchronization behavior"), and kernels in
+        // our non-blocking stream would not wait for it: wait for the legacy
+        // stream it was issued in. (Every launch waits for its kernel, so
+        // nothing earlier is still running.)
         // SAFETY: caller's contract; `src` stays valid until the wait returns.
-        unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, bytes, st.stream) }
+        unsafe { sys::cuMemcpyHtoD_v2(dst, src as *const c_void, bytes) }
             .result()
-            .and_then(|()| unsafe { result::stream::synchronize(st.stream) })
-            .map_err(|e| driver_error("cuMemcpyHtoDAsync", None, e))
+            .and_then(|()| unsafe { result::stream::synchronize(core::ptr::null_mut()) })
+            .map_err(|e| driver_error("cuMemcpyHtoD", None, e))
     }
 
     unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
-        let st = self.enter("cuCtxSetCurrent")?;
-        // In the launch stream, after every kernel launched before, then waited for.
+        let _st = self.enter("cuCtxSetCurrent")?;
+        // Device to pageable host memory returns only once the copy is done;
+        // every launch has waited for its kernel, so the data is final.
         // SAFETY: caller's contract.
-        unsafe { sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, bytes, st.stream) }
+        unsafe { sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, bytes) }
             .result()
-            .and_then(|()| unsafe { result::stream::synchronize(st.stream) })
-            .map_err(|e| driver_error("cuMemcpyDtoHAsync", None, e))
+            .map_err(|e| driver_error("cuMemcpyDtoH", None, e))
     }
 
     fn launch_impl(
