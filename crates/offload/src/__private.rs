@@ -4,6 +4,7 @@
 
 use crate::{DeviceCopy, DisjointSlice, MapElem};
 
+#[cfg(not(target_arch = "amdgpu"))]
 pub use crate::print::print_fmt;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

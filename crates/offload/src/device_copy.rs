@@ -82,7 +82,7 @@ map_atomic!(
     core::sync::atomic::AtomicU32 = 4,
     core::sync::atomic::AtomicI32 = 4,
     core::sync::atomic::AtomicU64 = 8,
-    core::sync::atomic::AtomicI64 = 8,
-    crate::atomic::AtomicF32 = 4,
-    crate::atomic::AtomicF64 = 8
+    core::sync::atomic::AtomicI64 = 8
 );
+#[cfg(not(target_arch = "amdgpu"))]
+map_atomic!(crate::atomic::AtomicF32 = 4, crate::atomic::AtomicF64 = 8);

@@ -77,6 +77,7 @@
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 extern crate std;
 
+#[cfg(not(target_arch = "amdgpu"))]
 pub mod atomic;
 mod config;
 mod device_copy;
@@ -84,9 +85,12 @@ mod dim;
 mod disjoint;
 pub mod math;
 mod panic_record;
+#[cfg(not(target_arch = "amdgpu"))]
 pub mod print;
+#[cfg(not(target_arch = "amdgpu"))]
 mod shared;
 mod thread;
+#[cfg(not(target_arch = "amdgpu"))]
 pub mod warp;
 
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
@@ -114,6 +118,7 @@ pub use config::{for_len, LaunchConfig, DEFAULT_BLOCK};
 pub use device_copy::{DeviceCopy, MapElem};
 pub use dim::Dim3;
 pub use disjoint::{DisjointSlice, GridStride};
+#[cfg(not(target_arch = "amdgpu"))]
 pub use shared::{dynamic_shared, sync_threads, SharedArray, SharedElem, SharedSlice};
 pub use thread::{
     block_dim, block_idx, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride, thread_idx,
@@ -136,10 +141,12 @@ pub use runtime::{backend, BackendInfo, BackendKind};
 /// host-only items (`DeviceBuffer`, `Error`, …) do not exist.
 pub mod prelude {
     pub use crate::{
-        block_dim, block_idx, dynamic_shared, for_len, global_dim, global_index, global_size, global_thread_idx,
-        grid_dim, grid_stride, host, kernel, shared_array, sync_threads, thread_idx, DeviceCopy, Dim3, DisjointSlice,
-        LaunchConfig,
+        block_dim, block_idx, for_len, global_dim, global_index, global_size, global_thread_idx, grid_dim,
+        grid_stride, host, kernel, thread_idx, DeviceCopy, Dim3, DisjointSlice, LaunchConfig,
     };
+    /// Shared memory is not available in AMD GPU images yet.
+    #[cfg(not(target_arch = "amdgpu"))]
+    pub use crate::{dynamic_shared, shared_array, sync_threads};
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     pub use crate::{DeviceBuffer, PinnedBuffer, SliceArg, SliceArgMut};
 }

@@ -240,6 +240,53 @@ host_float!(f32, libm::erff);
 host_float!(f64, libm::erf);
 
 // ---------------------------------------------------------------------------
+// AMD GPUs: the `libm` crate (pure Rust), compiled into the code object.
+
+#[cfg(target_arch = "amdgpu")]
+macro_rules! amd_float {
+    ($t:ty, $sqrt:path, $exp:path, $exp2:path, $log:path, $log2:path, $log10:path, $sin:path, $cos:path,
+     $tan:path, $sincos:path, $pow:path, $fma:path, $floor:path, $ceil:path, $round:path, $trunc:path,
+     $abs:path, $min:path, $max:path, $copysign:path, $hypot:path, $atan2:path, $erf:path) => {
+        impl sealed::Sealed for $t {}
+        impl Float for $t {
+            #[inline(always)] fn m_sqrt(self) -> Self { $sqrt(self) }
+            #[inline(always)] fn m_rsqrt(self) -> Self { 1.0 / $sqrt(self) }
+            #[inline(always)] fn m_exp(self) -> Self { $exp(self) }
+            #[inline(always)] fn m_exp2(self) -> Self { $exp2(self) }
+            #[inline(always)] fn m_log(self) -> Self { $log(self) }
+            #[inline(always)] fn m_log2(self) -> Self { $log2(self) }
+            #[inline(always)] fn m_log10(self) -> Self { $log10(self) }
+            #[inline(always)] fn m_sin(self) -> Self { $sin(self) }
+            #[inline(always)] fn m_cos(self) -> Self { $cos(self) }
+            #[inline(always)] fn m_tan(self) -> Self { $tan(self) }
+            #[inline(always)] fn m_sincos(self) -> (Self, Self) { $sincos(self) }
+            #[inline(always)] fn m_pow(self, y: Self) -> Self { $pow(self, y) }
+            const ONE: Self = 1.0;
+            #[inline(always)] fn m_fma(self, b: Self, c: Self) -> Self { $fma(self, b, c) }
+            #[inline(always)] fn m_floor(self) -> Self { $floor(self) }
+            #[inline(always)] fn m_ceil(self) -> Self { $ceil(self) }
+            #[inline(always)] fn m_round(self) -> Self { $round(self) }
+            #[inline(always)] fn m_trunc(self) -> Self { $trunc(self) }
+            #[inline(always)] fn m_abs(self) -> Self { $abs(self) }
+            #[inline(always)] fn m_min(self, y: Self) -> Self { $min(self, y) }
+            #[inline(always)] fn m_max(self, y: Self) -> Self { $max(self, y) }
+            #[inline(always)] fn m_copysign(self, y: Self) -> Self { $copysign(self, y) }
+            #[inline(always)] fn m_hypot(self, y: Self) -> Self { $hypot(self, y) }
+            #[inline(always)] fn m_atan2(self, x: Self) -> Self { $atan2(self, x) }
+            #[inline(always)] fn m_erf(self) -> Self { $erf(self) }
+        }
+    };
+}
+#[cfg(target_arch = "amdgpu")]
+amd_float!(f32, libm::sqrtf, libm::expf, libm::exp2f, libm::logf, libm::log2f, libm::log10f, libm::sinf,
+    libm::cosf, libm::tanf, libm::sincosf, libm::powf, libm::fmaf, libm::floorf, libm::ceilf, libm::roundf,
+    libm::truncf, libm::fabsf, libm::fminf, libm::fmaxf, libm::copysignf, libm::hypotf, libm::atan2f, libm::erff);
+#[cfg(target_arch = "amdgpu")]
+amd_float!(f64, libm::sqrt, libm::exp, libm::exp2, libm::log, libm::log2, libm::log10, libm::sin, libm::cos,
+    libm::tan, libm::sincos, libm::pow, libm::fma, libm::floor, libm::ceil, libm::round, libm::trunc,
+    libm::fabs, libm::fmin, libm::fmax, libm::copysign, libm::hypot, libm::atan2, libm::erf);
+
+// ---------------------------------------------------------------------------
 // Device: PTX instructions through LLVM intrinsics, libdevice for the rest.
 
 #[cfg(target_arch = "nvptx64")]
@@ -402,7 +449,8 @@ pub mod fast {
                 #[cfg(target_arch = "nvptx64")]
                 // SAFETY: pure math on values (see the parent module).
                 unsafe { nv::$nv(x $(, $a)*) }
-                #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+                // AMD GPUs and the host: the accurate functions.
+                #[cfg(not(target_arch = "nvptx64"))]
                 {
                     #[allow(unused_parens)]
                     let ($($h),*) = (x $(, $a)*);
@@ -413,23 +461,23 @@ pub mod fast {
     }
     fast! {
         /// `__expf`: at most 2 + ⌊|1.173·x|⌋ ULP.
-        exp() => __nv_fast_expf, |x| x.exp();
+        exp() => __nv_fast_expf, |x| super::exp(x);
         /// `__exp10f`: at most 2 + ⌊|2.97·x|⌋ ULP.
-        exp10() => __nv_fast_exp10f, |x| 10f32.powf(x);
+        exp10() => __nv_fast_exp10f, |x| super::pow(10.0f32, x);
         /// `__logf`: absolute error ≤ 2^-21.41 for x in [0.5, 2], relative larger elsewhere.
-        log() => __nv_fast_logf, |x| x.ln();
+        log() => __nv_fast_logf, |x| super::log(x);
         /// `__log2f`: absolute error ≤ 2^-22 for x in [0.5, 2], else 2 ULP.
-        log2() => __nv_fast_log2f, |x| x.log2();
+        log2() => __nv_fast_log2f, |x| super::log2(x);
         /// `__log10f`: absolute error ≤ 2^-24 for x in [0.5, 2], else 3 ULP.
-        log10() => __nv_fast_log10f, |x| x.log10();
+        log10() => __nv_fast_log10f, |x| super::log10(x);
         /// `__sinf`: absolute error ≤ 2^-21.41 for x in [-π, π], larger outside.
-        sin() => __nv_fast_sinf, |x| x.sin();
+        sin() => __nv_fast_sinf, |x| super::sin(x);
         /// `__cosf`: absolute error ≤ 2^-21.19 for x in [-π, π], larger outside.
-        cos() => __nv_fast_cosf, |x| x.cos();
+        cos() => __nv_fast_cosf, |x| super::cos(x);
         /// `__tanf`: `__sinf / __cosf`; their errors combined (relative ≤ 2^-19 on [-1.2, 1.2] in our tests).
-        tan() => __nv_fast_tanf, |x| x.tan();
+        tan() => __nv_fast_tanf, |x| super::tan(x);
         /// `__powf`: `exp2(y·log2 x)` with the fast parts; relative error ≤ 2^-18 in our tests (x in [0.5, 4], |y| ≤ 4).
-        pow(y) => __nv_fast_powf, |x, y| x.powf(y);
+        pow(y) => __nv_fast_powf, |x, y| super::pow(x, y);
         /// `__fdividef(x, y)`: `x / y` within 2 ULP for |y| in [2^-126, 2^126]; 0 when 2^126 < |y| < 2^128.
         fdivide(y) => __nv_fast_fdividef, |x, y| x / y;
     }
@@ -444,9 +492,9 @@ pub mod fast {
             unsafe { nv::__nv_fast_sincosf(x, &mut s, &mut c) };
             (s, c)
         }
-        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        #[cfg(not(target_arch = "nvptx64"))]
         {
-            x.sin_cos()
+            super::sincos(x)
         }
     }
 }
