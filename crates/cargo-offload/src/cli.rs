@@ -48,6 +48,8 @@ pub enum Command {
     Run(RunArgs),
     /// Build, then run the tests (like `cargo test`); kernels in tests run on the GPU if there is one
     Test(TestArgs),
+    /// Build, then run the benchmarks (like `cargo bench`)
+    Bench(TestArgs),
     /// List the toolchain parts, drivers and GPUs found, and how to install what is missing
     Doctor,
 }
@@ -55,13 +57,15 @@ pub enum Command {
 /// Options of the device pass.
 #[derive(Args, Debug, Clone, Default)]
 pub struct DeviceOpts {
-    /// GPU architecture: sm_XY for NVIDIA (default: the GPU nvidia-smi reports, else sm_80)
-    #[arg(long, value_name = "ARCH")]
-    pub arch: Option<String>,
+    /// GPU architecture(s), comma-separated: sm_XY for NVIDIA, gfxNNN for AMD; one
+    /// image each, all in the binary (default: the GPU nvidia-smi reports, else sm_80)
+    #[arg(long, value_name = "ARCH[,ARCH…]", value_delimiter = ',')]
+    pub arch: Vec<String>,
 
-    /// Device target triple
-    #[arg(long = "target", value_name = "TRIPLE", default_value = "nvptx64-nvidia-cuda")]
-    pub target: String,
+    /// Device target triple (default: from the architecture: nvptx64-nvidia-cuda for
+    /// sm_*, amdgcn-amd-amdhsa for gfx*)
+    #[arg(long = "target", value_name = "TRIPLE")]
+    pub target: Option<String>,
 
     /// Compile device code with fast, less precise floating point, as nvcc's
     /// `-use_fast_math`: contract multiply-adds, flush f32 denormals to zero,
@@ -308,7 +312,7 @@ mod tests {
             assert_eq!(b.cargo.to_args(true), *device_args, "{line}");
         }
         let Command::Run(r) = ok("cargo offload run --arch sm_90 -v -- --size 10").command else { panic!() };
-        assert_eq!(r.device.arch.as_deref(), Some("sm_90"));
+        assert_eq!(r.device.arch, ["sm_90"]);
         assert_eq!(r.device.verbose, 1);
         assert_eq!(r.args, ["--size", "10"]);
         let Command::Test(t) = ok("cargo offload test --test integ some_name -- --nocapture").command else { panic!() };
@@ -320,8 +324,13 @@ mod tests {
         assert_eq!(b.cargo.to_args(false), ["--message-format", "json", "--target-dir", "t"]);
         assert!(matches!(ok("cargo offload doctor").command, Command::Doctor));
         let Command::Build(b) = ok("cargo offload build --target amdgcn-amd-amdhsa --arch gfx90a --dry-run").command else { panic!() };
-        assert_eq!(b.device.target, "amdgcn-amd-amdhsa");
+        assert_eq!(b.device.target.as_deref(), Some("amdgcn-amd-amdhsa"));
         assert!(b.device.dry_run);
+        let Command::Build(b) = ok("cargo offload build --arch sm_80,sm_90 --arch gfx90a").command else { panic!() };
+        assert_eq!(b.device.arch, ["sm_80", "sm_90", "gfx90a"]);
+        let Command::Bench(t) = ok("cargo offload bench --bench speed -- --quick").command else { panic!() };
+        assert_eq!(t.cargo.bench, ["speed"]);
+        assert_eq!(t.args, ["--quick"]);
     }
 
     #[test]

@@ -36,8 +36,9 @@ pub struct DevicePass<'a> {
     pub target_arg: String,
     pub arch: &'a str,
     pub cargo: &'a CargoOpts,
-    /// `cargo test --no-run` instead of `cargo build`.
+    /// `cargo test --no-run` (or `bench --no-run`) instead of `cargo build`.
     pub tests: bool,
+    pub benches: bool,
     pub target_dir: PathBuf,
     /// This executable (the rustc wrapper).
     pub wrapper: PathBuf,
@@ -164,7 +165,9 @@ impl DevicePass<'_> {
 
     /// The inner cargo's arguments.
     pub fn args(&self) -> Vec<String> {
-        let mut a: Vec<String> = if self.tests {
+        let mut a: Vec<String> = if self.benches {
+            vec!["bench".into(), "--no-run".into()]
+        } else if self.tests {
             vec!["test".into(), "--no-run".into()]
         } else {
             vec!["build".into()]

@@ -117,58 +117,90 @@ pub fn host_object(bundle: &[u8], arch: &str) -> Result<Vec<u8>> {
     obj.write().map_err(|e| CliError::Usage(format!("could not write the image object: {e}")))
 }
 
-/// Embeds each artifact; returns the map for the host wrapper.
+/// A device image the device passes built for one final binary.
+#[derive(Debug, Clone)]
+pub struct Built {
+    pub artifact: DeviceArtifact,
+    pub triple: String,
+    pub arch: String,
+}
+
+/// The images of one image file: PTX (and its cubin where `ptxas` is found)
+/// or an AMD GPU code object; with the kernel symbols it defines.
+fn images_of(b: &Built, ptxas: Option<&Path>, out_dir: &Path) -> Result<(Vec<OwnedImage>, Vec<String>)> {
+    let a = &b.artifact;
+    let (triple, arch) = (b.triple.as_str(), b.arch.as_str());
+    let bytes = io(&a.image, std::fs::read(&a.image))?;
+    let (kind, kernels) = if triple.starts_with("nvptx") {
+        (ImageKind::Ptx, offload_image::ptx_entries(&String::from_utf8_lossy(&bytes)))
+    } else {
+        (ImageKind::AmdgpuElf, elf_kernels(&bytes))
+    };
+    let kernels: Vec<String> = kernels.into_iter().filter(|k| k.starts_with(offload_linker::KERNEL_PREFIX)).collect();
+    let mut payload = bytes.clone();
+    if kind == ImageKind::Ptx {
+        payload.push(0);
+    }
+    let mut images =
+        vec![OwnedImage { kind, triple: triple.into(), arch: arch.into(), kernels: kernels.clone(), bytes: payload }];
+    if let (ImageKind::Ptx, Some(ptxas), false) = (kind, ptxas, kernels.is_empty()) {
+        match assemble(ptxas, &a.image, &bytes, arch, &out_dir.join("cubin-cache"))? {
+            Cubin::Bytes(cubin) => images.push(OwnedImage {
+                kind: ImageKind::Cubin,
+                triple: triple.into(),
+                arch: arch.into(),
+                kernels: kernels.clone(),
+                bytes: cubin,
+            }),
+            Cubin::Unsupported(why) => {
+                crate::status::warn(format!("ptxas cannot assemble for {arch}; embedding PTX only ({why})"))
+            }
+        }
+    }
+    Ok((images, kernels))
+}
+
+/// Embeds the images of each final binary (from every device pass: one
+/// bundle holds them all, e.g. PTX and cubin for sm_80 and sm_90 and an AMD
+/// code object) into one object file; returns the map for the host wrapper.
+/// `tag` (profile and architectures) keeps the objects of different builds
+/// apart.
 pub fn embed(
-    artifacts: &[DeviceArtifact],
-    triple: &str,
-    arch: &str,
+    built: &[Built],
     ptxas: Option<&Path>,
     out_dir: &Path,
+    tag: &str,
     mut status: impl FnMut(&str, String),
 ) -> Result<Vec<ImageMapEntry>> {
-    let mut map = Vec::new();
-    for a in artifacts {
-        let bytes = io(&a.image, std::fs::read(&a.image))?;
-        let (kind, kernels) = if triple.starts_with("nvptx") {
-            let text = String::from_utf8_lossy(&bytes);
-            (ImageKind::Ptx, offload_image::ptx_entries(&text))
-        } else {
-            (ImageKind::AmdgpuElf, elf_kernels(&bytes))
-        };
-        let kernels: Vec<String> =
-            kernels.into_iter().filter(|k| k.starts_with(offload_linker::KERNEL_PREFIX)).collect();
-        let mut images = Vec::new();
-        let mut payload = bytes.clone();
-        if kind == ImageKind::Ptx {
-            payload.push(0);
+    // One group per final binary, in the order the first pass reported them.
+    let mut groups: Vec<(PathBuf, &DeviceArtifact, Vec<&Built>)> = Vec::new();
+    for b in built {
+        let a = &b.artifact;
+        let src = std::fs::canonicalize(&a.src_path).unwrap_or_else(|_| a.src_path.clone());
+        match groups.iter_mut().find(|(s, g, _)| *s == src && g.crate_name == a.crate_name && g.test == a.test) {
+            Some((_, _, members)) => members.push(b),
+            None => groups.push((src, a, vec![b])),
         }
-        images.push(OwnedImage { kind, triple: triple.into(), arch: arch.into(), kernels: kernels.clone(), bytes: payload });
-        let mut what = vec![format!("{kind} {arch}")];
-        if let (ImageKind::Ptx, Some(ptxas)) = (kind, ptxas) {
-            if !kernels.is_empty() {
-                match assemble(ptxas, &a.image, &bytes, arch, &out_dir.join("cubin-cache"))? {
-                    Cubin::Bytes(cubin) => {
-                        images.push(OwnedImage {
-                            kind: ImageKind::Cubin,
-                            triple: triple.into(),
-                            arch: arch.into(),
-                            kernels: kernels.clone(),
-                            bytes: cubin,
-                        });
-                        what.push(format!("cubin {arch}"));
-                    }
-                    Cubin::Unsupported(why) => {
-                        crate::status::warn(format!("ptxas cannot assemble for {arch}; embedding PTX only ({why})"))
-                    }
+    }
+    let mut map = Vec::new();
+    for (src, a, members) in groups {
+        let mut images = Vec::new();
+        let mut kernels: Vec<String> = Vec::new();
+        for b in members {
+            let (imgs, ks) = images_of(b, ptxas, out_dir)?;
+            images.extend(imgs);
+            for k in ks {
+                if !kernels.contains(&k) {
+                    kernels.push(k);
                 }
             }
         }
+        let what: Vec<String> = images.iter().map(|i| format!("{} {}", i.kind, i.arch)).collect();
         let bundle = offload_image::write_bundle(&images);
         let object = host_object(&bundle, std::env::consts::ARCH)?;
-        let src = std::fs::canonicalize(&a.src_path).unwrap_or_else(|_| a.src_path.clone());
-        let tag = format!("{:08x}", fnv64(src.to_string_lossy().as_bytes()) as u32);
+        let h = format!("{:08x}", fnv64(format!("{}\0{tag}", src.display()).as_bytes()) as u32);
         let kind_tag = if a.test { "test" } else { a.kinds.first().map(String::as_str).unwrap_or("bin") };
-        let path = out_dir.join(format!("{}-{kind_tag}-{tag}.o", a.crate_name));
+        let path = out_dir.join(format!("{}-{kind_tag}-{h}.o", a.crate_name));
         write_if_changed(&path, &object)?;
         status(
             "Embedding",

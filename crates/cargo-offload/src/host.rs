@@ -18,6 +18,7 @@ pub enum Action {
     Build,
     Run { args: Vec<String> },
     Test { no_run: bool, filter: Option<String>, args: Vec<String> },
+    Bench { no_run: bool, filter: Option<String>, args: Vec<String> },
 }
 
 pub struct HostPass<'a> {
@@ -40,8 +41,8 @@ impl HostPass<'_> {
         match self.action {
             Action::Build => a.push("build".into()),
             Action::Run { .. } => a.push("run".into()),
-            Action::Test { no_run, filter, .. } => {
-                a.push("test".into());
+            Action::Test { no_run, filter, .. } | Action::Bench { no_run, filter, .. } => {
+                a.push(if matches!(self.action, Action::Bench { .. }) { "bench" } else { "test" }.into());
                 if *no_run {
                     a.push("--no-run".into());
                 }
@@ -58,7 +59,7 @@ impl HostPass<'_> {
             a.push("--quiet".into());
         }
         let trailing = match self.action {
-            Action::Run { args } | Action::Test { args, .. } => args.as_slice(),
+            Action::Run { args } | Action::Test { args, .. } | Action::Bench { args, .. } => args.as_slice(),
             Action::Build => &[],
         };
         if !trailing.is_empty() {

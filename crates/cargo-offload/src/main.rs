@@ -52,6 +52,9 @@ fn run(command: Command) -> Result<i32> {
         Command::Test(a) => {
             pipeline(&a.device, &a.cargo, host::Action::Test { no_run: a.no_run, filter: a.filter, args: a.args })
         }
+        Command::Bench(a) => {
+            pipeline(&a.device, &a.cargo, host::Action::Bench { no_run: a.no_run, filter: a.filter, args: a.args })
+        }
         Command::Doctor => Ok(doctor::run()),
     }
 }
@@ -88,39 +91,72 @@ fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     Ok(Workspace { target_dir })
 }
 
-fn resolve_arch(dev: &DeviceOpts, tc: &toolchain::DeviceToolchain) -> Result<String> {
-    let (arch, from) = match &dev.arch {
-        Some(a) => (a.clone(), "--arch"),
-        None => match std::env::var("OFFLOAD_ARCH").ok().filter(|a| !a.is_empty()) {
-            Some(a) => (a, "OFFLOAD_ARCH"),
-            None if dev.target.starts_with("nvptx") => match toolchain::detect_gpu_arch() {
-                Some(a) => (a, "the GPU"),
-                None => (cli::DEFAULT_NVPTX_ARCH.to_string(), "default"),
-            },
-            None => {
-                return Err(CliError::Usage(format!("--arch is required for {} (e.g. --arch gfx90a)", dev.target)))
-            }
-        },
+/// One device image to build: a target triple and an architecture.
+struct DeviceSel {
+    triple: String,
+    arch: String,
+}
+
+/// The target a GPU architecture belongs to: `gfx…` is AMD, the rest NVIDIA.
+fn target_of(arch: &str) -> &'static str {
+    if arch.starts_with("gfx") {
+        "amdgcn-amd-amdhsa"
+    } else {
+        "nvptx64-nvidia-cuda"
+    }
+}
+
+/// The images to build, from `--arch` (a list), `OFFLOAD_ARCH`, the GPU
+/// `nvidia-smi` reports, or the default `sm_80`, in that order; each
+/// architecture checked against the ones `llc` knows for its target.
+fn resolve_devices(dev: &DeviceOpts, tc: &toolchain::DeviceToolchain) -> Result<Vec<DeviceSel>> {
+    let (archs, from): (Vec<String>, &str) = if !dev.arch.is_empty() {
+        (dev.arch.clone(), "--arch")
+    } else if let Some(a) = std::env::var("OFFLOAD_ARCH").ok().filter(|a| !a.trim().is_empty()) {
+        (a.split(',').map(|s| s.trim().to_string()).collect(), "OFFLOAD_ARCH")
+    } else if dev.target.as_deref().is_some_and(|t| t.starts_with("amdgcn")) {
+        return Err(CliError::Usage("--arch is required for amdgcn-amd-amdhsa (e.g. --arch gfx90a)".into()));
+    } else {
+        match toolchain::detect_gpu_arch() {
+            Some(a) => (vec![a], "the GPU"),
+            None => (vec![cli::DEFAULT_NVPTX_ARCH.to_string()], "default"),
+        }
     };
-    let known = toolchain::known_archs(&tc.llvm.llc, &dev.target);
-    if !known.is_empty() && !known.contains(&arch) {
-        return Err(CliError::UnknownArch { arch, target: dev.target.clone(), known });
+    let mut sels: Vec<DeviceSel> = Vec::new();
+    for arch in archs.into_iter().filter(|a| !a.is_empty()) {
+        let triple = dev.target.clone().unwrap_or_else(|| target_of(&arch).to_string());
+        if !(triple.starts_with("nvptx64-nvidia-cuda") || triple.starts_with("amdgcn-amd-amdhsa")) {
+            return Err(CliError::UnknownTarget(triple));
+        }
+        let known = toolchain::known_archs(&tc.llvm.llc, &triple);
+        if !known.is_empty() && !known.contains(&arch) {
+            return Err(CliError::UnknownArch { arch, target: triple, known });
+        }
+        if !sels.iter().any(|d| d.arch == arch && d.triple == triple) {
+            sels.push(DeviceSel { triple, arch });
+        }
+    }
+    if sels.is_empty() {
+        return Err(CliError::Usage("--arch names no architecture".into()));
     }
     if from != "--arch" {
-        status::status("Device", format!("{} {arch} ({from})", dev.target));
+        let list: Vec<String> = sels.iter().map(|d| format!("{} {}", d.triple, d.arch)).collect();
+        status::status("Device", format!("{} ({from})", list.join(", ")));
     }
-    Ok(arch)
+    Ok(sels)
 }
 
 fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result<i32> {
     status::set_quiet(dev.quiet);
-    if !(dev.target.starts_with("nvptx64-nvidia-cuda") || dev.target.starts_with("amdgcn-amd-amdhsa")) {
-        return Err(CliError::UnknownTarget(dev.target.clone()));
+    if let Some(t) = &dev.target {
+        if !(t.starts_with("nvptx64-nvidia-cuda") || t.starts_with("amdgcn-amd-amdhsa")) {
+            return Err(CliError::UnknownTarget(t.clone()));
+        }
     }
     let (me, linker) = own_executables()?;
     let ws = workspace(cargo)?;
     let tc = toolchain::find()?;
-    let arch = resolve_arch(dev, &tc)?;
+    let sels = resolve_devices(dev, &tc)?;
     if dev.verbose >= 1 {
         status::status(
             "Toolchain",
@@ -135,57 +171,77 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
             ),
         );
     }
-    let tests = matches!(action, host::Action::Test { .. });
-    let mode_tag = if dev.fast_math {
-        format!("{arch}-fast-math")
+    let tests = matches!(action, host::Action::Test { .. } | host::Action::Bench { .. });
+    let benches = matches!(action, host::Action::Bench { .. });
+    let mode = if dev.fast_math {
+        "-fast-math"
     } else if dev.fmad {
-        format!("{arch}-fmad")
+        "-fmad"
     } else {
-        arch.clone()
+        ""
     };
-    let device_dir = device::device_target_dir(&ws.target_dir, &dev.target, &mode_tag);
-    let target_arg = if dev.target.starts_with("amdgcn") {
-        device::amdgpu_target_spec(&tc, &ws.target_dir.join("offload"))?.display().to_string()
-    } else {
-        dev.target.clone()
-    };
-    let pass = device::DevicePass {
-        tc: &tc,
-        triple: &dev.target,
-        target_arg,
-        arch: &arch,
-        cargo,
-        tests,
-        target_dir: device_dir,
-        wrapper: me.clone(),
-        linker,
-        verbose: dev.verbose,
-        quiet: dev.quiet,
-        fast_math: dev.fast_math,
-        fmad: dev.fmad,
-    };
+    let mut passes = Vec::new();
+    for sel in &sels {
+        let target_arg = if sel.triple.starts_with("amdgcn") {
+            device::amdgpu_target_spec(&tc, &ws.target_dir.join("offload"))?.display().to_string()
+        } else {
+            sel.triple.clone()
+        };
+        passes.push(device::DevicePass {
+            tc: &tc,
+            triple: &sel.triple,
+            target_arg,
+            arch: &sel.arch,
+            cargo,
+            tests,
+            benches,
+            target_dir: device::device_target_dir(&ws.target_dir, &sel.triple, &format!("{}{mode}", sel.arch)),
+            wrapper: me.clone(),
+            linker: linker.clone(),
+            verbose: dev.verbose,
+            quiet: dev.quiet,
+            fast_math: dev.fast_math,
+            fmad: dev.fmad,
+        });
+    }
     let images_dir = ws.target_dir.join("offload").join("images");
-    let profile_tag = format!("{}-{}", cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() }), mode_tag);
-    let map_path = embed::map_path(&images_dir, &profile_tag);
+    let archs: Vec<&str> = sels.iter().map(|d| d.arch.as_str()).collect();
+    let profile = cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() });
+    let build_tag = format!("{profile}-{}{mode}", archs.join("+"));
+    let map_path = embed::map_path(&images_dir, &build_tag);
     let host =
         host::HostPass { cargo, action: &action, wrapper: &me, map: &map_path, verbose: dev.verbose, quiet: dev.quiet };
 
     if dev.dry_run {
-        println!("# device pass ({} {arch})", dev.target);
-        println!("{}", pass.render());
-        println!("# embed: each final binary's {} image{} → {}/<crate>-<kind>-<hash>.o", if dev.target.starts_with("nvptx") { "PTX" } else { "code object" }, if tc.ptxas.is_some() && dev.target.starts_with("nvptx") { " + ptxas cubin" } else { "" }, images_dir.display());
+        for (pass, sel) in passes.iter().zip(&sels) {
+            println!("# device pass ({} {})", sel.triple, sel.arch);
+            println!("{}", pass.render());
+        }
+        let cubin = if tc.ptxas.is_some() { " + ptxas cubin" } else { "" };
+        println!(
+            "# embed: each final binary's images ({}), one bundle → {}/<crate>-<kind>-<hash>.o",
+            sels.iter()
+                .map(|d| if d.triple.starts_with("nvptx") { format!("PTX {}{cubin}", d.arch) } else { format!("code object {}", d.arch) })
+                .collect::<Vec<_>>()
+                .join(", "),
+            images_dir.display()
+        );
         println!("# host pass");
         println!("{}", host.render());
         return Ok(exit::OK);
     }
 
-    let artifacts = pass.run()?;
-    let map = embed::embed(&artifacts, &dev.target, &arch, tc.ptxas.as_deref(), &images_dir, |v, m| {
-        status::status(v, m)
-    })?;
+    let mut artifacts = Vec::new();
+    for (pass, sel) in passes.iter().zip(&sels) {
+        for a in pass.run()? {
+            artifacts.push(embed::Built { artifact: a, triple: sel.triple.clone(), arch: sel.arch.clone() });
+        }
+    }
+    let map = embed::embed(&artifacts, tc.ptxas.as_deref(), &images_dir, &build_tag, |v, m| status::status(v, m))?;
     if !map.is_empty() && map.iter().all(|e| e.kernels.is_empty()) {
-        let names = artifacts.iter().map(|a| a.describe()).collect::<Vec<_>>().join(", ");
-        return Err(CliError::NoKernels { binaries: names });
+        let mut names: Vec<String> = artifacts.iter().map(|a| a.artifact.describe()).collect();
+        names.dedup();
+        return Err(CliError::NoKernels { binaries: names.join(", ") });
     }
     embed::write_map(&map_path, &map)?;
     host.run()

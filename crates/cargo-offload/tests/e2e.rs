@@ -394,3 +394,36 @@ fn device_model_examples_and_checks_run_on_the_host() {
         assert!(out.stdout.contains(want), "{pkg}: {}", out.stdout);
     }
 }
+
+/// Several architectures, NVIDIA and AMD, in one binary: one bundle with a
+/// PTX (and cubin) per `sm_*` and a code object per `gfx*`; the runtime
+/// picks the image for the GPU it finds (`offload_image::select`, tested
+/// there), and the host fallback still runs.
+#[test]
+fn one_binary_carries_images_for_several_architectures() {
+    let f = Fixture::new("bin-only");
+    let out = f.offload(&["build", "--arch", "sm_80,sm_90", "--arch", "gfx942"]);
+    out.assert_success();
+    let images = embedded_images(&f.host_exe("debug", "fixture_bin_only"));
+    let mut kinds: Vec<(String, String)> = images.iter().map(|i| (i.0.clone(), i.1.clone())).collect();
+    kinds.sort();
+    let mut want = vec![
+        ("AMD GPU code object".to_string(), "gfx942".to_string()),
+        ("PTX".into(), "sm_80".into()),
+        ("PTX".into(), "sm_90".into()),
+    ];
+    if require_ptxas() {
+        want.push(("cubin".into(), "sm_80".into()));
+        want.push(("cubin".into(), "sm_90".into()));
+    }
+    want.sort();
+    if !require_ptxas() {
+        kinds.retain(|k| k.0 != "cubin");
+    }
+    assert_eq!(kinds, want);
+    // Every image holds both kernels.
+    assert!(images.iter().all(|i| i.2.len() == 2), "{images:?}");
+    let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{}", run.stdout);
+}
