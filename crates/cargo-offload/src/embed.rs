@@ -163,13 +163,15 @@ fn images_of(b: &Built, ptxas: Option<&Path>, out_dir: &Path) -> Result<(Vec<Own
 /// Embeds the images of each final binary (from every device pass: one
 /// bundle holds them all, e.g. PTX and cubin for sm_80 and sm_90 and an AMD
 /// code object) into one object file; returns the map for the host wrapper.
-/// `tag` (profile and architectures) keeps the objects of different builds
-/// apart.
+/// Objects go to `objects_dir` (one per cargo profile): the path of a
+/// binary's object must stay the same from build to build, since cargo
+/// relinks the binary when that file changes (see the wrapper's dep-info),
+/// not when the wrapper names another file.
 pub fn embed(
     built: &[Built],
     ptxas: Option<&Path>,
     out_dir: &Path,
-    tag: &str,
+    objects_dir: &Path,
     mut status: impl FnMut(&str, String),
 ) -> Result<Vec<ImageMapEntry>> {
     // One group per final binary, in the order the first pass reported them.
@@ -198,9 +200,9 @@ pub fn embed(
         let what: Vec<String> = images.iter().map(|i| format!("{} {}", i.kind, i.arch)).collect();
         let bundle = offload_image::write_bundle(&images);
         let object = host_object(&bundle, std::env::consts::ARCH)?;
-        let h = format!("{:08x}", fnv64(format!("{}\0{tag}", src.display()).as_bytes()) as u32);
+        let h = format!("{:08x}", fnv64(src.to_string_lossy().as_bytes()) as u32);
         let kind_tag = if a.test { "test" } else { a.kinds.first().map(String::as_str).unwrap_or("bin") };
-        let path = out_dir.join(format!("{}-{kind_tag}-{h}.o", a.crate_name));
+        let path = objects_dir.join(format!("{}-{kind_tag}-{h}.o", a.crate_name));
         write_if_changed(&path, &object)?;
         status(
             "Embedding",

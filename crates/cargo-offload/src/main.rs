@@ -18,6 +18,22 @@ use std::path::{Path, PathBuf};
 use cli::{CargoOpts, Command, DeviceOpts};
 use errors::{exit, CliError, Result};
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_tables() {
+        let c = Config::from_json(&serde_json::json!({"offload": {"arch": ["sm_80", "sm_90"], "target": "nvptx64-nvidia-cuda"}})).unwrap();
+        assert_eq!(c.arch, ["sm_80", "sm_90"]);
+        assert_eq!(c.target.as_deref(), Some("nvptx64-nvidia-cuda"));
+        assert_eq!(Config::from_json(&serde_json::json!({"offload": {"arch": "sm_90, gfx90a"}})).unwrap().arch, ["sm_90", "gfx90a"]);
+        assert!(Config::from_json(&serde_json::json!({})).unwrap().arch.is_empty());
+        assert_eq!(Config::from_json(&serde_json::json!({"offload": {"arch": 90}})).unwrap_err(), "`arch` must be a string or a list of strings, found 90");
+        assert_eq!(Config::from_json(&serde_json::json!({"offload": {"archs": []}})).unwrap_err(), "unknown key `archs` (known: arch, target)");
+    }
+}
+
 fn main() {
     let argv: Vec<OsString> = std::env::args_os().collect();
     if wrapper::is_wrapper_invocation(&argv) {
@@ -75,6 +91,50 @@ fn own_executables() -> Result<(PathBuf, PathBuf)> {
 
 struct Workspace {
     target_dir: PathBuf,
+    /// `[package.metadata.offload]` of the package in the current directory
+    /// (or `--manifest-path`), else `[workspace.metadata.offload]`.
+    config: Config,
+}
+
+/// Settings from `Cargo.toml`. Precedence, highest first: the command line,
+/// the environment (`OFFLOAD_ARCH`, `OFFLOAD_DEVICE_RUSTFLAGS`), this
+/// table, then the defaults (the GPU `nvidia-smi` reports, else `sm_80`).
+///
+/// ```toml
+/// [package.metadata.offload]
+/// arch = ["sm_80", "sm_90"]   # or "sm_90"; gfx… for AMD
+/// target = "nvptx64-nvidia-cuda"
+/// ```
+#[derive(Debug, Default)]
+struct Config {
+    arch: Vec<String>,
+    target: Option<String>,
+}
+
+impl Config {
+    fn from_json(v: &serde_json::Value) -> std::result::Result<Config, String> {
+        let Some(t) = v.get("offload") else { return Ok(Config::default()) };
+        let arch = match t.get("arch") {
+            None => Vec::new(),
+            Some(serde_json::Value::String(a)) => a.split(',').map(|s| s.trim().to_string()).collect(),
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .map(|x| x.as_str().map(String::from).ok_or_else(|| format!("`arch` entries must be strings, found {x}")))
+                .collect::<std::result::Result<_, _>>()?,
+            Some(other) => return Err(format!("`arch` must be a string or a list of strings, found {other}")),
+        };
+        let target = match t.get("target") {
+            None => None,
+            Some(serde_json::Value::String(s)) => Some(s.clone()),
+            Some(other) => return Err(format!("`target` must be a string, found {other}")),
+        };
+        for key in t.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default() {
+            if key != "arch" && key != "target" {
+                return Err(format!("unknown key `{key}` (known: arch, target)"));
+            }
+        }
+        Ok(Config { arch, target })
+    }
 }
 
 fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
@@ -86,9 +146,14 @@ fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     let meta = cmd.exec().map_err(|e| CliError::Metadata(e.to_string()))?;
     let target_dir = match &cargo.target_dir {
         Some(t) => std::path::absolute(t).unwrap_or_else(|_| t.clone()),
-        None => meta.target_directory.into_std_path_buf(),
+        None => meta.target_directory.clone().into_std_path_buf(),
     };
-    Ok(Workspace { target_dir })
+    let (source, table) = match meta.root_package() {
+        Some(p) if p.metadata.get("offload").is_some() => (format!("[package.metadata.offload] of {}", p.name), &p.metadata),
+        _ => ("[workspace.metadata.offload]".to_string(), &meta.workspace_metadata),
+    };
+    let config = Config::from_json(table).map_err(|e| CliError::Usage(format!("{source}: {e}")))?;
+    Ok(Workspace { target_dir, config })
 }
 
 /// One device image to build: a target triple and an architecture.
@@ -109,12 +174,15 @@ fn target_of(arch: &str) -> &'static str {
 /// The images to build, from `--arch` (a list), `OFFLOAD_ARCH`, the GPU
 /// `nvidia-smi` reports, or the default `sm_80`, in that order; each
 /// architecture checked against the ones `llc` knows for its target.
-fn resolve_devices(dev: &DeviceOpts, tc: &toolchain::DeviceToolchain) -> Result<Vec<DeviceSel>> {
+fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &toolchain::DeviceToolchain) -> Result<Vec<DeviceSel>> {
+    let target = dev.target.clone().or_else(|| config.target.clone());
     let (archs, from): (Vec<String>, &str) = if !dev.arch.is_empty() {
         (dev.arch.clone(), "--arch")
     } else if let Some(a) = std::env::var("OFFLOAD_ARCH").ok().filter(|a| !a.trim().is_empty()) {
         (a.split(',').map(|s| s.trim().to_string()).collect(), "OFFLOAD_ARCH")
-    } else if dev.target.as_deref().is_some_and(|t| t.starts_with("amdgcn")) {
+    } else if !config.arch.is_empty() {
+        (config.arch.clone(), "Cargo.toml [package.metadata.offload]")
+    } else if target.as_deref().is_some_and(|t| t.starts_with("amdgcn")) {
         return Err(CliError::Usage("--arch is required for amdgcn-amd-amdhsa (e.g. --arch gfx90a)".into()));
     } else {
         match toolchain::detect_gpu_arch() {
@@ -124,7 +192,7 @@ fn resolve_devices(dev: &DeviceOpts, tc: &toolchain::DeviceToolchain) -> Result<
     };
     let mut sels: Vec<DeviceSel> = Vec::new();
     for arch in archs.into_iter().filter(|a| !a.is_empty()) {
-        let triple = dev.target.clone().unwrap_or_else(|| target_of(&arch).to_string());
+        let triple = target.clone().unwrap_or_else(|| target_of(&arch).to_string());
         if !(triple.starts_with("nvptx64-nvidia-cuda") || triple.starts_with("amdgcn-amd-amdhsa")) {
             return Err(CliError::UnknownTarget(triple));
         }
@@ -156,7 +224,7 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
     let (me, linker) = own_executables()?;
     let ws = workspace(cargo)?;
     let tc = toolchain::find()?;
-    let sels = resolve_devices(dev, &tc)?;
+    let sels = resolve_devices(dev, &ws.config, &tc)?;
     if dev.verbose >= 1 {
         status::status(
             "Toolchain",
@@ -237,7 +305,8 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
             artifacts.push(embed::Built { artifact: a, triple: sel.triple.clone(), arch: sel.arch.clone() });
         }
     }
-    let map = embed::embed(&artifacts, tc.ptxas.as_deref(), &images_dir, &build_tag, |v, m| status::status(v, m))?;
+    let objects_dir = images_dir.join(&profile);
+    let map = embed::embed(&artifacts, tc.ptxas.as_deref(), &images_dir, &objects_dir, |v, m| status::status(v, m))?;
     if !map.is_empty() && map.iter().all(|e| e.kernels.is_empty()) {
         let mut names: Vec<String> = artifacts.iter().map(|a| a.artifact.describe()).collect();
         names.dedup();

@@ -427,3 +427,33 @@ fn one_binary_carries_images_for_several_architectures() {
     run.assert_success();
     assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{}", run.stdout);
 }
+
+/// `[package.metadata.offload]` sets the architectures; the environment and
+/// the command line override it, in that order.
+#[test]
+fn configuration_in_cargo_toml_and_its_precedence() {
+    let f = Fixture::new("bin-only");
+    f.edit("Cargo.toml", |s| s.replace("[dependencies]", "[package.metadata.offload]\narch = [\"sm_80\", \"sm_90\"]\n\n[dependencies]"));
+    let ptx_archs = |f: &Fixture| -> Vec<String> {
+        let mut a: Vec<String> = embedded_images(&f.host_exe("debug", "fixture_bin_only"))
+            .into_iter()
+            .filter(|i| i.0 == "PTX")
+            .map(|i| i.1)
+            .collect();
+        a.sort();
+        a
+    };
+    let out = f.offload(&["build"]);
+    out.assert_success();
+    assert!(out.stderr.contains("(Cargo.toml [package.metadata.offload])"), "{}", out.stderr);
+    assert_eq!(ptx_archs(&f), ["sm_80", "sm_90"]);
+    f.offload_env(&["build"], &[("OFFLOAD_ARCH", "sm_90")]).assert_success();
+    assert_eq!(ptx_archs(&f), ["sm_90"]);
+    f.offload_env(&["build", "--arch", "sm_80"], &[("OFFLOAD_ARCH", "sm_90")]).assert_success();
+    assert_eq!(ptx_archs(&f), ["sm_80"]);
+    // A mistake in the table is named.
+    f.edit("Cargo.toml", |s| s.replace("arch = [\"sm_80\", \"sm_90\"]", "archs = [\"sm_80\"]"));
+    let out = f.offload(&["build"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("[package.metadata.offload] of fixture_bin_only: unknown key `archs` (known: arch, target)"), "{}", out.stderr);
+}
