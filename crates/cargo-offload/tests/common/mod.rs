@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
@@ -61,6 +63,33 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 pub struct Fixture {
     pub dir: PathBuf,
     target: PathBuf,
+    /// Held while this fixture builds into the shared target directory.
+    lock: Option<String>,
+}
+
+/// Copies of one fixture build to the same paths in the shared target
+/// directory (`debug/fixture_bin_only`, its device image, ...), so the tests
+/// of one fixture take turns: otherwise a test can read the binary another
+/// test just rebuilt with other flags.
+static IN_USE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+static RELEASED: Condvar = Condvar::new();
+
+fn take_turn(name: &str) {
+    let mut in_use = IN_USE.lock().unwrap_or_else(|e| e.into_inner());
+    while in_use.get_or_insert_with(HashSet::new).contains(name) {
+        in_use = RELEASED.wait(in_use).unwrap_or_else(|e| e.into_inner());
+    }
+    in_use.get_or_insert_with(HashSet::new).insert(name.to_string());
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(name) = self.lock.take() {
+            let mut in_use = IN_USE.lock().unwrap_or_else(|e| e.into_inner());
+            in_use.get_or_insert_with(HashSet::new).remove(&name);
+            RELEASED.notify_all();
+        }
+    }
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -84,6 +113,10 @@ impl Fixture {
 
     /// A fresh copy with its own target directory.
     pub fn with_target(name: &str, target: PathBuf) -> Self {
+        let lock = (target == shared_target_dir()).then(|| {
+            take_turn(name);
+            name.to_string()
+        });
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures").join(format!("{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -94,7 +127,7 @@ impl Fixture {
         // Its own workspace: the copy lives below this repository's.
         let text = if text.contains("[workspace]") { text } else { text + "\n[workspace]\n" };
         std::fs::write(&manifest, text).unwrap();
-        Fixture { dir, target }
+        Fixture { dir, target, lock }
     }
 
     pub fn target_dir(&self) -> &Path {
