@@ -51,6 +51,9 @@ pub struct DevicePass<'a> {
     pub fast_math: bool,
     /// `--fmad`: `--fmad` for the device linker.
     pub fmad: bool,
+    /// Where the instantiations of generic kernels are listed (see
+    /// `generic.rs`).
+    pub generic_dir: PathBuf,
 }
 
 /// A device image cargo reported for one final binary.
@@ -149,6 +152,7 @@ impl DevicePass<'_> {
         if self.verbose >= 2 {
             e.push(set("OFFLOAD_LINK_LOG", self.link_log().display().to_string(), "offload-linker appends its commands here (-vv)"));
         }
+        e.push(set(crate::generic::DIR_VAR, self.generic_dir.display().to_string(), "the instantiations of generic kernels that host code uses"));
         e.push(set("OFFLOAD_LINK_CACHE", self.target_dir.join("link-cache").display().to_string(), "device links with identical inputs are reused"));
         e.push(set("OFFLOAD_LINK_RECORD", self.record_path("links").display().to_string(), "offload-linker records each link here"));
         e.push(set(crate::wrapper::COMPILE_LOG_VAR, self.record_path("compiles").display().to_string(), "the wrapper records each device compilation here"));

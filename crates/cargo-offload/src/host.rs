@@ -28,6 +28,12 @@ pub struct HostPass<'a> {
     pub map: &'a Path,
     pub verbose: u8,
     pub quiet: bool,
+    /// Where the instantiations of generic kernels are listed.
+    pub generic_dir: &'a Path,
+    /// Build only (`cargo build`, `cargo test --no-run`, `cargo bench
+    /// --no-run`), and log each generic kernel instantiation the binaries use
+    /// that their images lack into this file instead of failing.
+    pub collect: Option<&'a Path>,
 }
 
 impl HostPass<'_> {
@@ -38,15 +44,17 @@ impl HostPass<'_> {
 
     pub fn args(&self) -> Vec<String> {
         let mut a = Vec::new();
+        let build_only = self.collect.is_some();
         match self.action {
             Action::Build => a.push("build".into()),
+            Action::Run { .. } if build_only => a.push("build".into()),
             Action::Run { .. } => a.push("run".into()),
             Action::Test { no_run, filter, .. } | Action::Bench { no_run, filter, .. } => {
                 a.push(if matches!(self.action, Action::Bench { .. }) { "bench" } else { "test" }.into());
-                if *no_run {
+                if *no_run || build_only {
                     a.push("--no-run".into());
                 }
-                if let Some(f) = filter {
+                if let Some(f) = filter.as_ref().filter(|_| !build_only) {
                     a.push(f.clone());
                 }
             }
@@ -59,6 +67,7 @@ impl HostPass<'_> {
             a.push("--quiet".into());
         }
         let trailing = match self.action {
+            _ if build_only => &[],
             Action::Run { args } | Action::Test { args, .. } | Action::Bench { args, .. } => args.as_slice(),
             Action::Build => &[],
         };
@@ -78,7 +87,19 @@ impl HostPass<'_> {
             ),
             (PHASE_VAR.into(), "host".into(), "tells the wrapper which pass it serves"),
             (MAP_VAR.into(), self.map.display().to_string(), "which image object goes into which binary"),
+            (
+                crate::generic::DIR_VAR.into(),
+                self.generic_dir.display().to_string(),
+                "the instantiations of generic kernels that host code uses",
+            ),
         ];
+        if let Some(log) = self.collect {
+            e.push((
+                crate::generic::COLLECT_VAR.into(),
+                log.display().to_string(),
+                "collect the generic kernel instantiations the binaries use",
+            ));
+        }
         if let Some(w) = std::env::var_os("RUSTC_WORKSPACE_WRAPPER").filter(|w| !w.is_empty()) {
             e.push((INNER_VAR.into(), w.to_string_lossy().into_owned(), "your RUSTC_WORKSPACE_WRAPPER, chained"));
         }

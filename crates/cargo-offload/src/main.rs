@@ -7,6 +7,7 @@ mod device;
 mod doctor;
 mod embed;
 mod errors;
+mod generic;
 mod host;
 mod status;
 mod toolchain;
@@ -91,6 +92,8 @@ fn own_executables() -> Result<(PathBuf, PathBuf)> {
 
 struct Workspace {
     target_dir: PathBuf,
+    /// The workspace root (`cargo metadata`'s `workspace_root`).
+    root: PathBuf,
     /// `[package.metadata.offload]` of the package in the current directory
     /// (or `--manifest-path`), else `[workspace.metadata.offload]`.
     config: Config,
@@ -153,7 +156,7 @@ fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
         _ => ("[workspace.metadata.offload]".to_string(), &meta.workspace_metadata),
     };
     let config = Config::from_json(table).map_err(|e| CliError::Usage(format!("{source}: {e}")))?;
-    Ok(Workspace { target_dir, config })
+    Ok(Workspace { target_dir, root: meta.workspace_root.into_std_path_buf(), config })
 }
 
 /// One device image to build: a target triple and an architecture.
@@ -248,6 +251,10 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
     } else {
         ""
     };
+    // One directory of instantiation lists per workspace that uses this
+    // target directory: another workspace's lists say nothing about this one.
+    let root_hash = offload_image::symbol::hash32(&[&ws.root.display().to_string()]);
+    let generic_dir = ws.target_dir.join("offload").join("generic").join(format!("{root_hash:08x}"));
     let mut passes = Vec::new();
     for sel in &sels {
         let target_arg = if sel.triple.starts_with("amdgcn") {
@@ -270,6 +277,7 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
             quiet: dev.quiet,
             fast_math: dev.fast_math,
             fmad: dev.fmad,
+            generic_dir: generic_dir.clone(),
         });
     }
     let images_dir = ws.target_dir.join("offload").join("images");
@@ -277,8 +285,16 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
     let profile = cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() });
     let build_tag = format!("{profile}-{}{mode}", archs.join("+"));
     let map_path = embed::map_path(&images_dir, &build_tag);
-    let host =
-        host::HostPass { cargo, action: &action, wrapper: &me, map: &map_path, verbose: dev.verbose, quiet: dev.quiet };
+    let host = host::HostPass {
+        cargo,
+        action: &action,
+        wrapper: &me,
+        map: &map_path,
+        verbose: dev.verbose,
+        quiet: dev.quiet,
+        generic_dir: &generic_dir,
+        collect: None,
+    };
 
     if dev.dry_run {
         for (pass, sel) in passes.iter().zip(&sels) {
@@ -299,19 +315,66 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
         return Ok(exit::OK);
     }
 
-    let mut artifacts = Vec::new();
-    for (pass, sel) in passes.iter().zip(&sels) {
-        for a in pass.run()? {
-            artifacts.push(embed::Built { artifact: a, triple: sel.triple.clone(), arch: sel.arch.clone() });
-        }
-    }
     let objects_dir = images_dir.join(&profile);
-    let map = embed::embed(&artifacts, tc.ptxas.as_deref(), &images_dir, &objects_dir, |v, m| status::status(v, m))?;
-    if !map.is_empty() && map.iter().all(|e| e.kernels.is_empty()) {
+    // Returns the binaries' image map and their names.
+    let device_round = || -> Result<(Vec<embed::ImageMapEntry>, String)> {
+        let mut artifacts = Vec::new();
+        for (pass, sel) in passes.iter().zip(&sels) {
+            for a in pass.run()? {
+                artifacts.push(embed::Built { artifact: a, triple: sel.triple.clone(), arch: sel.arch.clone() });
+            }
+        }
+        let map = embed::embed(&artifacts, tc.ptxas.as_deref(), &images_dir, &objects_dir, status::status)?;
+        embed::write_map(&map_path, &map)?;
         let mut names: Vec<String> = artifacts.iter().map(|a| a.artifact.describe()).collect();
         names.dedup();
-        return Err(CliError::NoKernels { binaries: names.join(", ") });
+        Ok((map, names.join(", ")))
+    };
+    let no_kernels = |(map, binaries): &(Vec<embed::ImageMapEntry>, String)| -> Result<()> {
+        if !map.is_empty() && map.iter().all(|e| e.kernels.is_empty()) {
+            return Err(CliError::NoKernels { binaries: binaries.clone() });
+        }
+        Ok(())
+    };
+    // Generic kernels: a host build finds the instantiations the binaries
+    // use, and the lists the device pass reads are updated from it (see
+    // generic.rs). With lists from an earlier build, that comes first, so a
+    // list never names a type the code no longer has; on the first build,
+    // the device pass creates the lists and a second device round follows.
+    let collect = || -> Result<Option<i32>> {
+        let log = generic_dir.join(format!("collect-{}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        let code = host::HostPass { collect: Some(&log), ..host }.run()?;
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        if code != exit::OK {
+            return Ok(Some(code));
+        }
+        let added = generic::merge(&generic_dir, &text).map_err(|source| CliError::Io { path: generic_dir.clone(), source })?;
+        let mut by_kernel: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+        for (args, loc) in &added {
+            // `(f32,)` → `<f32>`, `(f32, u64)` → `<f32, u64>`
+            let inner = args.strip_prefix('(').and_then(|a| a.strip_suffix(')')).unwrap_or(args);
+            by_kernel.entry(loc.as_str()).or_default().push(format!("<{}>", inner.strip_suffix(',').unwrap_or(inner)));
+        }
+        for (loc, list) in by_kernel {
+            status::status("Generic", format!("kernel at {loc} instantiated for {}", list.join(", ")));
+        }
+        Ok(None)
+    };
+    let collected_first = generic::any_generic(&generic_dir);
+    if collected_first {
+        if let Some(code) = collect()? {
+            return Ok(code);
+        }
     }
-    embed::write_map(&map_path, &map)?;
+    let mut built = device_round()?;
+    if !collected_first && generic::any_generic(&generic_dir) {
+        if let Some(code) = collect()? {
+            return Ok(code);
+        }
+        built = device_round()?;
+    }
+    no_kernels(&built)?;
     host.run()
 }

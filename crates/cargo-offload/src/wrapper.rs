@@ -31,10 +31,14 @@
 //! Host phase (workspace members only, through `RUSTC_WORKSPACE_WRAPPER`):
 //! - `--check-cfg cfg(offload_device)` is added, so `#[cfg(offload_device)]`
 //!   does not warn;
+//! - `-C symbol-mangling-version=v0` is added, so that the instantiations of
+//!   generic kernels can be read from a binary's symbols (`generic.rs`);
 //! - a final crate (`bin`, or `--test`) with an image in the map gets
 //!   `-C link-arg=<image object>`, and after rustc succeeds, the object is
 //!   added to the first rule of rustc's dep-info file, so cargo relinks the
-//!   binary when the image changes.
+//!   binary when the image changes; then the binary's kernel records and
+//!   generic instantiations are checked against the image (or, in the
+//!   collect round, the instantiations are logged).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -163,7 +167,7 @@ pub fn device_args(args: &[String], root_src: Option<&str>) -> Vec<String> {
                 out.push(a.clone());
                 out.push(if v == "bin" { "cdylib".into() } else { v });
             }
-            s if s == "--crate-type=bin" => out.push("--crate-type=cdylib".into()),
+            "--crate-type=bin" => out.push("--crate-type=cdylib".into()),
             _ => out.push(a.clone()),
         }
     }
@@ -250,9 +254,19 @@ fn output_path(args: &[String]) -> Option<PathBuf> {
     Some(Path::new(out_dir).join(format!("{name}{extra}{}", std::env::consts::EXE_SUFFIX)))
 }
 
-/// The kernel records (`symbol\tfile:line`) that the launchers linked into
-/// a binary left in its section `offload_kernels`.
-pub fn kernel_records(exe: &Path) -> Vec<(String, String)> {
+/// One launcher's record in a binary's section `offload_kernels`:
+/// `symbol\tfile:line`, with `\tgeneric` for a generic kernel (whose
+/// `symbol` is the base of its instantiations' symbols).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KernelRecord {
+    pub symbol: String,
+    pub location: String,
+    pub generic: bool,
+}
+
+/// The kernel records that the launchers linked into a binary left in its
+/// section `offload_kernels`.
+pub fn kernel_records(exe: &Path) -> Vec<KernelRecord> {
     use object::{Object, ObjectSection};
     let Ok(bytes) = std::fs::read(exe) else { return Vec::new() };
     let Ok(file) = object::File::parse(&*bytes) else { return Vec::new() };
@@ -261,16 +275,77 @@ pub fn kernel_records(exe: &Path) -> Vec<(String, String)> {
         .filter(|r| !r.is_empty())
         .filter_map(|r| {
             let r = String::from_utf8_lossy(r);
-            let (sym, loc) = r.split_once('\t')?;
-            Some((sym.to_string(), loc.to_string()))
+            let mut parts = r.split('\t');
+            let symbol = parts.next()?.to_string();
+            let location = parts.next()?.to_string();
+            let generic = parts.next() == Some("generic");
+            Some(KernelRecord { symbol, location, generic })
         })
         .collect()
 }
 
-/// Checks that the image has a kernel for every launcher in the binary.
+/// The identity of a final binary in the lists of generic kernel
+/// instantiations: crate name, root source file, and whether it is a test.
+pub fn binary_key(args: &[String]) -> Option<String> {
+    let name = flag_value(args, "--crate-name")?;
+    let test = args.iter().any(|a| a == "--test");
+    if !test && !flag_values(args, "--crate-type").contains(&"bin") {
+        return None;
+    }
+    let src = source_file(args)?;
+    let src = std::fs::canonicalize(src).unwrap_or_else(|_| PathBuf::from(src));
+    Some(format!("{name} {}{}", src.display(), if test { " --test" } else { "" }).replace('\t', " "))
+}
+
+/// Collect round: logs the final binary `key` (crate `bin`, linked as
+/// `exe`) and the generic kernel instantiations it uses (see
+/// `generic::merge`).
+pub fn collect_instances(exe: &Path, bin: &str, key: &str, log: &Path) -> Result<(), String> {
+    use std::io::Write;
+    let records = kernel_records(exe);
+    let instances = crate::generic::instances_of(exe, bin, records.iter().any(|r| r.generic))?;
+    let mut text = format!("{key}\t-\n");
+    for i in &instances {
+        let loc = records.iter().find(|r| r.symbol == i.base).map(|r| r.location.as_str()).unwrap_or("?");
+        text.push_str(&format!("{key}\t{}\t{}\t{loc}\n", i.base, i.args));
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("error: cannot write {}: {e}", log.display()))?;
+    // One write per binary: cargo links binaries in parallel.
+    f.write_all(text.as_bytes()).map_err(|e| format!("error: cannot write {}: {e}", log.display()))
+}
+
+/// Checks that the image has a kernel for every launcher in the binary, and
+/// every instantiation of a generic kernel that the binary launches.
 pub fn check_kernels(exe: &Path, entry: &ImageMapEntry) -> Result<(), String> {
-    let mut missing: Vec<(String, String)> =
-        kernel_records(exe).into_iter().filter(|(sym, _)| !entry.kernels.contains(sym)).collect();
+    let records = kernel_records(exe);
+    let generic = records.iter().any(|r| r.generic);
+    let instances = crate::generic::instances_of(exe, &entry.crate_name, generic)?;
+    let absent: Vec<_> = instances.iter().filter(|i| !entry.kernels.contains(&i.symbol())).collect();
+    if !absent.is_empty() {
+        let list: String = absent
+            .iter()
+            .map(|i| {
+                let loc = records.iter().find(|r| r.symbol == i.base).map(|r| r.location.as_str()).unwrap_or("?");
+                format!("\n  `{}` for `{}`, generic kernel defined at {loc}", i.base, i.args)
+            })
+            .collect();
+        return Err(format!(
+            "error: {} instantiation(s) of generic kernels that `{}` launches are missing from its device image:{list}\n  \
+             = help: `cargo offload` compiles the instantiations it finds in a host build first; if this persists, \
+             report it with the output of `cargo offload build -vv`",
+            absent.len(),
+            entry.crate_name
+        ));
+    }
+    let mut missing: Vec<(String, String)> = records
+        .into_iter()
+        .filter(|r| !r.generic && !entry.kernels.contains(&r.symbol))
+        .map(|r| (r.symbol, r.location))
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -305,6 +380,10 @@ pub fn host_args(args: &[String], map: &[ImageMapEntry]) -> (Vec<String>, Option
     let mut out = args.to_vec();
     out.push("--check-cfg".into());
     out.push("cfg(offload_device)".into());
+    // v0 symbol names carry type arguments: `cargo offload` reads the
+    // instantiations of generic kernels from them (see `generic.rs`).
+    out.push("-C".into());
+    out.push("symbol-mangling-version=v0".into());
     match find_image(args, map) {
         Some(e) => {
             out.push("-C".into());
@@ -369,16 +448,37 @@ pub fn main(argv: Vec<OsString>) -> i32 {
             let (new_args, object) = host_args(args, &map);
             let code = run(&rustc, &new_args);
             if code == 0 {
-                if let (Some(obj), Some(d)) = (object, dep_info_path(args)) {
+                let collect = std::env::var_os(crate::generic::COLLECT_VAR).map(PathBuf::from);
+                // A final binary the collect round links before its image
+                // exists depends on a file that never exists, so that cargo
+                // links it again, with the image, in the round after.
+                let pending = match (&object, &collect) {
+                    (None, Some(log))
+                        if binary_key(args).is_some()
+                            && !flag_value(args, "--crate-name").is_some_and(|n| n.starts_with("build_script_")) =>
+                    {
+                        Some(log.with_file_name("image-pending"))
+                    }
+                    _ => None,
+                };
+                if let (Some(obj), Some(d)) = (object.or(pending), dep_info_path(args)) {
                     if let Ok(contents) = std::fs::read_to_string(&d) {
                         let _ = std::fs::write(&d, add_dep_info(&contents, &obj));
                     }
                 }
-                if let (Some(entry), Some(exe)) = (find_image(args, &map), output_path(args)) {
-                    if let Err(msg) = check_kernels(&exe, entry) {
-                        eprintln!("{msg}");
-                        return 1;
-                    }
+                let result = match (collect, binary_key(args), output_path(args), flag_value(args, "--crate-name")) {
+                    // Collect round: images may be out of date; only read
+                    // which generic kernel instantiations the binary uses.
+                    (Some(log), Some(key), Some(exe), Some(bin)) => collect_instances(&exe, bin, &key, &log),
+                    (Some(_), ..) => Ok(()),
+                    (None, ..) => match (find_image(args, &map), output_path(args)) {
+                        (Some(entry), Some(exe)) => check_kernels(&exe, entry),
+                        _ => Ok(()),
+                    },
+                };
+                if let Err(msg) = result {
+                    eprintln!("{msg}");
+                    return 1;
                 }
             }
             code

@@ -269,16 +269,44 @@ fn workspace_images_hold_exactly_the_reachable_kernels() {
     let names = |exe: &str| -> Vec<String> {
         let imgs = embedded_images(&f.host_exe("debug", exe));
         let ptx = imgs.iter().find(|i| i.0 == "PTX").unwrap_or_else(|| panic!("{exe}: {imgs:?}"));
-        ptx.2.iter().map(|k| k.trim_start_matches("__offload_kernel_").rsplit_once('_').unwrap().0.to_string()).collect()
+        // The kernel's crate and name: without the symbol's hash (and, for
+        // an instantiation of a generic kernel, the instantiation's hash).
+        let mut n: Vec<String> = ptx
+            .2
+            .iter()
+            .map(|k| {
+                let mut k = k.trim_start_matches("__offload_kernel_");
+                while let Some((head, h)) = k.rsplit_once('_').filter(|(_, h)| h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit())) {
+                    let _ = h;
+                    k = head;
+                }
+                k.to_string()
+            })
+            .collect();
+        n.sort();
+        n
     };
-    assert_eq!(names("ws_app_a"), ["ws_app_a_shift", "ws_kernels_scale"]);
-    assert_eq!(names("ws_app_b"), ["ws_kernels_scale"]);
+    // The library's generic `fill` is instantiated for f32 (app-a) and u64
+    // (app-b); both instantiations are the library's device code, so both
+    // binaries carry both, with the symbols `cargo offload` derives.
+    for exe in ["ws_app_a", "ws_app_b"] {
+        let imgs = embedded_images(&f.host_exe("debug", exe));
+        let all = &imgs.iter().find(|i| i.0 == "PTX").unwrap().2;
+        let fills: Vec<&String> = all.iter().filter(|k| k.starts_with("__offload_kernel_ws_kernels_fill_")).collect();
+        assert_eq!(fills.len(), 2, "{exe}: {all:?}");
+        let base = fills[0].rsplit_once('_').unwrap().0;
+        for ty in ["(f32,)", "(u64,)"] {
+            assert!(all.contains(&offload_image::symbol::instance(base, ty)), "{exe} lacks fill::<{ty}>: {all:?}");
+        }
+    }
+    assert_eq!(names("ws_app_a"), ["ws_app_a_shift", "ws_kernels_fill", "ws_kernels_fill", "ws_kernels_scale"]);
+    assert_eq!(names("ws_app_b"), ["ws_kernels_fill", "ws_kernels_fill", "ws_kernels_scale"]);
     let a = f.run_exe("debug", "ws_app_a", &[("OFFLOAD_DEVICE", "host")]);
     a.assert_success();
-    // Σ (2i + 1) for i < 100
-    assert_eq!(a.stdout.trim(), format!("sum={}", (0..100).map(|i| 2 * i + 1).sum::<i32>()));
+    // Σ (2i + 1) for i < 100; 300 × 7.5
+    assert_eq!(a.stdout.trim(), format!("sum={} fill=2250", (0..100).map(|i| 2 * i + 1).sum::<i32>()));
     let b = f.run_exe("debug", "ws_app_b", &[("OFFLOAD_DEVICE", "host")]);
-    assert_eq!(b.stdout.trim(), "[-3.0, -3.0, -3.0]");
+    assert_eq!(b.stdout.trim(), format!("[-3.0, -3.0, -3.0] [{m}, {m}]", m = u64::MAX - 1));
 
     let test = f.offload_env(&["test", "--arch", "sm_90", "--workspace"], &[("OFFLOAD_DEVICE", "host")]);
     test.assert_success();
@@ -296,7 +324,8 @@ fn workspace_images_hold_exactly_the_reachable_kernels() {
         .unwrap_or_else(|| panic!("{}", test.stderr));
     let imgs = embedded_images(&f.dir.join(unit));
     let kernels = &imgs.iter().find(|i| i.0 == "PTX").expect("PTX").2;
-    assert_eq!(kernels.len(), 2, "{kernels:?}");
+    // add_index, scale, and fill for f32 and u64
+    assert_eq!(kernels.len(), 4, "{kernels:?}");
     assert!(kernels.iter().any(|k| k.starts_with("__offload_kernel_ws_kernels_add_index_")), "{kernels:?}");
 }
 
@@ -456,4 +485,80 @@ fn configuration_in_cargo_toml_and_its_precedence() {
     let out = f.offload(&["build"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("[package.metadata.offload] of fixture_bin_only: unknown key `archs` (known: arch, target)"), "{}", out.stderr);
+}
+
+/// Generic kernels: `cargo offload` finds the instantiations the host code
+/// uses (f32, f64, u32, a user struct; two type parameters), compiles one
+/// device entry point each, and the binary launches them; a new
+/// instantiation is picked up by the next build; one that cannot exist on
+/// the device is an error at the user's call.
+#[test]
+fn generic_kernels_are_instantiated_for_the_types_host_code_uses() {
+    // (A fresh copy: a workspace root of its own, so no instantiation lists
+    // from an earlier run.)
+    let f = Fixture::new("generic");
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    out.assert_success();
+    assert!(
+        out.stderr.contains("Generic kernel at src/main.rs:23 instantiated for <f32>, <f64>, <fixture_generic::geom::Vec3>, <u32>"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("Generic kernel at src/main.rs:34 instantiated for <f32, f64>, <u16, u32>"), "{}", out.stderr);
+    let ptx = f.ptx("sm_90", "debug", "fixture_generic");
+    let entries = offload_image::ptx_entries(&ptx);
+    let instances = |kernel: &str| -> (String, usize) {
+        let of: Vec<&String> = entries.iter().filter(|e| e.starts_with(&format!("__offload_kernel_fixture_generic_{kernel}_"))).collect();
+        (of.first().map(|e| e.rsplit_once('_').unwrap().0.to_string()).unwrap_or_default(), of.len())
+    };
+    let (scale, n) = instances("scale");
+    assert_eq!(n, 4, "{entries:?}");
+    for ty in ["(f32,)", "(f64,)", "(u32,)", "(fixture_generic::geom::Vec3,)"] {
+        assert!(entries.contains(&offload_image::symbol::instance(&scale, ty)), "scale::<{ty}>: {entries:?}");
+    }
+    let (widen, n) = instances("widen");
+    assert_eq!(n, 2, "{entries:?}");
+    for ty in ["(f32, f64)", "(u16, u32)"] {
+        assert!(entries.contains(&offload_image::symbol::instance(&widen, ty)), "widen::<{ty}>: {entries:?}");
+    }
+    // Each launch against a host computation in f64 / u64.
+    let n = 1000u64;
+    let sa: f64 = (0..n).map(|i| (i as f32 * 0.25 * 3.0) as f64).sum();
+    let sb: f64 = (0..n).map(|i| i as f64 * 0.125 * -2.0).sum();
+    let sc: u64 = (0..n).map(|i| i * 7).sum();
+    let sp: f64 = (0..n).map(|i| (2.0 * i as f32 + 0.5 - 4.0 * i as f32) as f64).sum();
+    let sw: u64 = (0..n as u16).map(|i| i.wrapping_mul(977) as u64).sum();
+    let want = format!("f32={sa} f64={sb} u32={sc} vec3={sp} u16->u32={sw} f32->f64={sa}");
+    let run = f.run_exe("debug", "fixture_generic", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    assert_eq!(run.stdout.trim(), want);
+
+    // Nothing changed: no device work, no new instantiation.
+    let again = f.offload(&["build", "--arch", "sm_90"]);
+    again.assert_success();
+    assert!(again.stderr.contains("Device 0 crate(s) compiled, 0 image(s) linked"), "{}", again.stderr);
+    assert!(!again.stderr.contains("Generic"), "{}", again.stderr);
+
+    // A new instantiation in host code: found and compiled by the next build.
+    f.edit("src/main.rs", |s| {
+        s.replace(
+            "    let sa: f64",
+            "    let mut e: Vec<i64> = (0..10).collect();\n    scale(for_len(10), -5i64, &mut e).unwrap();\n    \
+             println!(\"i64={}\", e.iter().sum::<i64>());\n    let sa: f64",
+        )
+    });
+    let out = f.offload(&["run", "--arch", "sm_90"]);
+    out.assert_success();
+    assert!(out.stderr.contains("Generic kernel at src/main.rs:23 instantiated for <i64>"), "{}", out.stderr);
+    assert!(offload_image::ptx_entries(&f.ptx("sm_90", "debug", "fixture_generic")).contains(&offload_image::symbol::instance(&scale, "(i64,)")));
+    assert_eq!(out.stdout.lines().next(), Some(format!("i64={}", (0..10).map(|i| -5 * i).sum::<i64>()).as_str()), "{}", out.stdout);
+
+    // An instantiation that cannot exist on the device: an error at the call.
+    f.edit("src/main.rs", |s| {
+        s.replace("    let sa: f64", "    let mut s = vec![String::new()];\n    scale(for_len(1), String::new(), &mut s).unwrap();\n    let sa: f64")
+    });
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("`String` cannot be moved to the device"), "{}", out.stderr);
+    assert!(out.stderr.contains("scale(for_len(1), String::new(), &mut s)"), "{}", out.stderr);
 }

@@ -231,7 +231,7 @@ pub fn read_bundle(bytes: &[u8]) -> Result<(Vec<Image<'_>>, usize), FormatError>
     let count = u32_at(bytes, 12) as usize;
     let size64 = u64_at(bytes, 16);
     let table_end = HEADER_SIZE.saturating_add(count.saturating_mul(ENTRY_SIZE));
-    if size64 % 8 != 0 || size64 < table_end as u64 {
+    if !size64.is_multiple_of(8) || size64 < table_end as u64 {
         return Err(FormatError::BadSize(size64));
     }
     let size = usize::try_from(size64).map_err(|_| FormatError::BadSize(size64))?;
@@ -482,5 +482,58 @@ mod tests {
     fn entries_in_ptx() {
         let ptx = "// .globl k1\n.visible .entry k1(\n\t.param .u64 p\n)\n.entry k2()\n.func f()\n";
         assert_eq!(ptx_entries(ptx), vec!["k1", "k2"]);
+    }
+}
+
+/// Kernel symbols, derived identically by the proc macros (host and device
+/// passes, possibly different compilers) and by `cargo offload`.
+pub mod symbol {
+    /// FNV-1a, 64 bit, over `parts`, each followed by the byte `0xff` (so that
+    /// `("ab", "c")` and `("a", "bc")` differ): a tiny hash that is the same
+    /// on every compiler and platform.
+    pub fn fnv1a(parts: &[&str]) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for part in parts {
+            for b in part.bytes().chain([0xff]) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        h
+    }
+
+    /// [`fnv1a`] folded to 32 bits.
+    pub fn hash32(parts: &[&str]) -> u32 {
+        let h = fnv1a(parts);
+        (h >> 32) as u32 ^ h as u32
+    }
+
+    /// The device symbol of one instantiation of a generic kernel:
+    /// `<base>_<hash of args>`, where `base` is the generic kernel's symbol
+    /// (`__offload_kernel_<crate>_<fn>_<hash>`) and `args` the tuple of its
+    /// type arguments as `core::any::type_name` spells it, e.g. `(f32,)` or
+    /// `(f64, my_crate::Vec3)` (the host binary's v0 symbol names, demangled,
+    /// spell it the same way).
+    pub fn instance(base: &str, args: &str) -> String {
+        format!("{base}_{:08x}", hash32(&[args]))
+    }
+
+    /// The file, in `dir`, listing the instantiations of the generic kernel
+    /// `base` that host code uses: lines `<args>\t<binary>`.
+    pub fn instances_file(dir: &std::path::Path, base: &str) -> std::path::PathBuf {
+        dir.join(format!("{base}.txt"))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn instance_symbols_are_stable_and_distinct() {
+            assert_eq!(instance("__offload_kernel_c_k_1", "(f32,)"), instance("__offload_kernel_c_k_1", "(f32,)"));
+            assert_ne!(instance("__offload_kernel_c_k_1", "(f32,)"), instance("__offload_kernel_c_k_1", "(f64,)"));
+            assert!(instance("b", "f32").starts_with("b_") && instance("b", "f32").len() == 2 + 8);
+            assert_ne!(fnv1a(&["ab", "c"]), fnv1a(&["a", "bc"]));
+        }
     }
 }

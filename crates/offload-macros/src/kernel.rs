@@ -17,6 +17,8 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
+use offload_image::symbol::{hash32, instance, instances_file};
+use syn::visit_mut::VisitMut;
 use syn::{FnArg, GenericParam, Ident, ItemFn, Pat, ReturnType, Type};
 
 /// How an argument travels, decided by its written type (as in rustc's
@@ -114,19 +116,15 @@ fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
         push(&mut errors, syn::Error::new_spanned(v, "a kernel cannot be variadic"));
     }
     for gp in &sig.generics.params {
-        match gp {
-            GenericParam::Lifetime(_) => {}
-            other => push(
+        if let GenericParam::Const(c) = gp {
+            push(
                 &mut errors,
                 syn::Error::new_spanned(
-                    other,
-                    "generic kernels are not supported yet: write one kernel per element type",
+                    c,
+                    "const generic kernels are not supported yet: pass the value as a kernel argument",
                 ),
-            ),
+            );
         }
-    }
-    if let Some(wc) = &sig.generics.where_clause {
-        push(&mut errors, syn::Error::new_spanned(wc, "a kernel cannot have a `where` clause"));
     }
     if let ReturnType::Type(_, ty) = &sig.output {
         let unit = matches!(&**ty, Type::Tuple(t) if t.elems.is_empty());
@@ -227,19 +225,6 @@ fn strip_groups(ty: &Type) -> &Type {
     }
 }
 
-/// FNV-1a, 64 bit: a tiny, stable hash so that the host and device passes,
-/// which may run different compilers, derive the same kernel symbol.
-fn fnv1a(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for b in part.bytes().chain([0xff]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h
-}
-
 /// The kernel's exported symbol:
 /// `__offload_kernel_<crate>_<fn>_<hash>`, where the hash covers the crate
 /// name, the source file, line and column of the function's name, and the
@@ -252,8 +237,8 @@ fn symbol(name: &Ident) -> String {
     let (file, line, col) = location(name.span());
     let fname = name.to_string();
     let fname = fname.trim_start_matches("r#");
-    let h = fnv1a(&[&krate, &file, &line.to_string(), &col.to_string(), fname]);
-    format!("__offload_kernel_{krate}_{}_{:08x}", ascii_name(fname), (h >> 32) as u32 ^ h as u32)
+    let h = hash32(&[&krate, &file, &line.to_string(), &col.to_string(), fname]);
+    format!("__offload_kernel_{krate}_{}_{h:08x}", ascii_name(fname))
 }
 
 /// A Rust identifier as a PTX/ELF-safe name: ASCII letters, digits and `_`
@@ -280,16 +265,272 @@ fn location(span: Span) -> (String, usize, usize) {
     }
 }
 
+/// Replaces a generic kernel's type parameters by the types of one
+/// instantiation (`T` → `f32`), in every type it visits.
+struct Subst<'a>(&'a [(Ident, Type)]);
+
+impl VisitMut for Subst<'_> {
+    fn visit_type_mut(&mut self, ty: &mut Type) {
+        if let Type::Path(tp) = ty {
+            if tp.qself.is_none() && tp.path.leading_colon.is_none() && tp.path.segments.len() == 1 {
+                let seg = &tp.path.segments[0];
+                if seg.arguments.is_none() {
+                    if let Some((_, to)) = self.0.iter().find(|(id, _)| *id == seg.ident) {
+                        *ty = to.clone();
+                        return;
+                    }
+                }
+            }
+        }
+        syn::visit_mut::visit_type_mut(self, ty);
+    }
+}
+
+/// Makes a type path that the host binary's symbols spell from the crate
+/// root (`my_crate::m::Vec3`, `dep::Pair<f32>`) resolvable in the kernel's
+/// crate: its own crate's name becomes `crate`, another crate's gets a
+/// leading `::`. Primitive types and other one-segment paths stay.
+struct RootPaths<'a>(&'a str);
+
+impl VisitMut for RootPaths<'_> {
+    fn visit_type_path_mut(&mut self, tp: &mut syn::TypePath) {
+        if tp.qself.is_none() && tp.path.leading_colon.is_none() && tp.path.segments.len() >= 2 {
+            let first = &mut tp.path.segments[0];
+            if first.ident == self.0 {
+                first.ident = Ident::new("crate", first.ident.span());
+            } else {
+                tp.path.leading_colon = Some(Default::default());
+            }
+        }
+        syn::visit_mut::visit_type_path_mut(self, tp);
+    }
+}
+
+/// Whether `ty` mentions one of `params` (as a one-segment path).
+fn mentions(ty: &Type, params: &[Ident]) -> bool {
+    struct Find<'a>(&'a [Ident], bool);
+    impl<'ast> syn::visit::Visit<'ast> for Find<'_> {
+        fn visit_type_path(&mut self, tp: &'ast syn::TypePath) {
+            if tp.qself.is_none() && tp.path.leading_colon.is_none() {
+                if let Some(first) = tp.path.segments.first() {
+                    if self.0.contains(&first.ident) {
+                        self.1 = true;
+                    }
+                }
+            }
+            syn::visit::visit_type_path(self, tp);
+        }
+    }
+    let mut f = Find(params, false);
+    syn::visit::Visit::visit_type(&mut f, ty);
+    f.1
+}
+
+/// One instantiation of a generic kernel that host code uses.
+struct Instance {
+    /// The type arguments, as types resolvable in the kernel's crate.
+    types: Vec<Type>,
+    /// The device symbol, `<base>_<hash of the type arguments' tuple>`.
+    symbol: String,
+}
+
+/// The instantiations of the generic kernel `sym` that `cargo offload`
+/// collected from the host binaries (`$__OFFLOAD_GENERIC_DIR/<sym>.txt`:
+/// lines `<type_name of the tuple of type arguments>\t<binary>`), with the
+/// list file, which the device code includes so that cargo recompiles this
+/// crate's device pass when the list changes. The host side never reads it.
+/// Outside `cargo offload` there is no list (and no device pass).
+fn instances(sym: &str, name: &Ident, n_params: usize) -> (Option<String>, Vec<Instance>, Option<syn::Error>) {
+    let Some(dir) = std::env::var_os("__OFFLOAD_GENERIC_DIR") else { return (None, Vec::new(), None) };
+    let path = instances_file(std::path::Path::new(&dir), sym);
+    // Created empty on first sight: the file must exist for `include_bytes!`,
+    // and cargo then notices when `cargo offload` fills it in.
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::OpenOptions::new().create(true).append(true).open(&path);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            let msg = format!("cannot read the instantiations of generic kernel `{name}` from {}: {e}", path.display());
+            return (None, Vec::new(), Some(syn::Error::new(name.span(), msg)));
+        }
+    };
+    let krate = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
+    let mut out = Vec::new();
+    let mut errors: Option<syn::Error> = None;
+    // Lines are `<type_name of the tuple of type arguments>\t<binary>`; a
+    // tuple used by several binaries appears once per binary.
+    let mut keys: Vec<&str> = text.lines().filter_map(|l| l.split('\t').next()).map(str::trim).filter(|l| !l.is_empty()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        match syn::parse_str::<Type>(key) {
+            Ok(Type::Tuple(t)) => {
+                // A stale line (the kernel had another number of type
+                // parameters when the binary was linked) is skipped.
+                if t.elems.len() != n_params {
+                    continue;
+                }
+                let mut types: Vec<Type> = t.elems.into_iter().collect();
+                for t in &mut types {
+                    RootPaths(&krate).visit_type_mut(t);
+                    // Spans at the kernel's name: errors about a type the
+                    // kernel's crate cannot name point there.
+                    *t = respan(t, name.span());
+                }
+                out.push(Instance { types, symbol: instance(sym, key) });
+            }
+            // Not a tuple: a line of another format, skipped.
+            Ok(_) => {}
+            Err(_) => push(
+                &mut errors,
+                syn::Error::new(
+                    name.span(),
+                    format!(
+                        "the host code launches generic kernel `{name}` with the type arguments `{key}`, which \
+                         cannot be written here as Rust types; give the kernel's type parameters types that its \
+                         crate can name"
+                    ),
+                ),
+            ),
+        }
+    }
+    (Some(path.display().to_string()), out, errors)
+}
+
+fn respan(ty: &Type, span: Span) -> Type {
+    let tokens: TokenStream = quote!(#ty)
+        .into_iter()
+        .map(|mut t| {
+            t.set_span(span);
+            t
+        })
+        .collect();
+    syn::parse2(tokens).unwrap_or_else(|_| ty.clone())
+}
+
+/// The device entry point's parameters, the arguments it passes to the
+/// body, and the compile-time checks of the mapped types; with the types of
+/// `subst` in place of the type parameters of a generic kernel.
+fn entry_parts(k: &Kernel, subst: &[(Ident, Type)]) -> (Vec<TokenStream>, Vec<TokenStream>, Vec<TokenStream>) {
+    let mut entry_params = Vec::new();
+    let mut entry_args = Vec::new();
+    let mut entry_checks = Vec::new();
+    let sub = |t: &Type| {
+        let mut t = t.clone();
+        Subst(subst).visit_type_mut(&mut t);
+        t
+    };
+    for p in &k.params {
+        let n = &p.name;
+        let ptr = format_ident!("{}__ptr", n);
+        let len = format_ident!("{}__len", n);
+        let span = p.ty.span();
+        let ty = sub(&p.ty);
+        match &p.mapping {
+            Mapping::Value => {
+                entry_params.push(quote!(#n: #ty));
+                entry_args.push(quote!(#n));
+                entry_checks.push(quote_spanned!(span=> ::offload::__private::assert_device_copy::<#ty>();));
+            }
+            Mapping::SliceTo(elem) => {
+                let elem = sub(elem);
+                // The pointer is typed `&[T; 0]`: rustc marks it `noalias
+                // readonly nonnull` (no `dereferenceable`, so an empty slice's
+                // dangling pointer is valid), which lets the backend load through
+                // the read-only data cache (`ld.global.nc`) as nvcc does for
+                // `const T* __restrict__`. See `__private::slice_from_param`.
+                entry_params.push(quote!(#ptr: &[#elem; 0]));
+                entry_params.push(quote!(#len: usize));
+                // SAFETY: the launcher mapped `len` initialized elements at `ptr`
+                // (a dangling, aligned pointer when `len == 0`) to the device for
+                // the whole launch, and nothing writes them.
+                entry_args.push(quote!(unsafe { ::offload::__private::slice_from_param(#ptr, #len) }));
+                entry_checks.push(quote_spanned!(span=> ::offload::__private::assert_map_elem::<#elem>();));
+            }
+            Mapping::SliceToFrom(elem) => {
+                let elem = sub(elem);
+                entry_params.push(quote!(#ptr: *mut #elem));
+                entry_params.push(quote!(#len: usize));
+                // SAFETY: the launcher mapped `len` elements at `ptr` to and from
+                // the device, exclusively for this launch.
+                entry_args.push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, #len) }));
+                entry_checks.push(quote_spanned!(span=> ::offload::__private::assert_device_copy::<#elem>();));
+            }
+            Mapping::RefTo(elem) => {
+                let elem = sub(elem);
+                // `&T` directly: `noalias readonly`, as for `SliceTo`.
+                entry_params.push(quote!(#n: &#elem));
+                entry_args.push(quote!(#n));
+                entry_checks.push(quote_spanned!(span=> ::offload::__private::assert_map_elem::<#elem>();));
+            }
+            Mapping::RefToFrom(elem) => {
+                let elem = sub(elem);
+                entry_params.push(quote!(#ptr: *mut #elem));
+                // SAFETY: the launcher mapped one element to and from `ptr`,
+                // exclusively for this launch.
+                entry_args.push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, 1) }));
+                entry_checks.push(quote_spanned!(span=> ::offload::__private::assert_device_copy::<#elem>();));
+            }
+        }
+    }
+    (entry_params, entry_args, entry_checks)
+}
+
 fn generate(k: &Kernel) -> TokenStream {
     let func = &k.func;
     let attrs = &func.attrs;
     let vis = &func.vis;
     let name = &func.sig.ident;
     let generics = &func.sig.generics;
+    let where_clause = &generics.where_clause;
     let body = &func.block;
     let name_str = name.to_string();
     let sym = symbol(name);
     let entry = format_ident!("__offload_entry_{}", name);
+    let type_params: Vec<Ident> = generics.type_params().map(|t| t.ident.clone()).collect();
+    let generic = !type_params.is_empty();
+    // Each mapped type that mentions a type parameter gets the bound the
+    // mapping needs, on the launcher (so that an instantiation that cannot
+    // exist on the device, `scale::<String>`, is an error at the user's
+    // call) and on the bodies (whose `DisjointSlice<T>` needs it too).
+    let bounded_where = generic.then(|| {
+        let mut wc = where_clause.clone().unwrap_or_else(|| syn::WhereClause {
+            where_token: Default::default(),
+            predicates: Default::default(),
+        });
+        let mut seen = std::collections::HashSet::new();
+        for p in &k.params {
+            let (moved, bound) = match &p.mapping {
+                Mapping::Value => (&p.ty, quote!(::offload::DeviceCopy)),
+                Mapping::SliceToFrom(e) | Mapping::RefToFrom(e) => (e, quote!(::offload::DeviceCopy)),
+                Mapping::SliceTo(e) | Mapping::RefTo(e) => (e, quote!(::offload::MapElem)),
+            };
+            if mentions(moved, &type_params) && seen.insert(quote!(#moved: #bound).to_string()) {
+                wc.predicates.push(syn::parse_quote_spanned!(moved.span()=> #moved: #bound));
+            }
+        }
+        wc
+    });
+    let where_clause = if generic { &bounded_where } else { where_clause };
+    let (list_file, instances, instance_errors) =
+        if generic { instances(&sym, name, type_params.len()) } else { (None, Vec::new(), None) };
+    // Errors about instantiations are the device pass's: the host never
+    // reads the list.
+    let instance_errors = instance_errors.map(|e| {
+        let e = e.to_compile_error();
+        quote! {
+            #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+            const _: () = { #e };
+        }
+    });
+    // The list of instantiations is an input of this crate's device pass
+    // (cargo's dep-info then recompiles it when the list changes).
+    let track = list_file.map(|f| {
+        quote! {
+            #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+            const _: &[u8] = ::core::include_bytes!(#f);
+        }
+    });
 
     // Parameters of the body as the kernel code sees them (both sides).
     let body_params = k.params.iter().map(|p| {
@@ -307,73 +548,49 @@ fn generate(k: &Kernel) -> TokenStream {
     let body_params: Vec<_> = body_params.collect();
 
     // ---- device side ----------------------------------------------------
-    let mut entry_params = Vec::new();
-    let mut entry_args = Vec::new();
-    let mut entry_checks = Vec::new();
-    for p in &k.params {
-        let n = &p.name;
-        let ptr = format_ident!("{}__ptr", n);
-        let len = format_ident!("{}__len", n);
-        let ty = &p.ty;
-        match &p.mapping {
-            Mapping::Value => {
-                entry_params.push(quote!(#n: #ty));
-                entry_args.push(quote!(#n));
-                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#ty>();));
-            }
-            Mapping::SliceTo(elem) => {
-                // The pointer is typed `&[T; 0]`: rustc marks it `noalias
-                // readonly nonnull` (no `dereferenceable`, so an empty slice's
-                // dangling pointer is valid), which lets the backend load through
-                // the read-only data cache (`ld.global.nc`) as nvcc does for
-                // `const T* __restrict__`. See `__private::slice_from_param`.
-                entry_params.push(quote!(#ptr: &[#elem; 0]));
-                entry_params.push(quote!(#len: usize));
-                // SAFETY: the launcher mapped `len` initialized elements at `ptr`
-                // (a dangling, aligned pointer when `len == 0`) to the device for
-                // the whole launch, and nothing writes them.
-                entry_args.push(quote!(unsafe { ::offload::__private::slice_from_param(#ptr, #len) }));
-                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_map_elem::<#elem>();));
-            }
-            Mapping::SliceToFrom(elem) => {
-                entry_params.push(quote!(#ptr: *mut #elem));
-                entry_params.push(quote!(#len: usize));
-                // SAFETY: the launcher mapped `len` elements at `ptr` to and from
-                // the device, exclusively for this launch.
-                entry_args.push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, #len) }));
-                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#elem>();));
-            }
-            Mapping::RefTo(elem) => {
-                // `&T` directly: `noalias readonly`, as for `SliceTo`.
-                entry_params.push(quote!(#n: &#elem));
-                entry_args.push(quote!(#n));
-                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_map_elem::<#elem>();));
-            }
-            Mapping::RefToFrom(elem) => {
-                entry_params.push(quote!(#ptr: *mut #elem));
-                // SAFETY: the launcher mapped one element to and from `ptr`,
-                // exclusively for this launch.
-                entry_args.push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, 1) }));
-                entry_checks.push(quote_spanned!(ty.span()=> ::offload::__private::assert_device_copy::<#elem>();));
-            }
-        }
-    }
+    let entries: Vec<TokenStream> = if generic {
+        instances
+            .iter()
+            .map(|inst| {
+                let subst: Vec<(Ident, Type)> = type_params.iter().cloned().zip(inst.types.iter().cloned()).collect();
+                let (params, args, checks) = entry_parts(k, &subst);
+                let isym = &inst.symbol;
+                let types = &inst.types;
+                quote! {
+                    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+                    const _: () = {
+                        ::offload::__private::kernel_entry! {
+                            #isym, #entry, (#(#params),*), {
+                                #(#checks)*
+                                #name::<#(#types),*>(#(#args),*)
+                            }
+                        }
+                    };
+                }
+            })
+            .collect()
+    } else {
+        let (params, args, checks) = entry_parts(k, &[]);
+        vec![quote! {
+            #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+            const _: () = {
+                ::offload::__private::kernel_entry! {
+                    #sym, #entry, (#(#params),*), {
+                        #(#checks)*
+                        #name(#(#args),*)
+                    }
+                }
+            };
+        }]
+    };
 
     let device = quote! {
         #(#attrs)*
         #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
         #[allow(unused_mut, clippy::needless_lifetimes)]
-        #vis fn #name #generics (#(#body_params),*) #body
+        #vis fn #name #generics (#(#body_params),*) #where_clause #body
 
-        #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
-        const _: () = {
-            ::offload::__private::kernel_entry! {
-                #sym, #entry, (#(#entry_params),*), {
-                    #(#entry_checks)*
-                    #name(#(#entry_args),*)
-                }
-            }
-        };
+        #(#entries)*
     };
 
     // ---- host side ------------------------------------------------------
@@ -428,6 +645,47 @@ fn generate(k: &Kernel) -> TokenStream {
         }
     }
     let launch_ident = Ident::new("__offload_launch", Span::mixed_site());
+    let base_info = quote! {
+        ::offload::__private::KernelInfo {
+            name: #name_str,
+            symbol: #sym,
+            module_path: ::core::module_path!(),
+            file: ::core::file!(),
+            line: ::core::line!(),
+            instance: "",
+        }
+    };
+    // "symbol\tfile:line[\tgeneric]\0" in section `offload_kernels`: after
+    // linking, `cargo offload` checks that the image has every kernel a
+    // binary can launch (for a generic kernel, every instantiation it finds
+    // in the binary's symbols).
+    let record_tail = if generic { "\tgeneric\0" } else { "\0" };
+
+    // A generic kernel's launcher finds the instantiation's device symbol at
+    // run time: `marker::<(T, …)>()`, a function that is never inlined or
+    // merged with another instance, returns `type_name` of the tuple of the
+    // type arguments, which keys the symbol (`offload_image::symbol::
+    // instance`). `cargo offload` reads the marker's instances back from the
+    // binary's v0 symbol names, which spell the tuple the same way.
+    let marker = Ident::new(&sym, name.span());
+    let (select, marker_fn) = if generic {
+        let select = quote! {
+            static __OFFLOAD_INSTANCES: ::offload::__private::Instances = ::offload::__private::Instances::new();
+            let __offload_kernel = __OFFLOAD_INSTANCES.get(#marker::<(#(#type_params,)*)>(), &__OFFLOAD_KERNEL);
+        };
+        let marker_fn = quote! {
+            #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+            #[doc(hidden)]
+            #[inline(never)]
+            #[allow(non_snake_case, dead_code)]
+            fn #marker<Args>() -> &'static str {
+                ::core::hint::black_box(::core::any::type_name::<Args>())
+            }
+        };
+        (select, marker_fn)
+    } else {
+        (quote!(let __offload_kernel = &__OFFLOAD_KERNEL;), quote!())
+    };
 
     let host = quote! {
         #(#attrs)*
@@ -436,44 +694,39 @@ fn generate(k: &Kernel) -> TokenStream {
         #vis fn #name #generics (
             #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
             #(#user_params),*
-        ) -> ::offload::Result<()> {
+        ) -> ::offload::Result<()> #where_clause {
             #[allow(unused_mut, clippy::needless_lifetimes)]
-            fn __offload_body #generics (#(#body_params),*) #body
+            fn __offload_body #generics (#(#body_params),*) #where_clause #body
 
-            static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo =
-                ::offload::__private::KernelInfo {
-                    name: #name_str,
-                    symbol: #sym,
-                    module_path: ::core::module_path!(),
-                    file: ::core::file!(),
-                    line: ::core::line!(),
-                };
-            // "symbol\tfile:line\0" in section `offload_kernels`: after linking,
-            // `cargo offload` checks that the image has every kernel a binary
-            // can launch.
+            static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo = #base_info;
             const __OFFLOAD_RECORD: &str =
-                ::core::concat!(#sym, "\t", ::core::file!(), ":", ::core::line!(), "\0");
+                ::core::concat!(#sym, "\t", ::core::file!(), ":", ::core::line!(), #record_tail);
             #[cfg_attr(target_os = "linux", link_section = "offload_kernels")]
             #[used]
             static __OFFLOAD_KERNEL_RECORD: [u8; __OFFLOAD_RECORD.len()] =
                 ::offload::__private::record_bytes(__OFFLOAD_RECORD);
+            #select
             #(#prep)*
             let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
+            let __offload_host = move || __offload_body(#(#call_args),*);
             ::offload::__private::launch(
-                &__OFFLOAD_KERNEL,
+                __offload_kernel,
                 ::core::convert::Into::into(#launch_ident),
                 __offload_args,
-                &move || __offload_body(#(#call_args),*),
+                &__offload_host,
             )
         }
+
+        #marker_fn
     };
 
-    quote! { #device #host }
+    quote! { #instance_errors #track #device #host }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use offload_image::symbol::fnv1a;
 
     fn errors_of(src: &str) -> String {
         let item: TokenStream = src.parse().unwrap();
@@ -490,10 +743,12 @@ mod tests {
 
     #[test]
     fn rejects_each_unsupported_form() {
-        let e = errors_of("async unsafe fn k<T>(self, (a, b): (f32, f32)) -> f32 { 0.0 }");
+        let e = errors_of("async unsafe fn k<T, const N: usize>(self, (a, b): (f32, f32)) -> f32 { 0.0 }");
         assert!(e.contains("cannot be `async`"), "{e}");
         assert!(e.contains("cannot be `unsafe fn`"), "{e}");
-        assert!(e.contains("generic kernels are not supported yet"), "{e}");
+        // Type parameters are fine (generic kernels); const ones are not yet.
+        assert!(e.contains("const generic kernels are not supported yet"), "{e}");
+        assert_eq!(e.matches("generic").count(), 1, "{e}");
         assert!(e.contains("cannot take `self`"), "{e}");
         assert!(e.contains("plain names"), "{e}");
         assert!(e.contains("returns nothing"), "{e}");

@@ -10,12 +10,12 @@ pub use crate::print::print_fmt;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use crate::args::{MapIn, MapInOut};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use crate::launch::{launch, ArgSpec, KernelInfo};
+pub use crate::launch::{launch, ArgSpec, Instances, KernelInfo};
 
 /// Compile-time check that `T` may cross to the device; the generated call
 /// carries the span of the user's type so the error lands there.
 #[inline(always)]
-pub const fn assert_device_copy<T: DeviceCopy + ?Sized>() {}
+pub const fn assert_device_copy<T: DeviceCopy>() {}
 
 /// Compile-time check that `T` may be the element of a mapped `&[T]` / `&T`
 /// (plain data, or an atomic that is copied back after the launch).

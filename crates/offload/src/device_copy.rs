@@ -56,6 +56,11 @@ unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 /// and every bit pattern the device can leave is a valid value;
 /// `ATOMIC_BYTES` is 0 for plain data, else the size of the atomic (4 or 8),
 /// which must be `size_of::<Self>()`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be moved to the device",
+    label = "kernel arguments and mapped elements must be plain data (`DeviceCopy`) or an `offload::atomic` type",
+    note = "by value: integers, floats, `bool`, arrays of them, and `#[repr(C)]` structs with `#[derive(Clone, Copy, offload::DeviceCopy)]`"
+)]
 pub unsafe trait MapElem: Sync + 'static {
     /// 0 for plain data (copied to the device only); 4 or 8 for atomics,
     /// whose new values are stored back into the host's atomics after the

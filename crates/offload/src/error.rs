@@ -68,6 +68,18 @@ pub enum Error {
         available: Vec<String>,
     },
 
+    /// A generic kernel was launched on a GPU with type arguments the device
+    /// image has no code for: the binary was not built by `cargo offload`,
+    /// or the instantiation happens in a crate outside the workspace, whose
+    /// symbols `cargo offload` does not read.
+    #[error("kernel `{kernel}` was launched with the type arguments `<{instance}>`, but the device image has no code for that instantiation. Build with `cargo offload`, which compiles every instantiation that the workspace's host code uses (one made inside a crate outside the workspace is not seen: launch the kernel from a workspace member)")]
+    InstanceNotBuilt {
+        /// The generic kernel's Rust path.
+        kernel: String,
+        /// Its type arguments, as `core::any::type_name` spells them.
+        instance: String,
+    },
+
     /// The launch configuration is out of the limits CUDA imposes
     /// (CUDA C++ Programming Guide, "Compute Capabilities", table of
     /// technical specifications), checked identically on every backend.

@@ -24,12 +24,19 @@ pub struct KernelInfo {
     pub file: &'static str,
     /// `line!()` of the definition.
     pub line: u32,
+    /// For one instantiation of a generic kernel, its type arguments as the
+    /// host binary's symbols spell them (`f32`, `f64, app::Vec3`); else "".
+    pub instance: &'static str,
 }
 
 impl KernelInfo {
     /// `module::path::name`.
     pub fn path(&self) -> String {
-        format!("{}::{}", self.module_path, self.name)
+        if self.instance.is_empty() {
+            format!("{}::{}", self.module_path, self.name)
+        } else {
+            format!("{}::{}::<{}>", self.module_path, self.name, self.instance)
+        }
     }
 }
 
@@ -115,4 +122,43 @@ pub fn launch(
         );
     }
     result
+}
+
+/// The instantiations of one generic kernel that this process launched:
+/// for each tuple of type arguments (`core::any::type_name` of it, e.g.
+/// `(f32,)`), its [`KernelInfo`], whose symbol is
+/// `offload_image::symbol::instance(<generic symbol>, <tuple>)`, the entry
+/// point `cargo offload` compiled for it. Each is created once and lives for
+/// the rest of the process (a backend caches its function by the
+/// `KernelInfo`'s address), so memory grows with the number of distinct
+/// instantiations, never with launches.
+pub struct Instances(std::sync::Mutex<std::vec::Vec<(&'static str, &'static KernelInfo)>>);
+
+impl Instances {
+    /// No instantiation yet.
+    pub const fn new() -> Self {
+        Instances(std::sync::Mutex::new(std::vec::Vec::new()))
+    }
+
+    /// The instantiation of `generic` for the type arguments `args`.
+    pub fn get(&self, args: &'static str, generic: &'static KernelInfo) -> &'static KernelInfo {
+        let mut list = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, k)) = list.iter().find(|(a, _)| core::ptr::eq(*a, args) || *a == args) {
+            return k;
+        }
+        let inner = args.strip_prefix('(').and_then(|s| s.strip_suffix(')')).unwrap_or(args);
+        let info: &'static KernelInfo = std::boxed::Box::leak(std::boxed::Box::new(KernelInfo {
+            symbol: std::boxed::Box::leak(offload_image::symbol::instance(generic.symbol, args).into_boxed_str()),
+            instance: inner.strip_suffix(',').unwrap_or(inner),
+            ..*generic
+        }));
+        list.push((args, info));
+        info
+    }
+}
+
+impl Default for Instances {
+    fn default() -> Self {
+        Self::new()
+    }
 }

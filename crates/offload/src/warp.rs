@@ -292,7 +292,8 @@ pub fn reduce_max<T: WarpValue + PartialOrd>(mut v: T) -> T {
     let mut offset = WARP_SIZE / 2;
     while offset > 0 {
         let o = shuffle_xor(v, offset);
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        // `x != x` only for a NaN: `T` is any `PartialOrd` value.
+        #[allow(clippy::eq_op)]
         if o > v || (v != v && o == o) {
             v = o;
         }
@@ -307,7 +308,8 @@ pub fn reduce_min<T: WarpValue + PartialOrd>(mut v: T) -> T {
     let mut offset = WARP_SIZE / 2;
     while offset > 0 {
         let o = shuffle_xor(v, offset);
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        // `x != x` only for a NaN: `T` is any `PartialOrd` value.
+        #[allow(clippy::eq_op)]
         if o < v || (v != v && o == o) {
             v = o;
         }

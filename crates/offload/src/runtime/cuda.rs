@@ -348,6 +348,12 @@ impl State {
                 self.functions.insert(key, f);
                 Ok(f)
             }
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND && !kernel.instance.is_empty() => {
+                Err(Error::InstanceNotBuilt {
+                    kernel: format!("{}::{}", kernel.module_path, kernel.name),
+                    instance: kernel.instance.into(),
+                })
+            }
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(Error::KernelNotFound {
                 kernel: kernel.path(),
                 symbol: kernel.symbol.into(),
