@@ -37,4 +37,7 @@ for l in sys.stdin:
 
 cargo offload build -q --release --arch sm_80,sm_90 -p sample_offload
 cp target/release/sample_offload "$out/sample_sm80_sm90"
+# Debug info is not needed there (and the device tool carries 64 MiB at most);
+# the images are in their own section, which strip keeps.
+find "$out" -type f -perm -u+x -exec strip {} +
 ls -la "$out"
