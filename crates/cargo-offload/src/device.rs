@@ -146,6 +146,12 @@ impl DevicePass<'_> {
         if let Some(lld) = &tools.lld {
             e.push(set("OFFLOAD_LLD", lld.display().to_string(), "for offload-linker (AMD GPU code objects)"));
         }
+        if std::env::var_os("CARGO_NET_GIT_FETCH_WITH_CLI").is_none() {
+            // Debian's cargo-web links a system libgit2 that fails to fetch
+            // ("invalid version 0 on git_proxy_options"); the git command
+            // line works with every cargo.
+            e.push(set("CARGO_NET_GIT_FETCH_WITH_CLI", "true".into(), "git dependencies are fetched with the git command line"));
+        }
         if let Some(w) = std::env::var_os("RUSTC_WRAPPER").filter(|w| !w.is_empty()) {
             e.push(set("__OFFLOAD_INNER_WRAPPER", w.to_string_lossy().into_owned(), "your RUSTC_WRAPPER, chained after cargo-offload's"));
         }

@@ -141,8 +141,18 @@ impl Config {
 }
 
 fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
+    // With dependencies: the host cargo resolves the graph, writes
+    // Cargo.lock and fetches git dependencies before the device pass, whose
+    // cargo may be Debian's, which cannot fetch them itself (its libgit2:
+    // "invalid version 0 on git_proxy_options").
     let mut cmd = cargo_metadata::MetadataCommand::new();
-    cmd.no_deps();
+    let mut other = Vec::new();
+    for (on, flag) in [(cargo.locked, "--locked"), (cargo.offline, "--offline"), (cargo.frozen, "--frozen")] {
+        if on {
+            other.push(flag.to_string());
+        }
+    }
+    cmd.other_options(other);
     if let Some(m) = &cargo.manifest_path {
         cmd.manifest_path(m);
     }

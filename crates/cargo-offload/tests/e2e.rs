@@ -562,3 +562,35 @@ fn generic_kernels_are_instantiated_for_the_types_host_code_uses() {
     assert!(out.stderr.contains("`String` cannot be moved to the device"), "{}", out.stderr);
     assert!(out.stderr.contains("scale(for_len(1), String::new(), &mut s)"), "{}", out.stderr);
 }
+
+/// Kernels of a dependency that cargo fetches (a git repository here; a
+/// crates.io crate is handled the same way: not a path, not a workspace
+/// member, lints capped) are in the image of the binary that uses it, a
+/// generic one instantiated for the binary's types.
+#[test]
+fn kernels_of_a_fetched_dependency_are_in_the_image() {
+    let f = Fixture::new("git-dep");
+    let lib = f.dir.join("gpu-lib");
+    for args in [&["init", "-q"][..], &["add", "."], &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "v1"]] {
+        let st = std::process::Command::new("git").args(args).current_dir(&lib).status().expect("git is needed for this test");
+        assert!(st.success(), "git {args:?}");
+    }
+    f.edit("Cargo.toml", |s| s.replace("@GITDEP@", &format!("file://{}", lib.display())));
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    out.assert_success();
+    assert!(out.stderr.contains("Compiling gpu-lib v0.1.0 (file://"), "{}", out.stderr);
+    let imgs = embedded_images(&f.host_exe("debug", "fixture_git_dep"));
+    let kernels = &imgs.iter().find(|i| i.0 == "PTX").unwrap().2;
+    let axpy = kernels.iter().filter(|k| k.starts_with("__offload_kernel_gpu_lib_axpy_")).count();
+    let fills: Vec<&String> = kernels.iter().filter(|k| k.starts_with("__offload_kernel_gpu_lib_fill_")).collect();
+    assert_eq!((axpy, fills.len()), (1, 2), "{kernels:?}");
+    let base = fills[0].rsplit_once('_').unwrap().0;
+    for ty in ["(i32,)", "(f64,)"] {
+        assert!(kernels.contains(&offload_image::symbol::instance(base, ty)), "fill::<{ty}>: {kernels:?}");
+    }
+    assert!(kernels.iter().any(|k| k.starts_with("__offload_kernel_fixture_git_dep_square_")), "{kernels:?}");
+    let run = f.run_exe("debug", "fixture_git_dep", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    let sy: f64 = (0..500).map(|i| (1.0f32 + 0.5 * i as f32) as f64).sum();
+    assert_eq!(run.stdout.trim(), format!("axpy={sy} fill_i32={} fill_square_f64={}", -4 * 7, 1.5f64 * 1.5 * 9.0));
+}
