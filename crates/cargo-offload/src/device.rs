@@ -73,7 +73,13 @@ pub struct DeviceArtifact {
 impl DeviceArtifact {
     /// `bin sample_offload`, `test integ (tests/integ.rs)`, …
     pub fn describe(&self) -> String {
-        let kind = if self.test { "test" } else { self.kinds.first().map(String::as_str).unwrap_or("bin") };
+        let kind = if self.kinds.iter().any(|k| k == "bench") {
+            "bench"
+        } else if self.test {
+            "test"
+        } else {
+            self.kinds.first().map(String::as_str).unwrap_or("bin")
+        };
         format!("{kind} `{}`", self.crate_name)
     }
 }

@@ -147,6 +147,14 @@ fn is_sysroot_crate(args: &[String]) -> bool {
     src.starts_with(&lib)
 }
 
+/// Whether rustc builds an executable: `--crate-type bin`, or no crate type
+/// at all (rustc's default), which is how cargo builds a bench or test with
+/// `harness = false`.
+pub fn is_bin(args: &[String]) -> bool {
+    let types = flag_values(args, "--crate-type");
+    types.contains(&"bin") || (types.is_empty() && !args.iter().any(|a| a == "--test"))
+}
+
 /// The device phase's rewrite of a rustc command line (see the module docs).
 pub fn device_args(args: &[String], root_src: Option<&str>) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len() + 4);
@@ -176,6 +184,11 @@ pub fn device_args(args: &[String], root_src: Option<&str>) -> Vec<String> {
         out.push("cdylib".into());
         out.push("--cfg".into());
         out.push("test".into());
+    } else if flag_values(args, "--crate-type").is_empty() {
+        // rustc's default crate type is bin: cargo gives none for a
+        // `harness = false` bench or test.
+        out.push("--crate-type".into());
+        out.push("cdylib".into());
     }
     let declares = root_src.map(declares_no_std).unwrap_or(false);
     if !declares {
@@ -289,7 +302,7 @@ pub fn kernel_records(exe: &Path) -> Vec<KernelRecord> {
 pub fn binary_key(args: &[String]) -> Option<String> {
     let name = flag_value(args, "--crate-name")?;
     let test = args.iter().any(|a| a == "--test");
-    if !test && !flag_values(args, "--crate-type").contains(&"bin") {
+    if !test && !is_bin(args) {
         return None;
     }
     let src = source_file(args)?;
@@ -366,13 +379,20 @@ pub fn check_kernels(exe: &Path, entry: &ImageMapEntry) -> Result<(), String> {
 pub fn find_image<'m>(args: &[String], map: &'m [ImageMapEntry]) -> Option<&'m ImageMapEntry> {
     let name = flag_value(args, "--crate-name")?;
     let test = args.iter().any(|a| a == "--test");
-    let is_bin = flag_values(args, "--crate-type").contains(&"bin");
+    let is_bin = is_bin(args);
     if !test && !is_bin {
         return None;
     }
     let src = source_file(args)?;
     let src = std::fs::canonicalize(src).unwrap_or_else(|_| PathBuf::from(src));
-    map.iter().find(|e| e.crate_name == name && e.test == test && e.src_path == src)
+    let same = |e: &&ImageMapEntry| e.crate_name == name && e.src_path == src;
+    // A bin and its unit tests share name and source and differ in `--test`;
+    // a `harness = false` bench or test is a test to cargo but gets no
+    // `--test`, and is the only build of its source.
+    map.iter().find(|e| same(e) && e.test == test).or_else(|| {
+        let mut it = map.iter().filter(same);
+        it.next().filter(|_| it.next().is_none())
+    })
 }
 
 /// The host phase's rewrite; returns the image object to record, if any.
@@ -525,6 +545,13 @@ mod tests {
         let mut quiet = l.clone();
         quiet.extend(v("-A dead_code -A unused_imports -A unused_macros"));
         assert_eq!(device_args(&l, Some("#![no_std]\n")), quiet);
+        // A `harness = false` bench: no crate type is rustc's default, bin.
+        let b = v("--crate-name b benches/b.rs --cfg test --target nvptx64-nvidia-cuda");
+        assert_eq!(
+            device_args(&b, Some("fn main() {}")),
+            v("--crate-name b benches/b.rs --cfg test --target nvptx64-nvidia-cuda --crate-type cdylib -Zcrate-attr=no_std -A dead_code -A unused_imports -A unused_macros")
+        );
+        assert!(is_bin(&b) && !is_bin(&l) && is_bin(&a) && !is_bin(&t));
         assert!(is_gpu_target(&a));
         assert!(!is_gpu_target(&v("--crate-name build_script_build build.rs --crate-type bin")));
     }

@@ -594,3 +594,81 @@ fn kernels_of_a_fetched_dependency_are_in_the_image() {
     let sy: f64 = (0..500).map(|i| (1.0f32 + 0.5 * i as f32) as f64).sum();
     assert_eq!(run.stdout.trim(), format!("axpy={sy} fill_i32={} fill_square_f64={}", -4 * 7, 1.5f64 * 1.5 * 9.0));
 }
+
+/// Cargo's target selection, features and profiles reach both passes:
+/// `--bin`, `--example`, `--lib`, `--test`, `--bench`, `--features`,
+/// `--no-default-features`, `--profile`, `--message-format`, `-v`; each
+/// binary gets its own image with exactly its kernels.
+#[test]
+fn every_target_kind_with_features_and_profiles() {
+    let f = Fixture::new("kinds");
+    let sum = |step: u64| (0..1000u64).map(|i| i + step).sum::<u64>();
+    let squares = |step: u64| (0..1000u64).map(|i| (i + step) * (i + step)).sum::<u64>();
+    let host = [("OFFLOAD_DEVICE", "host")];
+
+    // --bin: only that binary; default feature `double` on.
+    let out = f.offload_env(&["run", "--arch", "sm_90", "--bin", "tool"], &host);
+    out.assert_success();
+    assert_eq!(out.stdout.trim(), format!("tool sum={}", sum(2)));
+    assert!(out.stderr.contains("Embedding device image in bin `tool` (PTX sm_90"), "{}", out.stderr);
+    assert!(!out.stderr.contains("`demo`"), "the example is not built: {}", out.stderr);
+    let kernels = |exe: &std::path::Path| -> Vec<String> {
+        let imgs = embedded_images(exe);
+        let mut k: Vec<String> = imgs.iter().find(|i| i.0 == "PTX").unwrap().2.iter().map(|s| s.rsplit_once('_').unwrap().0.to_string()).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(kernels(&f.host_exe("debug", "tool")), ["__offload_kernel_fixture_kinds_bump", "__offload_kernel_tool_square"]);
+
+    // Features: off, and an extra one, in both passes.
+    let out = f.offload_env(&["run", "--arch", "sm_90", "--bin", "tool", "--no-default-features", "--features", "squares"], &host);
+    out.assert_success();
+    assert_eq!(out.stdout.trim(), format!("tool sum={}\ntool squares={}", sum(1), squares(1)));
+
+    // --example, with its own kernel.
+    let out = f.offload_env(&["run", "--arch", "sm_90", "--example", "demo"], &host);
+    out.assert_success();
+    assert_eq!(out.stdout.trim(), format!("demo sum={}", -(0..300i64).sum::<i64>()));
+    assert!(out.stderr.contains("Embedding device image in example `demo`"), "{}", out.stderr);
+    assert_eq!(kernels(&f.target_dir().join("debug/examples/demo")), ["__offload_kernel_demo_negate", "__offload_kernel_fixture_kinds_bump"]);
+
+    // --lib: the unit tests only, with their #[cfg(test)] kernel.
+    let out = f.offload_env(&["test", "--arch", "sm_90", "--lib"], &host);
+    out.assert_success();
+    assert!(out.stdout.contains("test tests::unit_kernels_run ... ok"), "{}", out.stdout);
+    assert!(!out.stdout.contains("integration_kernels_run"), "{}", out.stdout);
+    // --test: that integration test only.
+    let out = f.offload_env(&["test", "--arch", "sm_90", "--test", "it"], &host);
+    out.assert_success();
+    assert!(out.stdout.contains("test integration_kernels_run ... ok"), "{}", out.stdout);
+    assert!(!out.stdout.contains("unit_kernels_run"), "{}", out.stdout);
+    // --bench: a harness-less bench, built with the bench profile.
+    let out = f.offload_env(&["bench", "--arch", "sm_90", "--bench", "b"], &host);
+    out.assert_success();
+    assert!(out.stdout.contains("bench inc: 10 launches, sum=40960"), "{}", out.stdout);
+    assert!(out.stderr.contains("Embedding device image in bench `b`"), "{}", out.stderr);
+    let bench_exe = out
+        .stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Running benches/b.rs ("))
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    assert_eq!(kernels(std::path::Path::new(bench_exe)), ["__offload_kernel_b_inc", "__offload_kernel_fixture_kinds_bump"]);
+
+    // --profile: a custom profile's directory, in both passes.
+    let out = f.offload(&["build", "--arch", "sm_90", "--profile", "fast", "--bin", "tool", "-v"]);
+    out.assert_success();
+    assert!(out.stderr.contains("--profile fast"), "-v prints the commands: {}", out.stderr);
+    assert!(f.target_dir().join("offload/nvptx64-nvidia-cuda-sm_90/nvptx64-nvidia-cuda/fast/tool.ptx").is_file());
+    let run = f.run_exe("fast", "tool", &host);
+    assert_eq!(run.stdout.trim(), format!("tool sum={}", sum(2)));
+
+    // --message-format json: the host pass's messages, for tools.
+    let out = f.offload(&["build", "--arch", "sm_90", "--bin", "tool", "--message-format", "json"]);
+    out.assert_success();
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with('{') && l.contains("\"reason\":\"compiler-artifact\"") && l.contains("\"tool\"")),
+        "{}",
+        out.stdout
+    );
+}
