@@ -388,8 +388,12 @@ pub fn find_image<'m>(args: &[String], map: &'m [ImageMapEntry]) -> Option<&'m I
     let same = |e: &&ImageMapEntry| e.crate_name == name && e.src_path == src;
     // A bin and its unit tests share name and source and differ in `--test`;
     // a `harness = false` bench or test is a test to cargo but gets no
-    // `--test`, and is the only build of its source.
+    // `--test`, and is the only build of its source. A `--test` build never
+    // takes the image of a non-test build: its `#[cfg(test)]` kernels differ.
     map.iter().find(|e| same(e) && e.test == test).or_else(|| {
+        if test {
+            return None;
+        }
         let mut it = map.iter().filter(same);
         it.next().filter(|_| it.next().is_none())
     })
@@ -597,6 +601,12 @@ mod tests {
         test.truncate(3);
         test.push("--test".into());
         assert_eq!(host_args(&test, &map).1, None);
+        // A `harness = false` bench: cargo's profile says test, rustc gets
+        // neither `--test` nor a crate type; the only image of its source is its.
+        let bench = vec![ImageMapEntry { test: true, ..map[0].clone() }];
+        let mut plain = bin.clone();
+        plain.truncate(3);
+        assert_eq!(host_args(&plain, &bench).1, Some(PathBuf::from("/img/s.o")));
         let _ = std::fs::remove_dir_all(dir);
     }
 
