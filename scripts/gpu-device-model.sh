@@ -25,7 +25,7 @@ run() { # label, device, timeout, command...
         echo "$out" | grep '^device-model print' | sort
     fi
     [ $status -eq 0 ] || failed=$((failed + 1))
-    summary+=("$(printf '%-26s %-5s %-5s %7.2f s' "$label" "$dev" "$([ $status -eq 0 ] && echo ok || echo FAIL)" "$(echo "$end - $start" | bc)")")
+    summary+=("$(printf '%-26s %-5s %-5s %7.2f s' "$label" "$dev" "$([ $status -eq 0 ] && echo ok || echo FAIL)" "$(awk "BEGIN { print $end - $start }")")")
 }
 run "device-model"          cuda 120 "$dir/device-model"
 run "device-model"          host 120 "$dir/device-model"
