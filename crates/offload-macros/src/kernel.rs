@@ -6,7 +6,8 @@
 //!   `&mut T` parameter is an `offload::DisjointSlice<T>`;
 //! - exactly one exported `extern "gpu-kernel"` entry point with a
 //!   deterministic symbol (see [`symbol`]) whose parameters are the mapped
-//!   arguments (a slice is a pointer and a length), which calls the body.
+//!   arguments (a slice is a pointer and a length) and a hidden launch shape
+//!   (see `offload::__private::kernel_entry`), which calls the body.
 //!
 //! and on the host:
 //! - a launcher of the same name taking `(launch: impl Into<LaunchConfig>,
@@ -588,6 +589,9 @@ fn generate(k: &Kernel) -> TokenStream {
         #(#attrs)*
         #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
         #[allow(unused_mut, clippy::needless_lifetimes)]
+        // Inlined into both copies of the entry point's body, the 1-D one
+        // and the general one.
+        #[inline(always)]
         #vis fn #name #generics (#(#body_params),*) #where_clause #body
 
         #(#entries)*

@@ -14,8 +14,10 @@ pub const DEFAULT_BLOCK: u32 = 256;
 /// Limits, checked before every launch on every backend (CUDA C++ Programming
 /// Guide, "Technical Specifications per Compute Capability"): `block.x` and
 /// `block.y` ≤ 1024, `block.z` ≤ 64, at most 1024 threads per block, no zero
-/// block extent; `grid.x` ≤ 2³¹−1, `grid.y` and `grid.z` ≤ 65535. A grid with a
-/// zero extent launches nothing and returns `Ok(())`.
+/// block extent; `grid.x` ≤ 2³¹−1, `grid.y` and `grid.z` ≤ 65535; and
+/// offload's own limit of `isize::MAX` threads in all (device code counts
+/// threads in `usize`). A grid with a zero extent launches nothing and
+/// returns `Ok(())`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
     /// Blocks per grid.
@@ -62,6 +64,15 @@ impl LaunchConfig {
         if g.x > i32::MAX as u32 || g.y > 65535 || g.z > 65535 {
             return Err(std::format!("grid {g} exceeds the limits 2147483647x65535x65535"));
         }
+        // Device code counts threads in `usize` (`global_size`) and steps
+        // grid-stride loops by that count without overflow checks.
+        if self.threads() > isize::MAX as u64 {
+            return Err(std::format!(
+                "grid {g} of blocks {b} has {} threads; offload's limit is {} (isize::MAX)",
+                self.threads(),
+                isize::MAX
+            ));
+        }
         Ok(())
     }
 }
@@ -102,6 +113,8 @@ mod tests {
         assert!(LaunchConfig::new(1u32, 0u32).validate().unwrap_err().contains("zero extent"));
         assert!(LaunchConfig::new((1u32, 65536u32), 1u32).validate().is_err());
         assert!(LaunchConfig::new(u32::MAX, 1u32).validate().is_err());
+        let huge = LaunchConfig::new(Dim3::new(i32::MAX as u32, 65535, 65535), Dim3::new(1024, 1, 1));
+        assert!(huge.validate().unwrap_err().contains("isize::MAX"), "{:?}", huge.validate());
         assert!(LaunchConfig::new(0u32, 32u32).validate().is_ok());
     }
 }

@@ -139,7 +139,16 @@ impl<'s, T> Iterator for GridStride<'s, T> {
     fn next(&mut self) -> Option<Self::Item> {
         let i = self.next;
         if i < self.len {
-            self.next = i.saturating_add(self.stride);
+            self.next = if core::mem::size_of::<T>() == 0 {
+                // A slice of zero-sized elements may be `usize::MAX` long.
+                i.saturating_add(self.stride)
+            } else {
+                // No overflow: `i < len ≤ isize::MAX` (a slice of sized
+                // elements) and `stride ≤ isize::MAX` (the launcher's limit),
+                // so `i + stride < usize::MAX`. A plain add keeps the loop
+                // as short as CUDA's.
+                i + self.stride
+            };
             // SAFETY: `i` is in bounds and `i % stride == global_index()`, so
             // this thread owns it; the iterator yields each index once and
             // borrows the `DisjointSlice` mutably for its whole life.

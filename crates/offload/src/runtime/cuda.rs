@@ -539,12 +539,17 @@ impl Backend for Cuda {
             }
         }
 
+        // The entry point's last, hidden parameter: the launch shape (see
+        // `__private::kernel_entry`).
+        let mut shape = crate::__private::launch_shape(cfg);
+        params.push(&mut shape as *mut u32 as *mut c_void);
         let g = cfg.grid;
         let b = cfg.block;
         // SAFETY: `f` belongs to the loaded module; `params` has one pointer
         // per parameter of the entry point generated from the same kernel
-        // signature (value → its bytes, mapped → device pointer [, length]),
-        // each valid until the stream is synchronized below.
+        // signature (value → its bytes, mapped → device pointer [, length],
+        // then the launch shape), each valid until the stream is synchronized
+        // below (the driver copies the values at the call).
         unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, st.stream, params) }
             .map_err(|e| err("cuLaunchKernel", e))?;
         // SAFETY: the stream belongs to the current context.
