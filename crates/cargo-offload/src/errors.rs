@@ -37,8 +37,11 @@ pub enum CliError {
     #[error(transparent)]
     Tools(#[from] ToolError),
 
-    #[error("unknown --arch `{arch}` for {target}")]
-    UnknownArch { arch: String, target: String, known: Vec<String> },
+    #[error("unknown architecture `{arch}` for {target} (from {from})")]
+    UnknownArch { arch: String, target: String, known: Vec<String>, from: &'static str },
+
+    #[error("architecture `{arch}` (from {from}) is older than offload supports: NVIDIA GPUs from sm_70 (Volta) on")]
+    ArchTooOld { arch: String, from: &'static str },
 
     #[error("unknown device target `{0}`: use nvptx64-nvidia-cuda (NVIDIA) or amdgcn-amd-amdhsa (AMD)")]
     UnknownTarget(String),
@@ -69,7 +72,9 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
             CliError::NoDeviceRustc { .. } | CliError::MissingRustSrc { .. } | CliError::Tools(_) => exit::SETUP,
-            CliError::UnknownArch { .. } | CliError::UnknownTarget(_) | CliError::Usage(_) => exit::USAGE,
+            CliError::UnknownArch { .. } | CliError::ArchTooOld { .. } | CliError::UnknownTarget(_) | CliError::Usage(_) => {
+                exit::USAGE
+            }
             CliError::DeviceBuild { .. } => exit::DEVICE_BUILD,
             CliError::NoKernels { .. } => exit::NO_KERNELS,
             CliError::Ptxas { .. } => exit::EMBED,
@@ -81,9 +86,18 @@ impl CliError {
     pub fn hints(&self) -> Vec<String> {
         match self {
             CliError::NoDeviceRustc { hint, .. } | CliError::MissingRustSrc { hint, .. } => vec![hint.clone()],
-            CliError::UnknownArch { known, target, arch } => {
+            CliError::ArchTooOld { .. } => vec![
+                "offload's device code uses acquire/release atomics (PTX ISA 6.0, sm_70 and later) \
+                 to report kernel panics; older GPUs cannot run it"
+                    .into(),
+                "pass your GPU's architecture if it is newer, e.g. `--arch sm_80` \
+                 (`nvidia-smi --query-gpu=compute_cap --format=csv` prints 8.0 for sm_80)"
+                    .into(),
+            ],
+            CliError::UnknownArch { known, target, arch, .. } => {
                 let example = if target.starts_with("nvptx") { "sm_90" } else { "gfx90a" };
-                let mut sorted = known.clone();
+                let mut sorted: Vec<String> =
+                    known.iter().filter(|a| !nvptx_too_old(a)).cloned().collect();
                 // natural order: sm_20 < sm_90 < sm_100
                 sorted.sort_by_key(|a| {
                     let digits: String = a.chars().filter(|c| c.is_ascii_digit()).collect();
@@ -103,6 +117,9 @@ impl CliError {
             CliError::DeviceBuild { hints, .. } => hints.clone(),
             CliError::NoKernels { .. } => vec![
                 "mark a function `#[offload::kernel]` and launch it from host code, e.g. `my_kernel(offload::for_len(n), &x, &mut y)?`".into(),
+                "a kernel inside host-only code (`#[offload::host]`, `#[cfg(not(offload_device))]`) is not compiled \
+                 for the device: move it out, and keep only host code there"
+                    .into(),
             ],
             CliError::Ptxas { .. } => vec![
                 "the PTX itself is kept; set OFFLOAD_PTXAS= (empty) to skip assembling cubins and let the driver JIT-compile the PTX".into(),
@@ -128,3 +145,12 @@ impl CliError {
 }
 
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
+
+/// Whether an NVIDIA architecture (`sm_60`, `sm_90a`) predates sm_70, the
+/// oldest offload supports (see [`CliError::ArchTooOld`]).
+pub fn nvptx_too_old(arch: &str) -> bool {
+    arch.strip_prefix("sm_")
+        .map(|n| n.chars().take_while(char::is_ascii_digit).collect::<String>())
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n < 70)
+}

@@ -211,7 +211,10 @@ fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &toolchain::DeviceTool
         }
         let known = toolchain::known_archs(&tc.llvm.llc, &triple);
         if !known.is_empty() && !known.contains(&arch) {
-            return Err(CliError::UnknownArch { arch, target: triple, known });
+            return Err(CliError::UnknownArch { arch, target: triple, known, from });
+        }
+        if triple.starts_with("nvptx64") && errors::nvptx_too_old(&arch) {
+            return Err(CliError::ArchTooOld { arch, from });
         }
         if !sels.iter().any(|d| d.arch == arch && d.triple == triple) {
             sels.push(DeviceSel { triple, arch });

@@ -473,11 +473,13 @@ pub fn main(argv: Vec<OsString>) -> i32 {
             let code = run(&rustc, &new_args);
             if code == 0 {
                 let collect = std::env::var_os(crate::generic::COLLECT_VAR).map(PathBuf::from);
-                // A final binary the collect round links before its image
-                // exists depends on a file that never exists, so that cargo
-                // links it again, with the image, in the round after.
-                let pending = match (&object, &collect) {
-                    (None, Some(log))
+                // A final binary the collect round links depends on a file
+                // that never exists, so that cargo links it again in the
+                // final host pass: with its image if it had none yet, and
+                // with the check of its kernels against the image, which
+                // the collect round skips (its images may be out of date).
+                let pending = match &collect {
+                    Some(log)
                         if binary_key(args).is_some()
                             && !flag_value(args, "--crate-name").is_some_and(|n| n.starts_with("build_script_")) =>
                     {
@@ -485,9 +487,12 @@ pub fn main(argv: Vec<OsString>) -> i32 {
                     }
                     _ => None,
                 };
-                if let (Some(obj), Some(d)) = (object.or(pending), dep_info_path(args)) {
-                    if let Ok(contents) = std::fs::read_to_string(&d) {
-                        let _ = std::fs::write(&d, add_dep_info(&contents, &obj));
+                if let Some(d) = dep_info_path(args) {
+                    if let Ok(mut contents) = std::fs::read_to_string(&d) {
+                        for dep in object.iter().chain(pending.iter()) {
+                            contents = add_dep_info(&contents, dep);
+                        }
+                        let _ = std::fs::write(&d, contents);
                     }
                 }
                 let result = match (collect, binary_key(args), output_path(args), flag_value(args, "--crate-name")) {

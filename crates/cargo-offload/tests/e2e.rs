@@ -88,9 +88,25 @@ fn unknown_arch_lists_the_known_ones() {
     let f = Fixture::new("bin-only");
     let out = f.offload(&["build", "--arch", "sm_91"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("error: unknown --arch `sm_91` for nvptx64-nvidia-cuda"), "{}", out.stderr);
+    assert!(out.stderr.contains("error: unknown architecture `sm_91` for nvptx64-nvidia-cuda (from --arch)"), "{}", out.stderr);
     assert!(out.stderr.contains("sm_90a"), "the list of known architectures: {}", out.stderr);
     assert!(out.stderr.contains("--arch sm_90"), "{}", out.stderr);
+}
+
+#[test]
+fn architectures_before_sm_70_are_refused() {
+    let f = Fixture::new("bin-only");
+    let out = f.offload(&["build", "--arch", "sm_60"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("error: architecture `sm_60` (from --arch) is older than offload supports: NVIDIA GPUs from sm_70 (Volta) on"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("LLVM ERROR"), "{}", out.stderr);
+    // The list of known architectures leaves out the ones refused.
+    let out = f.offload(&["build", "--arch", "sm_91"]);
+    assert!(out.stderr.contains("sm_70") && !out.stderr.contains("sm_62"), "{}", out.stderr);
 }
 
 #[test]
@@ -396,6 +412,20 @@ fn kernels_missing_from_the_image_fail_the_build() {
     assert!(out.stderr.contains("__offload_kernel_fixture_host_kernel_inner_"), "{}", out.stderr);
     assert!(out.stderr.contains("defined at src/main.rs:13"), "{}", out.stderr);
     assert!(out.stderr.contains("define it at module level"), "{}", out.stderr);
+    // With a generic kernel the build runs a collect round first, which
+    // links the binary without the check: the next build must still fail.
+    f.edit("src/main.rs", |s| {
+        s.replace(
+            "#[offload::host]\nfn main() {",
+            "#[kernel]\nfn fill<T: Copy>(k: T, v: &mut [T]) {\n    for (_, x) in v.grid_stride() {\n        *x = k;\n    }\n}\n\n\
+             #[offload::host]\nfn main() {\n    fill(for_len(4), 1u8, &mut [0u8; 4]).unwrap();",
+        )
+    });
+    for round in 0..2 {
+        let out = f.offload(&["build", "--arch", "sm_80"]);
+        assert_ne!(out.code, 0, "build {round}: {}", out.stderr);
+        assert!(out.stderr.contains("1 kernel(s) that `fixture_host_kernel` can launch are missing"), "build {round}: {}", out.stderr);
+    }
 }
 
 /// The device-model examples and feature checks on the host fallback, at
@@ -561,6 +591,29 @@ fn generic_kernels_are_instantiated_for_the_types_host_code_uses() {
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("`String` cannot be moved to the device"), "{}", out.stderr);
     assert!(out.stderr.contains("scale(for_len(1), String::new(), &mut s)"), "{}", out.stderr);
+}
+
+/// An instantiation that only the unit tests use, with a type that exists
+/// only under `cfg(test)`, is compiled into the test binary's image and
+/// does not break the binary's own build afterwards.
+#[test]
+fn test_only_instantiations_stay_in_the_test_build() {
+    let f = Fixture::new("generic-test");
+    let run = |f: &Fixture| {
+        let out = f.offload(&["run", "--arch", "sm_90"]);
+        out.assert_success();
+        assert_eq!(out.stdout.trim(), "sum=700");
+    };
+    run(&f);
+    let out = f.offload(&["test", "--arch", "sm_90"]);
+    out.assert_success();
+    assert!(out.stdout.contains("test tests::fill_with_a_test_only_type ... ok"), "{}", out.stdout);
+    assert!(out.stderr.contains("instantiated for <fixture_generic_test::tests::Pair>"), "{}", out.stderr);
+    run(&f);
+    // The binary's image: `fill::<u32>` only.
+    let imgs = embedded_images(&f.host_exe("debug", "fixture_generic_test"));
+    let ptx = imgs.iter().find(|i| i.0 == "PTX").expect("a PTX image");
+    assert_eq!(ptx.2.iter().filter(|k| k.starts_with("__offload_kernel_fixture_generic_test_fill_")).count(), 1, "{imgs:?}");
 }
 
 /// Kernels of a dependency that cargo fetches (a git repository here; a

@@ -333,6 +333,10 @@ struct Instance {
     types: Vec<Type>,
     /// The device symbol, `<base>_<hash of the type arguments' tuple>`.
     symbol: String,
+    /// Used only by this crate's own unit-test binary: compiled under
+    /// `cfg(test)` only, where the types it names (often in a
+    /// `#[cfg(test)] mod tests`) exist.
+    test_only: bool,
 }
 
 /// The instantiations of the generic kernel `sym` that `cargo offload`
@@ -359,11 +363,23 @@ fn instances(sym: &str, name: &Ident, n_params: usize) -> (Option<String>, Vec<I
     let mut out = Vec::new();
     let mut errors: Option<syn::Error> = None;
     // Lines are `<type_name of the tuple of type arguments>\t<binary>`; a
-    // tuple used by several binaries appears once per binary.
-    let mut keys: Vec<&str> = text.lines().filter_map(|l| l.split('\t').next()).map(str::trim).filter(|l| !l.is_empty()).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    for key in keys {
+    // tuple used by several binaries appears once per binary. A binary is
+    // `<crate name> <root source file>[ --test]` (`cargo offload`'s
+    // `binary_key`): this crate's unit-test binary has this crate's name and
+    // ` --test`.
+    let own_tests = |bin: &str| bin.ends_with(" --test") && bin.split(' ').next() == Some(krate.as_str());
+    let mut users: std::collections::BTreeMap<&str, bool> = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let mut f = line.split('\t');
+        let key = f.next().unwrap_or("").trim();
+        if key.is_empty() {
+            continue;
+        }
+        let test_only = own_tests(f.next().unwrap_or("").trim());
+        let e = users.entry(key).or_insert(true);
+        *e = *e && test_only;
+    }
+    for (key, test_only) in users {
         match syn::parse_str::<Type>(key) {
             Ok(Type::Tuple(t)) => {
                 // A stale line (the kernel had another number of type
@@ -378,7 +394,7 @@ fn instances(sym: &str, name: &Ident, n_params: usize) -> (Option<String>, Vec<I
                     // kernel's crate cannot name point there.
                     *t = respan(t, name.span());
                 }
-                out.push(Instance { types, symbol: instance(sym, key) });
+                out.push(Instance { types, symbol: instance(sym, key), test_only });
             }
             // Not a tuple: a line of another format, skipped.
             Ok(_) => {}
@@ -557,8 +573,10 @@ fn generate(k: &Kernel) -> TokenStream {
                 let (params, args, checks) = entry_parts(k, &subst);
                 let isym = &inst.symbol;
                 let types = &inst.types;
+                let test_only = inst.test_only.then(|| quote!(#[cfg(test)]));
                 quote! {
                     #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+                    #test_only
                     const _: () = {
                         ::offload::__private::kernel_entry! {
                             #isym, #entry, (#(#params),*), {
