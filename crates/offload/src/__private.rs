@@ -143,8 +143,7 @@ pub const SHAPE_ANY: u32 = 0;
 
 /// The hidden launch-shape argument for a launch configuration.
 pub fn launch_shape(cfg: &crate::LaunchConfig) -> u32 {
-    let (g, b) = (cfg.grid, cfg.block);
-    if g.y == 1 && g.z == 1 && b.y == 1 && b.z == 1 { SHAPE_1D } else { SHAPE_ANY }
+    if crate::thread::is_1d(cfg.block, cfg.grid) { SHAPE_1D } else { SHAPE_ANY }
 }
 
 /// Tells the optimizer that the running launch is 1-D, so that the

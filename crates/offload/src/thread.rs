@@ -172,13 +172,12 @@ pub fn grid_dim() -> Dim3 {
 pub fn global_index() -> usize {
     let bd = block_dim();
     let gd = grid_dim();
-    // The x part first: every launch needs it, so the reads of `%tid.x` and
-    // `%ctaid.x` come before the branch and ptxas issues them at the top of
-    // the kernel (measured on the H200: reading them only after the 1-D test
-    // cost BabelStream's copy 6 % of its bandwidth).
+    // CUDA's 1-D index, also the first term of the general formula.
     let x = block_idx().x as usize * bd.x as usize + thread_idx().x as usize;
-    // 1-D launches (the common case) take CUDA's formula; the extents tested
-    // are uniform across the grid, so the branch never diverges.
+    // 1-D launches (the common case) stop here; the extents tested are
+    // uniform across the grid, so the branch never diverges. Entry points
+    // also compile a copy of the kernel in which this test is known true
+    // (see `__private::kernel_entry`).
     if is_1d(bd, gd) {
         return x;
     }
@@ -191,9 +190,9 @@ pub fn global_index() -> usize {
     x + w * (y + h * z)
 }
 
-/// Whether a launch is 1-D: one block row and one thread row.
+/// Whether a launch of `gd` blocks of `bd` threads is 1-D: y and z extents 1.
 #[inline(always)]
-fn is_1d(bd: Dim3, gd: Dim3) -> bool {
+pub(crate) fn is_1d(bd: Dim3, gd: Dim3) -> bool {
     bd.y == 1 && bd.z == 1 && gd.y == 1 && gd.z == 1
 }
 
