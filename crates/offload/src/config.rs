@@ -66,10 +66,10 @@ impl LaunchConfig {
         }
         // Device code counts threads in `usize` (`global_size`) and steps
         // grid-stride loops by that count without overflow checks.
-        if self.threads() > isize::MAX as u64 {
+        let threads = g.volume() as u128 * b.volume() as u128;
+        if threads > isize::MAX as u128 {
             return Err(std::format!(
-                "grid {g} of blocks {b} has {} threads; offload's limit is {} (isize::MAX)",
-                self.threads(),
+                "grid {g} of blocks {b} has {threads} threads; offload's limit is {} (isize::MAX)",
                 isize::MAX
             ));
         }
@@ -114,7 +114,8 @@ mod tests {
         assert!(LaunchConfig::new((1u32, 65536u32), 1u32).validate().is_err());
         assert!(LaunchConfig::new(u32::MAX, 1u32).validate().is_err());
         let huge = LaunchConfig::new(Dim3::new(i32::MAX as u32, 65535, 65535), Dim3::new(1024, 1, 1));
-        assert!(huge.validate().unwrap_err().contains("isize::MAX"), "{:?}", huge.validate());
+        let e = huge.validate().unwrap_err();
+        assert!(e.contains("has 9444444733164249676800 threads") && e.contains("isize::MAX"), "{e}");
         assert!(LaunchConfig::new(0u32, 32u32).validate().is_ok());
     }
 }
