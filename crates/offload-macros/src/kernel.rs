@@ -173,8 +173,14 @@ fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
                     format!(
                         "`{}` cannot be moved to the device: `{owner}` owns host memory. Kernel parameters take plain data \
                          (`DeviceCopy`) by value, `&[T]` / `&T` (copied to the device) or `&mut [T]` / `&mut T` (copied \
-                         to and from it); pass `&v` or `&mut v` for a `Vec`",
-                        quote!(#ty).to_string().replace(" < ", "<").replace(" >", ">").replace("< ", "<")
+                         to and from it): declare a `Vec<T>` parameter as `&[T]` or `&mut [T]` and pass `&v` or `&mut v`",
+                        quote!(#ty)
+                            .to_string()
+                            .replace(" < ", "<")
+                            .replace(" >", ">")
+                            .replace("< ", "<")
+                            .replace("& ", "&")
+                            .replace(" ,", ",")
                     ),
                 ),
             );
@@ -780,7 +786,8 @@ mod tests {
     fn rejects_owning_types_by_name() {
         let e = errors_of("fn k(v: Vec<f32>, s: &String, b: &mut [Box<u8>], ok: &[f32]) {}");
         assert!(e.contains("`Vec<f32>` cannot be moved to the device: `Vec` owns host memory"), "{e}");
-        assert!(e.contains("`String` owns host memory"), "{e}");
+        assert!(e.contains("`&String` cannot be moved to the device: `String` owns host memory"), "{e}");
+        assert!(e.contains("declare a `Vec<T>` parameter as `&[T]`"), "{e}");
         assert!(e.contains("`Box` owns host memory"), "{e}");
         assert_eq!(e.matches("cannot be moved").count(), 3, "{e}");
     }
