@@ -277,8 +277,32 @@ mod ptx {
         }
     }
 
+    /// Expands `$one!(sem, scope)` with the PTX qualifiers of the runtime
+    /// ordering and scope: `.relaxed`, `.acquire`, `.release` or `.acq_rel`
+    /// (`AcqRel` and `SeqCst`, the latter after a `fence.sc`) × `.cta`,
+    /// `.gpu` or `.sys` (PTX ISA, "Memory Consistency Model").
+    macro_rules! sem_scope {
+        ($o:expr, $s:expr, $one:ident) => {{
+            use $crate::atomic::{Ordering, Scope};
+            match ($o, $s) {
+                (Ordering::Relaxed, Scope::Block) => $one!("relaxed", "cta"),
+                (Ordering::Relaxed, Scope::Device) => $one!("relaxed", "gpu"),
+                (Ordering::Relaxed, Scope::System) => $one!("relaxed", "sys"),
+                (Ordering::Acquire, Scope::Block) => $one!("acquire", "cta"),
+                (Ordering::Acquire, Scope::Device) => $one!("acquire", "gpu"),
+                (Ordering::Acquire, Scope::System) => $one!("acquire", "sys"),
+                (Ordering::Release, Scope::Block) => $one!("release", "cta"),
+                (Ordering::Release, Scope::Device) => $one!("release", "gpu"),
+                (Ordering::Release, Scope::System) => $one!("release", "sys"),
+                (_, Scope::Block) => $one!("acq_rel", "cta"),
+                (_, Scope::Device) => $one!("acq_rel", "gpu"),
+                (_, Scope::System) => $one!("acq_rel", "sys"),
+            }
+        }};
+    }
+
     /// Emits `atom.<sem>.<scope>.<op>.<ty> d, [p], v;` for the runtime
-    /// ordering and scope (a `match` over the 12 combinations).
+    /// ordering and scope (see `sem_scope!`).
     macro_rules! atom {
         ($op:literal, $ty:literal, $reg:ident, $t:ty, $p:expr, $v:expr, $o:expr, $s:expr) => {{
             let p = $p;
@@ -297,21 +321,7 @@ mod ptx {
                              r = out($reg) r, p = in(reg64) p, v = in($reg) v, options(nostack))
                     };
                 }
-                use $crate::atomic::{Ordering, Scope};
-                match ($o, $s) {
-                    (Ordering::Relaxed, Scope::Block) => one!("relaxed", "cta"),
-                    (Ordering::Relaxed, Scope::Device) => one!("relaxed", "gpu"),
-                    (Ordering::Relaxed, Scope::System) => one!("relaxed", "sys"),
-                    (Ordering::Acquire, Scope::Block) => one!("acquire", "cta"),
-                    (Ordering::Acquire, Scope::Device) => one!("acquire", "gpu"),
-                    (Ordering::Acquire, Scope::System) => one!("acquire", "sys"),
-                    (Ordering::Release, Scope::Block) => one!("release", "cta"),
-                    (Ordering::Release, Scope::Device) => one!("release", "gpu"),
-                    (Ordering::Release, Scope::System) => one!("release", "sys"),
-                    (_, Scope::Block) => one!("acq_rel", "cta"),
-                    (_, Scope::Device) => one!("acq_rel", "gpu"),
-                    (_, Scope::System) => one!("acq_rel", "sys"),
-                }
+                sem_scope!($o, $s, one);
             }
             r
         }};
@@ -334,26 +344,12 @@ mod ptx {
                              r = out($reg) r, p = in(reg64) p, c = in($reg) c, n = in($reg) n, options(nostack))
                     };
                 }
-                use $crate::atomic::{Ordering, Scope};
-                match ($o, $s) {
-                    (Ordering::Relaxed, Scope::Block) => one!("relaxed", "cta"),
-                    (Ordering::Relaxed, Scope::Device) => one!("relaxed", "gpu"),
-                    (Ordering::Relaxed, Scope::System) => one!("relaxed", "sys"),
-                    (Ordering::Acquire, Scope::Block) => one!("acquire", "cta"),
-                    (Ordering::Acquire, Scope::Device) => one!("acquire", "gpu"),
-                    (Ordering::Acquire, Scope::System) => one!("acquire", "sys"),
-                    (Ordering::Release, Scope::Block) => one!("release", "cta"),
-                    (Ordering::Release, Scope::Device) => one!("release", "gpu"),
-                    (Ordering::Release, Scope::System) => one!("release", "sys"),
-                    (_, Scope::Block) => one!("acq_rel", "cta"),
-                    (_, Scope::Device) => one!("acq_rel", "gpu"),
-                    (_, Scope::System) => one!("acq_rel", "sys"),
-                }
+                sem_scope!($o, $s, one);
             }
             r
         }};
     }
-    pub(super) use {atom, cas};
+    pub(super) use {atom, cas, sem_scope};
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -362,7 +358,7 @@ pub use ptx::fence as __ptx_fence;
 
 #[cfg(target_arch = "nvptx64")]
 mod imp {
-    use super::ptx::{atom, cas};
+    use super::ptx::{atom, cas, sem_scope};
     use super::*;
 
     macro_rules! dev_int {
