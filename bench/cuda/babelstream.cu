@@ -21,14 +21,7 @@
 #include <string>
 #include <vector>
 
-#define CU(EXPR)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (EXPR);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "error: %s:%d: %s: %s\n", __FILE__, __LINE__, #EXPR, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "check.h"
 
 static const double startA = 0.1, startB = 0.2, startC = 0.0, startScalar = 0.4;
 #ifndef TBSIZE

@@ -30,14 +30,7 @@
 #include <string>
 #include <vector>
 
-#define CU(EXPR)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (EXPR);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "error: %s:%d: %s: %s\n", __FILE__, __LINE__, #EXPR, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "check.h"
 
 #define ZERO 0.0f
 #define QUARTER 0.25f

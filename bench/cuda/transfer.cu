@@ -13,14 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#define CU(EXPR)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (EXPR);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "error: %s:%d: %s: %s\n", __FILE__, __LINE__, #EXPR, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "check.h"
 
 int main(int argc, char **argv) {
   long long mib = 1024;
