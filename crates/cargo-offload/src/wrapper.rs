@@ -399,8 +399,9 @@ pub fn find_image<'m>(args: &[String], map: &'m [ImageMapEntry]) -> Option<&'m I
     })
 }
 
-/// The host phase's rewrite; returns the image object to record, if any.
-pub fn host_args(args: &[String], map: &[ImageMapEntry]) -> (Vec<String>, Option<PathBuf>) {
+/// The host phase's rewrite; returns the image this binary links (its
+/// object is recorded in the dep-info, its kernels checked), if any.
+pub fn host_args<'m>(args: &[String], map: &'m [ImageMapEntry]) -> (Vec<String>, Option<&'m ImageMapEntry>) {
     let mut out = args.to_vec();
     out.push("--check-cfg".into());
     out.push("cfg(offload_device)".into());
@@ -412,7 +413,7 @@ pub fn host_args(args: &[String], map: &[ImageMapEntry]) -> (Vec<String>, Option
         Some(e) => {
             out.push("-C".into());
             out.push(format!("link-arg={}", e.object.display()));
-            (out, Some(e.object.clone()))
+            (out, Some(e))
         }
         None => (out, None),
     }
@@ -469,10 +470,11 @@ pub fn main(argv: Vec<OsString>) -> i32 {
         }
         Ok("host") => {
             let map = std::env::var_os(MAP_VAR).and_then(|p| read_map(Path::new(&p))).unwrap_or_default();
-            let (new_args, object) = host_args(args, &map);
+            let (new_args, image) = host_args(args, &map);
             let code = run(&rustc, &new_args);
             if code == 0 {
                 let collect = std::env::var_os(crate::generic::COLLECT_VAR).map(PathBuf::from);
+                let key = binary_key(args);
                 // A final binary the collect round links depends on a file
                 // that never exists, so that cargo links it again in the
                 // final host pass: with its image if it had none yet, and
@@ -480,7 +482,7 @@ pub fn main(argv: Vec<OsString>) -> i32 {
                 // the collect round skips (its images may be out of date).
                 let pending = match &collect {
                     Some(log)
-                        if binary_key(args).is_some()
+                        if key.is_some()
                             && !flag_value(args, "--crate-name").is_some_and(|n| n.starts_with("build_script_")) =>
                     {
                         Some(log.with_file_name("image-pending"))
@@ -489,21 +491,19 @@ pub fn main(argv: Vec<OsString>) -> i32 {
                 };
                 if let Some(d) = dep_info_path(args) {
                     if let Ok(mut contents) = std::fs::read_to_string(&d) {
-                        for dep in object.iter().chain(pending.iter()) {
+                        for dep in image.map(|e| e.object.as_path()).into_iter().chain(pending.as_deref()) {
                             contents = add_dep_info(&contents, dep);
                         }
                         let _ = std::fs::write(&d, contents);
                     }
                 }
-                let result = match (collect, binary_key(args), output_path(args), flag_value(args, "--crate-name")) {
+                let result = match (collect, key, output_path(args), flag_value(args, "--crate-name")) {
                     // Collect round: images may be out of date; only read
                     // which generic kernel instantiations the binary uses.
                     (Some(log), Some(key), Some(exe), Some(bin)) => collect_instances(&exe, bin, &key, &log),
                     (Some(_), ..) => Ok(()),
-                    (None, ..) => match (find_image(args, &map), output_path(args)) {
-                        (Some(entry), Some(exe)) => check_kernels(&exe, entry),
-                        _ => Ok(()),
-                    },
+                    (None, _, Some(exe), _) => image.map_or(Ok(()), |entry| check_kernels(&exe, entry)),
+                    (None, ..) => Ok(()),
                 };
                 if let Err(msg) = result {
                     eprintln!("{msg}");
@@ -598,8 +598,8 @@ mod tests {
             "--crate-type".into(),
             "bin".into(),
         ];
-        let (args, obj) = host_args(&bin, &map);
-        assert_eq!(obj, Some(PathBuf::from("/img/s.o")));
+        let (args, image) = host_args(&bin, &map);
+        assert_eq!(image.map(|e| e.object.clone()), Some(PathBuf::from("/img/s.o")));
         assert!(args.ends_with(&["-C".to_string(), "link-arg=/img/s.o".to_string()]));
         // the unit-test build of the same bin has no image in this map
         let mut test = bin.clone();
@@ -611,7 +611,7 @@ mod tests {
         let bench = vec![ImageMapEntry { test: true, ..map[0].clone() }];
         let mut plain = bin.clone();
         plain.truncate(3);
-        assert_eq!(host_args(&plain, &bench).1, Some(PathBuf::from("/img/s.o")));
+        assert_eq!(host_args(&plain, &bench).1.map(|e| e.object.clone()), Some(PathBuf::from("/img/s.o")));
         let _ = std::fs::remove_dir_all(dir);
     }
 
