@@ -238,9 +238,21 @@ pub fn read_map(path: &Path) -> Option<Vec<ImageMapEntry>> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
-/// Default location of the map for one invocation.
+/// Location of the map for one invocation: its own file (the process id
+/// in the name), because two `cargo offload` runs may share a target
+/// directory, and each host pass must read the map its own device pass
+/// wrote. [`MapFile`] removes it when the invocation ends.
 pub fn map_path(images_dir: &Path, profile_tag: &str) -> PathBuf {
-    images_dir.join(format!("image-map-{profile_tag}.json"))
+    images_dir.join(format!("image-map-{profile_tag}-{}.json", std::process::id()))
+}
+
+/// The invocation's map file, removed when dropped.
+pub struct MapFile(pub PathBuf);
+
+impl Drop for MapFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 #[cfg(test)]

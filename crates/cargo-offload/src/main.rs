@@ -297,12 +297,13 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
     let archs: Vec<&str> = sels.iter().map(|d| d.arch.as_str()).collect();
     let profile = cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() });
     let build_tag = format!("{profile}-{}{mode}", archs.join("+"));
-    let map_path = embed::map_path(&images_dir, &build_tag);
+    let map_file = embed::MapFile(embed::map_path(&images_dir, &build_tag));
+    let map_path = &map_file.0;
     let host = host::HostPass {
         cargo,
         action: &action,
         wrapper: &me,
-        map: &map_path,
+        map: map_path,
         verbose: dev.verbose,
         quiet: dev.quiet,
         generic_dir: &generic_dir,
@@ -338,7 +339,7 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
             }
         }
         let map = embed::embed(&artifacts, tc.ptxas.as_deref(), &images_dir, &objects_dir, status::status)?;
-        embed::write_map(&map_path, &map)?;
+        embed::write_map(map_path, &map)?;
         let mut names: Vec<String> = artifacts.iter().map(|a| a.artifact.describe()).collect();
         names.dedup();
         Ok((map, names.join(", ")))
