@@ -340,7 +340,9 @@ pub fn cache_key(args: &LinkArgs, tools: &LlvmTools) -> Result<String, LinkError
     parts.push(args.target_cpu.clone().unwrap_or_default().into_bytes());
     parts.push(args.target_feature.clone().unwrap_or_default().into_bytes());
     parts.push(args.opt_level.clone().into_bytes());
-    parts.push(vec![args.debug as u8]);
+    parts.push(vec![args.debug as u8, args.fast_math as u8, args.fmad as u8]);
+    // Experiment flags change the image too.
+    parts.push(std::env::var("OFFLOAD_OPT_FLAGS").unwrap_or_default().into_bytes());
     parts.push(kernels(&args.exports).join(",").into_bytes());
     for t in [&tools.llvm_link, &tools.opt, &tools.llc] {
         parts.push(t.display().to_string().into_bytes());
@@ -613,6 +615,30 @@ mod tests {
         assert_eq!(pipeline_level("2"), "O2");
         assert_eq!(pipeline_level("3"), "O3");
         assert_eq!(pipeline_level("s"), "Os");
+    }
+
+    #[test]
+    fn cache_keys_differ_by_math_mode() {
+        let tools = LlvmTools {
+            major: 22,
+            llvm_link: "llvm-link".into(),
+            opt: "opt".into(),
+            llc: "llc".into(),
+            lld: None,
+        };
+        let base = parse_args(argv("--target nvptx64-nvidia-cuda --target-cpu sm_90 -o out.ptx -O3")).unwrap();
+        let key = |f: &dyn Fn(&mut LinkArgs)| {
+            let mut a = base.clone();
+            f(&mut a);
+            cache_key(&a, &tools).unwrap()
+        };
+        let plain = key(&|_| {});
+        let fmad = key(&|a| a.fmad = true);
+        let fast = key(&|a| a.fast_math = true);
+        assert_eq!(plain, key(&|_| {}));
+        assert_ne!(plain, fmad);
+        assert_ne!(plain, fast);
+        assert_ne!(fmad, fast);
     }
 
     #[test]
