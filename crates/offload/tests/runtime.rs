@@ -282,3 +282,105 @@ fn math_functions_match_the_host() {
         }
     }
 }
+
+/// The CUDA backend stages copies of pageable memory of at least
+/// `STAGING_THRESHOLD_BYTES` (4 MiB) through pinned buffers of
+/// `STAGING_CHUNK_BYTES` (32 MiB) each (`runtime/cuda_staging.rs`, whose
+/// unit test keeps these numbers in step); these sizes, in bytes, sit on
+/// both sides of each boundary.
+#[offload::host]
+const STAGED_SIZES: [usize; 10] = {
+    const T: usize = 4 << 20;
+    const C: usize = 32 << 20;
+    [0, 1, T - 1, T, T + 1, C - 1, C, C + 3, 2 * C + 5, 3 * C + 1]
+};
+
+/// A value that differs from element to element (and between seeds).
+#[offload::host]
+fn mixed(i: usize, seed: u64) -> u64 {
+    let mut z = (i as u64).wrapping_add(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `n` bytes of `mixed` words (each byte inverted if `invert`), one hash
+/// per 8 bytes to keep debug builds quick.
+#[offload::host]
+fn mixed_bytes(n: usize, seed: u64, invert: bool) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n + 8);
+    for w in 0..n.div_ceil(8) {
+        let x = mixed(w, seed);
+        v.extend_from_slice(&if invert { !x } else { x }.to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
+/// `n` `u32`s of `mixed` words (each inverted if `invert`).
+#[offload::host]
+fn mixed_u32s(n: usize, seed: u64, invert: bool) -> Vec<u32> {
+    let mut v = Vec::with_capacity(n + 2);
+    for w in 0..n.div_ceil(2) {
+        let x = if invert { !mixed(w, seed) } else { mixed(w, seed) };
+        v.push(x as u32);
+        v.push((x >> 32) as u32);
+    }
+    v.truncate(n);
+    v
+}
+
+/// Panics naming the first element where `got` and `want` differ.
+#[offload::host]
+fn same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if got != want {
+        let i = (0..got.len()).find(|&i| got[i] != want[i]).unwrap();
+        panic!("{what}: element {i} of {} is {:?}, expected {:?}", got.len(), got[i], want[i]);
+    }
+}
+
+/// Round-trips `data` through a new `DeviceBuffer`: `to_vec` of the zeroed
+/// buffer (which the previous, nonzero copy through the same staging
+/// buffers must not leak into), `copy_from_slice`, `copy_to_slice` into
+/// `inverse` (every element differs from `data`'s), `to_vec`.
+#[offload::host]
+fn round_trip<T: DeviceCopy + Default + PartialEq + std::fmt::Debug>(data: &[T], mut inverse: Vec<T>, what: &str) {
+    let len = data.len();
+    let mut dev = DeviceBuffer::<T>::zeroed(len).unwrap();
+    same(&dev.to_vec().unwrap(), &vec![T::default(); len], &format!("{what}, {len} elements: zeroed, to_vec"));
+    dev.copy_from_slice(data).unwrap();
+    dev.copy_to_slice(&mut inverse).unwrap();
+    same(&inverse, data, &format!("{what}, {len} elements: copy_from_slice, copy_to_slice"));
+    drop(inverse);
+    same(&dev.to_vec().unwrap(), data, &format!("{what}, {len} elements: to_vec"));
+}
+
+#[test]
+fn copies_round_trip_at_the_staging_boundaries() {
+    for bytes in STAGED_SIZES {
+        let seed = bytes as u64;
+        round_trip::<u8>(&mixed_bytes(bytes, seed, false), mixed_bytes(bytes, seed, true), "u8");
+        let n = bytes / 4;
+        round_trip::<u32>(&mixed_u32s(n, !seed, false), mixed_u32s(n, !seed, true), "u32");
+    }
+    // A length mismatch is an error at staging sizes too, and copies nothing.
+    let n = (4 << 20) + 1;
+    let mut dev = DeviceBuffer::<u8>::zeroed(n).unwrap();
+    assert!(matches!(dev.copy_from_slice(&vec![7u8; n + 1]), Err(Error::Memory { .. })));
+    assert!(matches!(dev.copy_to_slice(&mut vec![0u8; n - 1]), Err(Error::Memory { .. })));
+    same(&dev.to_vec().unwrap(), &vec![0u8; n], "after the failed copies");
+}
+
+#[test]
+fn large_mapped_arguments_go_to_the_device_and_back() {
+    // 2 chunks and a bit of `u32`s, read (`x`) and written back (`out`).
+    let n = (2 * (32 << 20) + 4096) / 4 + 1;
+    // `out` goes up through the staging buffers after `x`; the kernel's
+    // results must come back, not what the buffers still hold.
+    let x: Vec<u32> = mixed_u32s(n, 3, false).iter().map(|&v| v >> 1).collect();
+    let mut out = mixed_u32s(n, 4, false);
+    fails_at(offload::for_len(n), usize::MAX, &x, &mut out).unwrap();
+    let want: Vec<u32> = x.iter().map(|&v| v + 1).collect();
+    same(&out, &want, "fails_at(x) = x + 1");
+}

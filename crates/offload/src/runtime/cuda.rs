@@ -8,7 +8,9 @@
 //! embedded image chosen by `offload_image::select`. Launches are serialized
 //! by a mutex: each maps its arguments (device memory from the
 //! [`ArgCache`], copy host → device), launches, waits, copies `&mut`
-//! arguments back and returns the memory to the cache.
+//! arguments back and returns the memory to the cache. Large copies from
+//! and to pageable host memory, explicit or for a launch, go through the
+//! pinned staging pipeline of `cuda_staging`.
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::hash::{BuildHasherDefault, Hasher};
@@ -25,6 +27,7 @@ use cudarc::driver::sys;
 use offload_image::{Image, ImageKind};
 
 use super::cuda_recover::{self, PanicSlot};
+use super::cuda_staging::Transfers;
 use super::images;
 use super::{Backend, BackendInfo, BackendKind, Unusable};
 use crate::error::{Error, Result};
@@ -58,6 +61,9 @@ struct State {
     device_ptrs: Vec<sys::CUdeviceptr>,
     slots: Vec<u64>,
     params: Vec<*mut c_void>,
+    /// Pinned staging buffers and copy threads for large copies of
+    /// pageable memory (see `cuda_staging`).
+    xfer: Transfers,
 }
 
 /// Hashes a `usize` key (an address) as itself; addresses of distinct
@@ -201,6 +207,7 @@ impl Cuda {
                 device_ptrs: Vec::new(),
                 slots: Vec::new(),
                 params: Vec::new(),
+                xfer: Transfers::new(),
             }),
         })
     }
@@ -434,7 +441,15 @@ impl Backend for Cuda {
     }
 
     unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
-        let _st = self.enter("cuCtxSetCurrent")?;
+        let mut guard = self.enter("cuCtxSetCurrent")?;
+        let st = &mut *guard;
+        // Large and pageable: through the staging pipeline, in our stream,
+        // which nothing else uses while we hold the lock.
+        // SAFETY: the context is current (`enter`); the caller's contract
+        // covers `dst` and `src`.
+        if let Some(r) = unsafe { st.xfer.upload(st.stream, dst, src, bytes) } {
+            return r.map_err(|(op, e)| driver_error(op, None, e));
+        }
         // cuMemcpyHtoD from pageable memory may return before its DMA lands
         // (CUDA Driver API, "API synchronization behavior"), and kernels in
         // our non-blocking stream would not wait for it: wait for the legacy
@@ -448,9 +463,16 @@ impl Backend for Cuda {
     }
 
     unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
-        let _st = self.enter("cuCtxSetCurrent")?;
-        // Device to pageable host memory returns only once the copy is done;
-        // every launch has waited for its kernel, so the data is final.
+        let mut guard = self.enter("cuCtxSetCurrent")?;
+        let st = &mut *guard;
+        // Every launch has waited for its kernel, so the data is final.
+        // Large and pageable: through the staging pipeline (see above).
+        // SAFETY: the context is current (`enter`); the caller's contract
+        // covers `dst` and `src`.
+        if let Some(r) = unsafe { st.xfer.download(st.stream, dst, src, bytes) } {
+            return r.map_err(|(op, e)| driver_error(op, None, e));
+        }
+        // Device to pageable host memory returns only once the copy is done.
         // SAFETY: caller's contract.
         unsafe { sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, bytes) }
             .result()
@@ -479,21 +501,36 @@ impl Backend for Cuda {
         device_ptrs.clear();
         for a in args {
             match a.kind {
-                ArgKind::Host { ptr, bytes, .. } if bytes > 0 => {
+                ArgKind::Host { ptr, bytes, atomic, .. } if bytes > 0 => {
                     let (size, d) = match st.cache.take(bytes) {
                         Some(block) => block,
                         None => (bytes, st.cache.alloc(bytes).map_err(|e| err("cuMemAlloc", e))?),
                     };
                     allocs.0.push((size, d));
-                    // SAFETY: `ptr` is valid for reads of `bytes` bytes: it comes
-                    // from a reference the launcher borrows for the whole launch.
-                    // In the launch stream, so the kernel starts after the copy
-                    // has landed (a plain cuMemcpyHtoD from pageable memory may
-                    // return before its DMA completes, and our non-blocking
-                    // stream would not wait for it).
-                    unsafe { sys::cuMemcpyHtoDAsync_v2(d, ptr as *const c_void, bytes, st.stream) }
-                        .result()
-                        .map_err(|e| err("cuMemcpyHtoDAsync", e))?;
+                    // Large and pageable: through the staging pipeline, which
+                    // returns once the data has landed. Atomics (which other
+                    // host threads may change meanwhile) are left to the
+                    // driver, as before.
+                    let staged = if atomic == 0 {
+                        // SAFETY: `ptr` is valid for reads of `bytes` bytes: it
+                        // comes from a reference the launcher borrows for the
+                        // whole launch; `d` holds at least `bytes`; the context
+                        // is current.
+                        unsafe { st.xfer.upload(st.stream, d, ptr as *const u8, bytes) }
+                    } else {
+                        None
+                    };
+                    match staged {
+                        Some(r) => r.map_err(|(op, e)| err(op, e))?,
+                        // SAFETY: as above. In the launch stream, so the kernel
+                        // starts after the copy has landed (a plain cuMemcpyHtoD
+                        // from pageable memory may return before its DMA
+                        // completes, and our non-blocking stream would not wait
+                        // for it).
+                        None => unsafe { sys::cuMemcpyHtoDAsync_v2(d, ptr as *const c_void, bytes, st.stream) }
+                            .result()
+                            .map_err(|e| err("cuMemcpyHtoDAsync", e))?,
+                    }
                     device_ptrs.push(d);
                 }
                 ArgKind::Resident { addr, .. } => device_ptrs.push(addr),
@@ -567,6 +604,16 @@ impl Backend for Cuda {
                 if bytes == 0 {
                     continue;
                 }
+                if atomic == 0 {
+                    // SAFETY: `ptr` is valid for writes of `bytes` bytes (an
+                    // exclusive borrow held by the launcher, plain data); `d`
+                    // holds as many; the kernel has finished; the context is
+                    // current.
+                    if let Some(r) = unsafe { st.xfer.download(st.stream, ptr, d, bytes) } {
+                        r.map_err(|(op, e)| err(op, e))?;
+                        continue;
+                    }
+                }
                 // SAFETY: `ptr` is valid for writes of `bytes` bytes (an
                 // exclusive borrow held by the launcher) or points to as
                 // many bytes of atomics (`atomic` != 0); `d` holds as many.
@@ -614,6 +661,9 @@ impl State {
     /// Resets the primary context (freeing everything in it, the panic
     /// record included), retains it again and reloads the module.
     fn rebuild(&mut self) -> Result<()> {
+        // The reset frees the staging buffers and events: forget them first
+        // (if the reset fails they leak, which is sound).
+        self.xfer.forget_context();
         // SAFETY: the primary context of `dev` is ours; resetting it
         // destroys every handle of the old state, which is replaced below
         // before any use.

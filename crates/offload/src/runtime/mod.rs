@@ -18,6 +18,7 @@
 
 mod cuda;
 mod cuda_recover;
+mod cuda_staging;
 mod host;
 mod images;
 
