@@ -100,7 +100,7 @@ def summarize(out):
         for kernel in ["copy", "mul", "add", "triad", "dot", "nstream"]:
             o = med(data, "babelstream", "offload", "default", kernel, str(n), "gbytes_per_sec")
             c = med(data, "babelstream", "cuda", "default", kernel, str(n), "gbytes_per_sec")
-            note = ("both: 1 launch, block reduction in shared memory, host adds the block sums"
+            note = ("both: 1 launch, block reduction, block sums written into mapped pinned host memory"
                     if kernel == "dot" else "")
             add("babelstream", f"{kernel} {label}", o, c, "GB/s", TARGETS["babelstream"], note=note)
     for impl in ["offload", "cuda"]:

@@ -10,6 +10,7 @@
 use core::marker::PhantomData;
 
 use crate::launch::{ArgKind, ArgSpec};
+use crate::pinned::{Mapped, MappedMut};
 use crate::{DeviceBuffer, DeviceCopy, DisjointSlice, MapElem};
 
 /// Accepted where a kernel takes `&[T]`. Implemented for `[T]`, `Vec<T>`,
@@ -194,6 +195,21 @@ fn buffer_addr<T: DeviceCopy>(b: &DeviceBuffer<T>) -> *mut T {
 impl<T: DeviceCopy> SliceArg<T> for DeviceBuffer<T> {
     fn map_in(&self) -> MapIn<'_, T> {
         MapIn { ptr: buffer_addr(self), len: self.len(), resident: true, _borrow: PhantomData }
+    }
+}
+
+// A mapped pinned buffer is passed like a resident one: its address is valid
+// on the device (see `PinnedBuffer::device_ptr`), so nothing is copied. Its
+// pointer is non-null and aligned even when empty (`NonNull::dangling`).
+impl<T: DeviceCopy> SliceArg<T> for Mapped<'_, T> {
+    fn map_in(&self) -> MapIn<'_, T> {
+        MapIn { ptr: self.buf.device_ptr(), len: self.buf.len(), resident: true, _borrow: PhantomData }
+    }
+}
+
+impl<T: DeviceCopy> SliceArgMut<T> for MappedMut<'_, T> {
+    fn map_inout(&mut self) -> MapInOut<'_, T> {
+        MapInOut { ptr: self.buf.device_ptr(), len: self.buf.len(), pass_len: true, resident: true, _borrow: PhantomData }
     }
 }
 

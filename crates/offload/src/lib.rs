@@ -132,7 +132,7 @@ pub use buffer::DeviceBuffer;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use error::{Error, Result};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use pinned::PinnedBuffer;
+pub use pinned::{Mapped, MappedMut, PinnedBuffer};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use runtime::{backend, BackendInfo, BackendKind};
 

@@ -75,6 +75,51 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     }
 }
 
+impl<T: DeviceCopy> PinnedBuffer<T> {
+    /// The buffer as a kernel argument the GPU reads in place, over the
+    /// interconnect, with no copy before the launch: CUDA's *mapped pinned
+    /// memory* ("zero-copy"; CUDA C++ Programming Guide, "Mapped Memory").
+    /// Pass `&buf.mapped()` where a kernel takes `&[T]`.
+    ///
+    /// Worth it for data a kernel reads once, or little of: each access
+    /// crosses the host link (tens of GB/s, microseconds of latency), so data
+    /// read repeatedly belongs in a [`DeviceBuffer`](crate::DeviceBuffer).
+    /// On the host fallback it is ordinary memory.
+    pub fn mapped(&self) -> Mapped<'_, T> {
+        Mapped { buf: self }
+    }
+
+    /// As [`mapped`](Self::mapped), for a kernel's `&mut [T]` parameter:
+    /// the kernel's writes land in this host memory directly and nothing is
+    /// copied back after the launch. This is how BabelStream's CUDA version
+    /// returns its per-block dot products: the kernel writes them into
+    /// `cudaHostAlloc` memory.
+    pub fn mapped_mut(&mut self) -> MappedMut<'_, T> {
+        MappedMut { buf: self }
+    }
+
+    /// The address kernels use for the buffer. Memory from `cuMemHostAlloc`
+    /// is mapped into the device address space at the same address on every
+    /// device with unified addressing (CUDA Driver API, "Unified
+    /// Addressing"), which all 64-bit GPUs offload supports (sm_70 and later)
+    /// have; on the host fallback it is host memory anyway.
+    pub(crate) fn device_ptr(&self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+}
+
+/// A [`PinnedBuffer`] passed to a kernel's `&[T]` parameter without a copy;
+/// see [`PinnedBuffer::mapped`].
+pub struct Mapped<'a, T: DeviceCopy> {
+    pub(crate) buf: &'a PinnedBuffer<T>,
+}
+
+/// A [`PinnedBuffer`] passed to a kernel's `&mut [T]` parameter without
+/// copies; see [`PinnedBuffer::mapped_mut`].
+pub struct MappedMut<'a, T: DeviceCopy> {
+    pub(crate) buf: &'a mut PinnedBuffer<T>,
+}
+
 impl<T: DeviceCopy> Deref for PinnedBuffer<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {

@@ -262,6 +262,29 @@ fn pinned_buffers_copy_and_map_like_host_memory() {
     assert!(offload::PinnedBuffer::<u32>::zeroed(0).unwrap().is_empty());
 }
 
+#[test]
+fn mapped_pinned_buffers_are_read_and_written_in_place() {
+    let n = 5_000;
+    let x: Vec<f64> = (0..n).map(|i| (i as f64).sqrt() - 20.0).collect();
+    let input = offload::PinnedBuffer::from_slice(&x).unwrap();
+    let mut out = offload::PinnedBuffer::<f64>::zeroed(n).unwrap();
+    // Both directions mapped: the kernel reads and writes host memory.
+    square_all(offload::for_len(n), &input.mapped(), &mut out.mapped_mut()).unwrap();
+    assert!(out.iter().zip(&x).all(|(y, x)| *y == x * x), "mapped in, mapped out");
+    // Mixed with a resident input and a plain slice.
+    let dev = DeviceBuffer::from_slice(&x[..n / 2]).unwrap();
+    let mut half = offload::PinnedBuffer::<f64>::zeroed(n / 2).unwrap();
+    square_all(offload::for_len(n / 2), &dev, &mut half.mapped_mut()).unwrap();
+    assert!(half.iter().zip(&x).all(|(y, x)| *y == x * x), "resident in, mapped out");
+    let mut plain = vec![0.0f64; n];
+    square_all(offload::for_len(n), &input.mapped(), &mut plain).unwrap();
+    assert!(plain.iter().zip(&x).all(|(y, x)| *y == x * x), "mapped in, mapped Vec out");
+    // Empty buffers pass a dangling, aligned pointer that no thread reads.
+    let mut empty = offload::PinnedBuffer::<f64>::zeroed(0).unwrap();
+    square_all(offload::for_len(1), &empty.mapped(), &mut plain[..0]).unwrap();
+    square_all(offload::for_len(1), &input.mapped(), &mut empty.mapped_mut()).unwrap();
+}
+
 #[kernel]
 fn trig(x: &[f32], out: &mut [[f32; 3]]) {
     for (i, o) in out.grid_stride() {

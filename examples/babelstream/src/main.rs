@@ -19,7 +19,9 @@
 //! threads per block, ceil(n / block) blocks, one element per thread in a
 //! grid-stride loop; dot uses 4 blocks per multiprocessor, reduces each
 //! block's partial sums in the block (warp shuffles and shared memory) and
-//! the host adds one value per block, as BabelStream's CUDA version does.
+//! the kernel writes one value per block straight into page-locked host
+//! memory (`PinnedBuffer::mapped_mut`), which the host adds, as
+//! BabelStream's CUDA version does with `cudaHostAlloc` memory.
 //!
 //! ```text
 //! cargo offload run --release -p babelstream -- [-s N] [-n TIMES] [--csv]
@@ -182,9 +184,9 @@ mod host {
         n: usize,
         block: u32,
         arrays: Arrays,
-        block_sums: DeviceBuffer<f64>,
-        /// The second stage's results, in page-locked memory (as BabelStream's
-        /// CUDA version keeps its per-block sums).
+        /// The per-block sums of dot, in page-locked host memory that the
+        /// kernel writes directly (mapped, "zero-copy"), as BabelStream's
+        /// CUDA version writes them into `cudaHostAlloc` memory.
         sums: PinnedBuffer<f64>,
         dot_blocks: u32,
     }
@@ -195,7 +197,6 @@ mod host {
                 n,
                 block,
                 arrays: Arrays { a: DeviceBuffer::zeroed(n)?, b: DeviceBuffer::zeroed(n)?, c: DeviceBuffer::zeroed(n)? },
-                block_sums: DeviceBuffer::zeroed(dot_blocks as usize)?,
                 sums: PinnedBuffer::zeroed(dot_blocks as usize)?,
                 dot_blocks,
             })
@@ -224,8 +225,7 @@ mod host {
             nstream(self.cfg(), &mut self.arrays.a, &self.arrays.b, &self.arrays.c, START_SCALAR)
         }
         fn dot(&mut self) -> offload::Result<f64> {
-            dot(LaunchConfig::new(self.dot_blocks, self.block), &self.arrays.a, &self.arrays.b, &mut self.block_sums)?;
-            self.block_sums.copy_to_slice(&mut self.sums)?;
+            dot(LaunchConfig::new(self.dot_blocks, self.block), &self.arrays.a, &self.arrays.b, &mut self.sums.mapped_mut())?;
             Ok(self.sums.iter().sum())
         }
         fn read(&self) -> offload::Result<(Vec<f64>, Vec<f64>, Vec<f64>)> {
