@@ -37,16 +37,17 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
         // recorder: once the device link inlines core's panic helpers and this
         // handler (see offload-linker's `panics`), the message's formatting
         // arguments are dead in optimized builds and cost no registers.
-        let (file, line, column) = match info.location() {
-            Some(l) => (l.file(), l.line(), l.column()),
-            None => ("<unknown>", 0, 0),
-        };
+        // The location goes by reference (one address to set up at each
+        // panic site, instead of file, length, line and column: ptxas hoists
+        // such constants into a kernel's entry block, where every thread
+        // executes them, panicking or not).
+        let location = info.location();
         match info.message().as_str() {
-            Some(literal) => record(file, line, column, Message::Literal(literal)),
+            Some(literal) => record(location, Message::Literal(literal)),
             #[cfg(debug_assertions)]
-            None => record(file, line, column, Message::Format(info)),
+            None => record(location, Message::Format(info)),
             #[cfg(not(debug_assertions))]
-            None => record(file, line, column, Message::Literal(UNFORMATTED)),
+            None => record(location, Message::Literal(UNFORMATTED)),
         }
         // SAFETY: `exit` ends this thread (PTX ISA, "exit"); the other
         // threads go on, and threads exited before a `bar.sync` do not keep it
@@ -78,7 +79,11 @@ enum Message<'a> {
 /// literal message by address, or the message formatted into the record.
 #[cfg(target_arch = "nvptx64")]
 #[inline(never)]
-fn record(file: &str, line: u32, column: u32, message: Message<'_>) {
+fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
+    let (file, line, column) = match location {
+        Some(l) => (l.file(), l.line(), l.column()),
+        None => ("<unknown>", 0, 0),
+    };
     // SAFETY: the slot is written only by the host, before the launch.
     let rec = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(__offload_global_panic_slot)) };
     if rec.is_null() {
