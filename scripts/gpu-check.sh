@@ -20,6 +20,9 @@ check "sample (sm_80 PTX, JIT)" 0 ./sample_offload_sm80
 check "saxpy 2^24" 0 ./saxpy
 check "saxpy 2^28" 0 ./saxpy 28
 check "runtime tests on the GPU" 0 env OFFLOAD_DEVICE=cuda ./runtime-tests --test-threads=1
+# Again with every large copy staged from the first on (by default the
+# first ones go directly while the staging buffers are allocated).
+check "runtime tests on the GPU, eager staging" 0 env OFFLOAD_DEVICE=cuda OFFLOAD_CUDA_STAGING=eager ./runtime-tests --test-threads=1
 check "plain build, default: host fallback with a warning" 0 ./sample_offload_plain
 check "plain build, OFFLOAD_DEVICE=cuda: one-line error" 1 env OFFLOAD_DEVICE=cuda ./sample_offload_plain
 echo "=== cargo offload doctor (no Rust toolchain on this machine: expect MISSING device parts)"

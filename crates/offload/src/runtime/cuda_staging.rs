@@ -17,12 +17,17 @@
 //! is asynchronous only for page-locked host memory (CUDA Driver API, "API
 //! synchronization behavior"): the staging buffers are page-locked.
 //!
+//! The buffers are allocated once copies that want them have moved
+//! [`STAGING_AFTER_BYTES`] directly (see `Transfers::buffers`), so a program
+//! that copies little does not pay for page-locking them.
+//!
 //! Copies of fewer than [`STAGING_THRESHOLD_BYTES`], copies from or to host
 //! memory the driver already knows (page-locked, as from
 //! [`PinnedBuffer`](crate::PinnedBuffer), or managed), and every copy if the
 //! staging buffers cannot be allocated, keep the driver's direct path.
 //! `OFFLOAD_CUDA_STAGING=0` (or `false`, `no`, `off`) turns staging off, to
-//! compare with the direct path.
+//! compare with the direct path; `OFFLOAD_CUDA_STAGING=eager` stages from
+//! the first large copy on, for tests.
 //!
 //! Invariant, between calls: no DMA reads or writes a staging buffer. Every
 //! staged copy returns after its last DMA has completed; one that fails
@@ -51,6 +56,10 @@ pub(crate) const STAGING_CHUNK_BYTES: usize = 32 << 20;
 /// still be running; device → host, two DMAs stay in flight while the
 /// threads empty the third buffer.
 pub(crate) const STAGING_BUFFERS: usize = 3;
+
+/// Bytes that copies wanting staging move directly before the staging
+/// buffers are allocated: 512 MiB (see `Transfers::buffers`).
+pub(crate) const STAGING_AFTER_BYTES: usize = 512 << 20;
 
 /// Copies of fewer bytes than this (4 MiB) take the driver's direct path:
 /// they are dominated by fixed latencies (tens of µs), which staging does
@@ -81,8 +90,14 @@ pub(crate) struct Transfers {
     /// `OFFLOAD_CUDA_STAGING` allows staging (it does unless set to `0`,
     /// `false`, `no` or `off`).
     enabled: bool,
-    /// Allocated at the first staged copy, kept for the context's life.
+    /// `OFFLOAD_CUDA_STAGING=eager`: stage from the first copy on.
+    eager: bool,
+    /// Allocated after the first copy that wants staging, kept for the
+    /// context's life.
     staging: Option<Staging>,
+    /// Bytes copied directly so far by copies that wanted staging (see
+    /// [`buffers`](Self::buffers)).
+    direct_bytes: usize,
     /// Allocating the buffers failed, or a failed copy could not prove them
     /// idle: copy directly until the context is rebuilt.
     unavailable: bool,
@@ -90,9 +105,9 @@ pub(crate) struct Transfers {
 
 impl Transfers {
     pub(crate) fn new() -> Self {
-        let enabled = std::env::var("OFFLOAD_CUDA_STAGING")
-            .map_or(true, |v| !matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "no" | "off"));
-        Transfers { enabled, staging: None, unavailable: false }
+        let setting = std::env::var("OFFLOAD_CUDA_STAGING").map(|v| v.trim().to_ascii_lowercase()).unwrap_or_default();
+        let enabled = !matches!(setting.as_str(), "0" | "false" | "no" | "off");
+        Transfers { enabled, eager: setting == "eager", staging: None, direct_bytes: 0, unavailable: false }
     }
 
     /// The context was reset, which freed the staging buffers and events:
@@ -122,7 +137,7 @@ impl Transfers {
         if !self.wants(src, bytes) {
             return None;
         }
-        let staging = self.buffers()?;
+        let staging = self.buffers(bytes)?;
         // SAFETY: the caller's contract, plus: `staging` belongs to the
         // current context and no DMA uses it (the module's invariant).
         let r = unsafe { upload_chunks(staging, stream, dst, src, bytes) };
@@ -151,7 +166,7 @@ impl Transfers {
         if !self.wants(dst, bytes) {
             return None;
         }
-        let staging = self.buffers()?;
+        let staging = self.buffers(bytes)?;
         // SAFETY: as in `upload`.
         let r = unsafe { download_chunks(staging, stream, dst, src, bytes) };
         if r.is_err() {
@@ -166,14 +181,26 @@ impl Transfers {
         self.enabled && !self.unavailable && bytes >= STAGING_THRESHOLD_BYTES && !driver_knows(host, bytes)
     }
 
-    /// The staging buffers, allocated at the first call; `None` (and staging
-    /// off) if they cannot be allocated.
-    fn buffers(&mut self) -> Option<&Staging> {
+    /// The staging buffers for a copy of `bytes`, or `None` to copy it
+    /// directly.
+    ///
+    /// Page-locking the 96 MiB of buffers takes tens of milliseconds (about
+    /// 60 ms on the H200 host), what the direct path needs to move about
+    /// 500 MB. So copies go directly until [`STAGING_AFTER_BYTES`] have, and
+    /// only then are the buffers allocated (the rent-or-buy rule: a program
+    /// pays at most about twice what it would have without staging, and one
+    /// that copies little never pays). With `OFFLOAD_CUDA_STAGING=eager` the
+    /// first copy allocates them. `None` for good (staging off) if they
+    /// cannot be allocated: the direct path still works.
+    fn buffers(&mut self, bytes: usize) -> Option<&Staging> {
         if self.staging.is_none() {
+            if !self.eager && self.direct_bytes < STAGING_AFTER_BYTES {
+                self.direct_bytes = self.direct_bytes.saturating_add(bytes);
+                return None;
+            }
             match Staging::new() {
                 Ok(s) => self.staging = Some(s),
                 Err(_) => {
-                    // Not fatal: the direct path still works.
                     self.unavailable = true;
                     return None;
                 }
@@ -224,6 +251,7 @@ struct Staging {
     bufs: [*mut u8; STAGING_BUFFERS],
     events: [sys::CUevent; STAGING_BUFFERS],
 }
+
 
 impl Staging {
     /// Allocates the buffers and events in the current context (all or
