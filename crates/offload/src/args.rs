@@ -14,11 +14,12 @@ use crate::pinned::{Mapped, MappedMut};
 use crate::{DeviceBuffer, DeviceCopy, DisjointSlice, MapElem};
 
 /// Accepted where a kernel takes `&[T]`. Implemented for `[T]`, `Vec<T>`,
-/// `[T; N]`, `Box<[T]>` and [`DeviceBuffer<T>`]; `T` is plain data
-/// (`DeviceCopy`) or an atomic (`MapElem`).
+/// `[T; N]`, `Box<[T]>`, [`DeviceBuffer<T>`], [`PinnedBuffer<T>`](crate::PinnedBuffer)
+/// and its [`Mapped`] view; `T` is plain data (`DeviceCopy`) or an atomic
+/// (`MapElem`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed where the kernel takes `&[{T}]`",
-    label = "expected a reference to `[{T}]`, `Vec<{T}>`, `[{T}; N]`, `Box<[{T}]>` or `DeviceBuffer<{T}>`"
+    label = "expected a reference to `[{T}]`, `Vec<{T}>`, `[{T}; N]`, `Box<[{T}]>`, `DeviceBuffer<{T}>`, `PinnedBuffer<{T}>` or `Mapped<{T}>` (`&pinned.mapped()`)"
 )]
 pub trait SliceArg<T: MapElem> {
     /// The view a launch maps.
@@ -27,10 +28,11 @@ pub trait SliceArg<T: MapElem> {
 }
 
 /// Accepted where a kernel takes `&mut [T]`. Implemented for `[T]`,
-/// `Vec<T>`, `[T; N]`, `Box<[T]>` and [`DeviceBuffer<T>`].
+/// `Vec<T>`, `[T; N]`, `Box<[T]>`, [`DeviceBuffer<T>`],
+/// [`PinnedBuffer<T>`](crate::PinnedBuffer) and its [`MappedMut`] view.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed where the kernel takes `&mut [{T}]`",
-    label = "expected `&mut` to `[{T}]`, `Vec<{T}>`, `[{T}; N]`, `Box<[{T}]>` or `DeviceBuffer<{T}>`"
+    label = "expected `&mut` to `[{T}]`, `Vec<{T}>`, `[{T}; N]`, `Box<[{T}]>`, `DeviceBuffer<{T}>`, `PinnedBuffer<{T}>` or `MappedMut<{T}>` (`&mut pinned.mapped_mut()`)"
 )]
 pub trait SliceArgMut<T: DeviceCopy> {
     /// The view a launch maps.

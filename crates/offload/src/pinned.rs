@@ -25,7 +25,7 @@ use crate::{DeviceCopy, SliceArg, SliceArgMut};
 ///
 /// ```ignore
 /// let mut staging = offload::PinnedBuffer::<f32>::zeroed(n)?;
-/// staging.copy_from_slice(&input);
+/// staging.copy_from_slice(&input);   // the slice method: panics if the lengths differ
 /// let dev = offload::DeviceBuffer::from_slice(&staging)?;   // full-speed copy
 /// ```
 pub struct PinnedBuffer<T: DeviceCopy> {

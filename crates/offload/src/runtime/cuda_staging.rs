@@ -27,7 +27,8 @@
 //! staging buffers cannot be allocated, keep the driver's direct path.
 //! `OFFLOAD_CUDA_STAGING=0` (or `false`, `no`, `off`) turns staging off, to
 //! compare with the direct path; `OFFLOAD_CUDA_STAGING=eager` stages from
-//! the first large copy on, for tests.
+//! the first large copy on, for tests; `1` (`true`, `yes`, `on`) is the
+//! default; other values warn and keep the default.
 //!
 //! Invariant, between calls: no DMA reads or writes a staging buffer. Every
 //! staged copy returns after its last DMA has completed; one that fails
@@ -105,9 +106,20 @@ pub(crate) struct Transfers {
 
 impl Transfers {
     pub(crate) fn new() -> Self {
-        let setting = std::env::var("OFFLOAD_CUDA_STAGING").map(|v| v.trim().to_ascii_lowercase()).unwrap_or_default();
-        let enabled = !matches!(setting.as_str(), "0" | "false" | "no" | "off");
-        Transfers { enabled, eager: setting == "eager", staging: None, direct_bytes: 0, unavailable: false }
+        let raw = std::env::var("OFFLOAD_CUDA_STAGING").unwrap_or_default();
+        let setting = raw.trim().to_ascii_lowercase();
+        let (enabled, eager) = match setting.as_str() {
+            "0" | "false" | "no" | "off" => (false, false),
+            "eager" => (true, true),
+            "" | "1" | "true" | "yes" | "on" => (true, false),
+            _ => {
+                std::eprintln!(
+                    "offload: warning: OFFLOAD_CUDA_STAGING={raw:?} is not one of 0, 1 or eager; staging stays on (its default)"
+                );
+                (true, false)
+            }
+        };
+        Transfers { enabled, eager, staging: None, direct_bytes: 0, unavailable: false }
     }
 
     /// The context was reset, which freed the staging buffers and events:
