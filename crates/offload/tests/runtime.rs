@@ -156,6 +156,15 @@ fn buffer_length_mismatch_is_an_error_not_a_panic() {
     let e = b.copy_to_slice(&mut small).unwrap_err();
     assert!(matches!(e, Error::Memory { .. }), "{e}");
     assert!(DeviceBuffer::<u8>::zeroed(0).unwrap().to_vec().unwrap().is_empty());
+    // More than any allocation can hold: an error naming the size (on a
+    // GPU, the driver's out-of-memory error).
+    let e = DeviceBuffer::<u8>::zeroed(isize::MAX as usize).unwrap_err();
+    if offload::backend().unwrap().kind == offload::BackendKind::Host {
+        assert_eq!(
+            e.to_string(),
+            format!("cannot allocate: {} bytes is more than one allocation can hold (isize::MAX rounded to 256)", isize::MAX)
+        );
+    }
 }
 
 #[test]

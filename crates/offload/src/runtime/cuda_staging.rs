@@ -106,20 +106,31 @@ pub(crate) struct Transfers {
 
 impl Transfers {
     pub(crate) fn new() -> Self {
-        let raw = std::env::var("OFFLOAD_CUDA_STAGING").unwrap_or_default();
-        let setting = raw.trim().to_ascii_lowercase();
-        let (enabled, eager) = match setting.as_str() {
-            "0" | "false" | "no" | "off" => (false, false),
-            "eager" => (true, true),
-            "" | "1" | "true" | "yes" | "on" => (true, false),
-            _ => {
-                std::eprintln!(
-                    "offload: warning: OFFLOAD_CUDA_STAGING={raw:?} is not one of 0, 1 or eager; staging stays on (its default)"
-                );
-                (true, false)
-            }
-        };
+        let (enabled, eager, warning) = parse_setting(&std::env::var("OFFLOAD_CUDA_STAGING").unwrap_or_default());
+        if let Some(w) = warning {
+            std::eprintln!("offload: warning: {w}");
+        }
         Transfers { enabled, eager, staging: None, direct_bytes: 0, unavailable: false }
+    }
+
+    /// Runs the staged copy `copy` of `bytes` from or to host memory at
+    /// `host`, or returns `None` (nothing done) if the copy is not one for
+    /// staging. After a failure, waits until no DMA can still use a buffer.
+    fn staged(
+        &mut self,
+        stream: sys::CUstream,
+        host: *const u8,
+        bytes: usize,
+        copy: impl FnOnce(&Staging) -> core::result::Result<(), Failure>,
+    ) -> Option<core::result::Result<(), Failure>> {
+        if !self.wants(host, bytes) {
+            return None;
+        }
+        let r = copy(self.buffers(bytes)?);
+        if r.is_err() {
+            self.drain(stream);
+        }
+        Some(r)
     }
 
     /// The context was reset, which freed the staging buffers and events:
@@ -146,17 +157,9 @@ impl Transfers {
         src: *const u8,
         bytes: usize,
     ) -> Option<core::result::Result<(), Failure>> {
-        if !self.wants(src, bytes) {
-            return None;
-        }
-        let staging = self.buffers(bytes)?;
-        // SAFETY: the caller's contract, plus: `staging` belongs to the
-        // current context and no DMA uses it (the module's invariant).
-        let r = unsafe { upload_chunks(staging, stream, dst, src, bytes) };
-        if r.is_err() {
-            self.drain(stream);
-        }
-        Some(r)
+        // SAFETY: the caller's contract, plus: the staging buffers belong to
+        // the current context and no DMA uses them (the module's invariant).
+        self.staged(stream, src, bytes, |s| unsafe { upload_chunks(s, stream, dst, src, bytes) })
     }
 
     /// Copies `bytes` from device memory at `src` to host memory at `dst`
@@ -175,16 +178,8 @@ impl Transfers {
         src: sys::CUdeviceptr,
         bytes: usize,
     ) -> Option<core::result::Result<(), Failure>> {
-        if !self.wants(dst, bytes) {
-            return None;
-        }
-        let staging = self.buffers(bytes)?;
         // SAFETY: as in `upload`.
-        let r = unsafe { download_chunks(staging, stream, dst, src, bytes) };
-        if r.is_err() {
-            self.drain(stream);
-        }
-        Some(r)
+        self.staged(stream, dst, bytes, |s| unsafe { download_chunks(s, stream, dst, src, bytes) })
     }
 
     /// Whether a copy of `bytes` from or to host memory at `host` takes the
@@ -232,6 +227,23 @@ impl Transfers {
             self.staging = None;
             self.unavailable = true;
         }
+    }
+}
+
+/// `OFFLOAD_CUDA_STAGING`'s value as (staging on, eager, warning for an
+/// unknown value): `0`/`false`/`no`/`off` turn staging off, `eager` stages
+/// from the first large copy on, unset or `1`/`true`/`yes`/`on` is the
+/// default; anything else keeps the default with a warning.
+fn parse_setting(raw: &str) -> (bool, bool, Option<std::string::String>) {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "0" | "false" | "no" | "off" => (false, false, None),
+        "eager" => (true, true, None),
+        "" | "1" | "true" | "yes" | "on" => (true, false, None),
+        _ => (
+            true,
+            false,
+            Some(std::format!("OFFLOAD_CUDA_STAGING={raw:?} is not one of 0, 1 or eager; staging stays on (its default)")),
+        ),
     }
 }
 
@@ -546,6 +558,21 @@ mod tests {
 
     /// `tests/runtime.rs` round-trips sizes around these values, written
     /// there as numbers: keep the two in step.
+    #[test]
+    fn staging_setting_values() {
+        assert_eq!(parse_setting(""), (true, false, None));
+        assert_eq!(parse_setting(" Off "), (false, false, None));
+        assert_eq!(parse_setting("0"), (false, false, None));
+        assert_eq!(parse_setting("EAGER"), (true, true, None));
+        assert_eq!(parse_setting("yes"), (true, false, None));
+        let (on, eager, warning) = parse_setting("fast");
+        assert!(on && !eager);
+        assert_eq!(
+            warning.as_deref(),
+            Some("OFFLOAD_CUDA_STAGING=\"fast\" is not one of 0, 1 or eager; staging stays on (its default)")
+        );
+    }
+
     #[test]
     fn staging_sizes_match_the_integration_tests() {
         assert_eq!(STAGING_THRESHOLD_BYTES, 4 << 20);
