@@ -50,6 +50,8 @@ struct Param {
 struct Kernel {
     func: ItemFn,
     params: Vec<Param>,
+    /// `#[kernel(same_len(a, b, …))]`: slice parameters of equal length.
+    same_len: Vec<Ident>,
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -91,9 +93,13 @@ fn push(errors: &mut Option<syn::Error>, e: syn::Error) {
 
 fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
     let mut errors = None;
-    if !attr.is_empty() {
-        push(&mut errors, syn::Error::new_spanned(&attr, "`#[offload::kernel]` takes no arguments"));
-    }
+    let same_len = match parse_attr(attr) {
+        Ok(v) => v,
+        Err(e) => {
+            push(&mut errors, e);
+            Vec::new()
+        }
+    };
     let sig = &func.sig;
     if let Some(t) = &sig.constness {
         push(&mut errors, syn::Error::new_spanned(t, "a kernel cannot be `const`"));
@@ -187,10 +193,47 @@ fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
         }
         params.push(Param { name, mutable, ty, mapping, lifetime });
     }
+    for n in &same_len {
+        match params.iter().find(|p| p.name == *n) {
+            Some(p) if matches!(p.mapping, Mapping::SliceTo(_) | Mapping::SliceToFrom(_)) => {}
+            Some(_) => push(
+                &mut errors,
+                syn::Error::new_spanned(n, format!("`same_len` names slices: `{n}` is not a `&[T]` or `&mut [T]` parameter")),
+            ),
+            None => push(&mut errors, syn::Error::new_spanned(n, format!("`same_len`: the kernel has no parameter `{n}`"))),
+        }
+    }
     match errors {
         Some(e) => Err(e),
-        None => Ok(Kernel { func, params }),
+        None => Ok(Kernel { func, params, same_len }),
     }
+}
+
+/// The kernel attribute's arguments: nothing, or `same_len(a, b, …)` with at
+/// least two distinct names.
+fn parse_attr(attr: TokenStream) -> syn::Result<Vec<Ident>> {
+    const USAGE: &str = "`#[offload::kernel]` takes no arguments or `same_len(a, b, …)`: slice parameters \
+                         of equal length, which the launcher checks before the launch";
+    if attr.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list: syn::MetaList = syn::parse2(attr.clone()).map_err(|_| syn::Error::new_spanned(&attr, USAGE))?;
+    if !list.path.is_ident("same_len") {
+        return Err(syn::Error::new_spanned(&list.path, USAGE));
+    }
+    let names = list
+        .parse_args_with(syn::punctuated::Punctuated::<Ident, syn::Token![,]>::parse_terminated)
+        .map_err(|e| syn::Error::new(e.span(), USAGE))?;
+    let names: Vec<Ident> = names.into_iter().collect();
+    if names.len() < 2 {
+        return Err(syn::Error::new_spanned(&list, "`same_len` needs at least two slice parameters"));
+    }
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(syn::Error::new_spanned(n, format!("`same_len` names `{n}` twice")));
+        }
+    }
+    Ok(names)
 }
 
 fn classify(ty: &Type) -> (Mapping, Option<syn::Lifetime>) {
@@ -496,6 +539,15 @@ fn entry_parts(k: &Kernel, subst: &[(Ident, Type)]) -> (Vec<TokenStream>, Vec<To
             }
         }
     }
+    // `same_len`: the launcher checked the lengths (`check_same_len`).
+    let lens: Vec<Ident> = k.same_len.iter().map(|n| format_ident!("{}__len", n)).collect();
+    if let Some((first, rest)) = lens.split_first() {
+        entry_checks.push(quote! {
+            // SAFETY: the launcher returned an error instead of launching if
+            // these lengths differed (`__private::check_same_len`).
+            unsafe { #(::core::hint::assert_unchecked(#first == #rest);)* }
+        });
+    }
     (entry_params, entry_args, entry_checks)
 }
 
@@ -672,6 +724,13 @@ fn generate(k: &Kernel) -> TokenStream {
             }
         }
     }
+    let same_len_check = (!k.same_len.is_empty()).then(|| {
+        let names = k.same_len.iter().map(|n| n.to_string());
+        let maps = k.same_len.iter().map(|n| format_ident!("__offload_map_{}", n));
+        quote! {
+            ::offload::__private::check_same_len(__offload_kernel, &[#(#names),*], &[#(#maps.len()),*])?;
+        }
+    });
     let launch_ident = Ident::new("__offload_launch", Span::mixed_site());
     let base_info = quote! {
         ::offload::__private::KernelInfo {
@@ -735,6 +794,7 @@ fn generate(k: &Kernel) -> TokenStream {
                 ::offload::__private::record_bytes(__OFFLOAD_RECORD);
             #select
             #(#prep)*
+            #same_len_check
             let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
             let __offload_host = move || __offload_body(#(#call_args),*);
             ::offload::__private::launch(
@@ -761,6 +821,30 @@ mod tests {
         match check(TokenStream::new(), syn::parse2(item).unwrap()) {
             Ok(_) => String::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"),
+        }
+    }
+
+    fn attr_errors_of(attr: &str, src: &str) -> String {
+        let item: TokenStream = src.parse().unwrap();
+        match check(attr.parse().unwrap(), syn::parse2(item).unwrap()) {
+            Ok(k) => k.same_len.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(","),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"),
+        }
+    }
+
+    #[test]
+    fn same_len_names_two_or_more_slice_parameters() {
+        let f = "fn k(a: &[f32], b: &[f32], c: &mut [f32], s: f32, r: &f32) {}";
+        assert_eq!(attr_errors_of("same_len(a, c)", f), "a,c");
+        assert_eq!(attr_errors_of("same_len(c, a, b,)", f), "c,a,b");
+        assert!(attr_errors_of("same_len(a)", f).contains("at least two slice parameters"));
+        assert!(attr_errors_of("same_len(a, s)", f).contains("`s` is not a `&[T]` or `&mut [T]` parameter"));
+        assert!(attr_errors_of("same_len(a, r)", f).contains("`r` is not a `&[T]`"));
+        assert!(attr_errors_of("same_len(a, z)", f).contains("the kernel has no parameter `z`"));
+        assert!(attr_errors_of("same_len(a, a)", f).contains("names `a` twice"));
+        for bad in ["same_length(a, b)", "same_len = 1", "same_len(a + b)", "fast"] {
+            let e = attr_errors_of(bad, f);
+            assert!(e.contains("takes no arguments or `same_len(a, b, …)`"), "{bad}: {e}");
         }
     }
 

@@ -12,6 +12,31 @@ pub use crate::args::{MapIn, MapInOut};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use crate::launch::{launch, ArgSpec, Instances, KernelInfo};
 
+/// The check of `#[kernel(same_len(a, b, …))]`, made by the launcher before
+/// anything is mapped: every named slice argument has the length of the
+/// first, so the kernel may assume it.
+///
+/// # Errors
+/// [`Error::InvalidLaunch`](crate::Error::InvalidLaunch) naming the first
+/// slice that differs.
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub fn check_same_len(kernel: &KernelInfo, names: &[&str], lens: &[usize]) -> crate::Result<()> {
+    for (name, &len) in names.iter().zip(lens).skip(1) {
+        if len != lens[0] {
+            return Err(crate::Error::InvalidLaunch {
+                kernel: kernel.path(),
+                reason: std::format!(
+                    "the kernel declares `same_len({})`, but `{}` has {} elements and `{name}` has {len}",
+                    names.join(", "),
+                    names[0],
+                    lens[0]
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Compile-time check that `T` may cross to the device; the generated call
 /// carries the span of the user's type so the error lands there.
 #[inline(always)]

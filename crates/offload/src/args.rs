@@ -68,6 +68,16 @@ impl<'a, T: MapElem> MapIn<'a, T> {
         MapIn { ptr: s.as_ptr(), len: s.len(), resident: false, _borrow: PhantomData }
     }
 
+    /// Elements of the slice.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the slice is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The argument's description for the backend.
     pub fn spec(&self) -> ArgSpec<'a> {
         if self.resident {
@@ -131,6 +141,16 @@ impl<'a, T: DeviceCopy> MapInOut<'a, T> {
     /// A `&mut T` parameter: one element, passed without a length.
     pub fn reference(r: &'a mut T) -> Self {
         MapInOut { ptr: r as *mut T, len: 1, pass_len: false, resident: false, _borrow: PhantomData }
+    }
+
+    /// Elements of the slice.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the slice is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The argument's description for the backend.

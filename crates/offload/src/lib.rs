@@ -174,9 +174,25 @@ pub mod prelude {
 /// launches the kernel on the GPU (or runs the body on the host CPU, once per
 /// simulated GPU thread) and waits for it to finish.
 ///
+/// `#[offload::kernel(same_len(a, b, …))]` declares slice parameters of
+/// equal length: the launcher checks the lengths before anything is mapped
+/// (a difference is [`Error::InvalidLaunch`], naming the slices and their
+/// lengths) and the kernel may then assume them, so `b[i]` for an index `i`
+/// of `a` needs no bounds check on the GPU. In a bandwidth-bound kernel with
+/// one element per thread that check (or `&b[..a.len()]`) is a branch
+/// before the first load: BabelStream's copy on an H200 went from 0.956× to
+/// 0.972× of CUDA's bandwidth without it.
+///
+/// ```ignore
+/// #[offload::kernel(same_len(x, y))]
+/// fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+///     for (i, yi) in y.grid_stride() { *yi += a * x[i]; }
+/// }
+/// ```
+///
 /// Rules, each checked at compile time with an error on the offending token:
 /// parameters are plain names; the return type is `()`; no `async`,
-/// `const`, `unsafe`, `extern`, `self` or type parameters; every value or
+/// `const`, `unsafe`, `extern`, `self` or const generic parameters; every value or
 /// element type implements [`DeviceCopy`].
 pub use offload_macros::kernel;
 

@@ -416,3 +416,41 @@ fn large_mapped_arguments_go_to_the_device_and_back() {
     let want: Vec<u32> = x.iter().map(|&v| v + 1).collect();
     same(&out, &want, "fails_at(x) = x + 1");
 }
+
+/// `out[i] = a·x[i] + y[i]`, the three slices declared equal in length:
+/// the indexing needs no bounds check in the kernel.
+#[kernel(same_len(x, y, out))]
+fn same_len_axpy(a: f64, x: &[f64], y: &[f64], out: &mut [f64]) {
+    for (i, o) in out.grid_stride() {
+        *o = a * x[i] + y[i];
+    }
+}
+
+#[test]
+fn same_len_is_checked_by_the_launcher() {
+    let n = 5_003;
+    let x: Vec<f64> = (0..n).map(|i| (i as f64).sqrt()).collect();
+    let y: Vec<f64> = (0..n).map(|i| 1.0 - i as f64).collect();
+    let mut out = vec![0.0f64; n];
+    same_len_axpy(LaunchConfig::new(3u32, 96u32), 2.0, &x, &y, &mut out).unwrap();
+    assert!((0..n).all(|i| out[i] == 2.0 * x[i] + y[i]));
+    // Resident and host slices mixed.
+    let xd = DeviceBuffer::from_slice(&x).unwrap();
+    let mut out2 = vec![0.0f64; n];
+    same_len_axpy(offload::for_len(n), 2.0, &xd, &y, &mut out2).unwrap();
+    assert_eq!(out2, out);
+    // A length that differs is an error before anything runs; `out` keeps
+    // its values.
+    let mut short = vec![7.0f64; n - 1];
+    let e = same_len_axpy(offload::for_len(n), 2.0, &x, &y, &mut short).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid launch of kernel `runtime::same_len_axpy`: the kernel declares `same_len(x, y, out)`, \
+         but `x` has 5003 elements and `out` has 5002"
+    );
+    assert!(short.iter().all(|&v| v == 7.0));
+    let e = same_len_axpy(offload::for_len(n), 2.0, &x, &y[1..], &mut out).unwrap_err();
+    assert!(e.to_string().contains("`x` has 5003 elements and `y` has 5002"), "{e}");
+    // All empty is fine.
+    same_len_axpy(offload::for_len(1), 2.0, &x[..0], &y[..0], &mut []).unwrap();
+}

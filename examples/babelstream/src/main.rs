@@ -43,41 +43,36 @@ fn init(a: &mut [f64], b: &mut [f64], c: &mut [f64], va: f64, vb: f64, vc: f64) 
     }
 }
 
-#[kernel]
+#[kernel(same_len(a, c))]
 fn copy(a: &[f64], c: &mut [f64]) {
-    let a = &a[..c.len()];
     for (i, ci) in c.grid_stride() {
         *ci = a[i];
     }
 }
 
-#[kernel]
+#[kernel(same_len(b, c))]
 fn mul(b: &mut [f64], c: &[f64], scalar: f64) {
-    let c = &c[..b.len()];
     for (i, bi) in b.grid_stride() {
         *bi = scalar * c[i];
     }
 }
 
-#[kernel]
+#[kernel(same_len(a, b, c))]
 fn add(a: &[f64], b: &[f64], c: &mut [f64]) {
-    let (a, b) = (&a[..c.len()], &b[..c.len()]);
     for (i, ci) in c.grid_stride() {
         *ci = a[i] + b[i];
     }
 }
 
-#[kernel]
+#[kernel(same_len(a, b, c))]
 fn triad(a: &mut [f64], b: &[f64], c: &[f64], scalar: f64) {
-    let (b, c) = (&b[..a.len()], &c[..a.len()]);
     for (i, ai) in a.grid_stride() {
         *ai = b[i] + scalar * c[i];
     }
 }
 
-#[kernel]
+#[kernel(same_len(a, b, c))]
 fn nstream(a: &mut [f64], b: &[f64], c: &[f64], scalar: f64) {
-    let (b, c) = (&b[..a.len()], &c[..a.len()]);
     for (i, ai) in a.grid_stride() {
         *ai += b[i] + scalar * c[i];
     }
