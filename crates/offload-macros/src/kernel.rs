@@ -70,15 +70,23 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     match check(attr, func.clone()) {
         Ok(kernel) => generate(&kernel),
         Err(err) => {
-            // Keep the user's function so that the rest of the crate still
-            // resolves and the IDE keeps working; only the error is new.
-            // On the host only: the device pass may not even resolve its types.
+            // Keep the user's function's signature so that the rest of the
+            // crate still resolves and the IDE keeps working; only the error
+            // is new. Its body is dropped: written for the kernel (a
+            // `&mut [T]` is a `DisjointSlice` there), it would add errors
+            // such as "no method `grid_stride` on `&mut [f32]`" that are
+            // not the problem. On the host only: the device pass may not
+            // even resolve its types.
             let err = err.to_compile_error();
+            let mut stub = func;
+            stub.block = Box::new(syn::parse_quote!({
+                ::core::unreachable!("this kernel did not compile")
+            }));
             quote! {
                 #err
                 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-                #[allow(dead_code)]
-                #func
+                #[allow(dead_code, unused_variables, unused_mut)]
+                #stub
             }
         }
     }
@@ -192,6 +200,26 @@ fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
             );
         }
         params.push(Param { name, mutable, ty, mapping, lifetime });
+    }
+    // The entry point names a slice's pointer and length `<name>__ptr` and
+    // `<name>__len`: another parameter of that name would clash there.
+    for p in &params {
+        for q in &params {
+            let clash = [format!("{}__ptr", q.name), format!("{}__len", q.name)];
+            if clash.contains(&p.name.to_string()) {
+                push(
+                    &mut errors,
+                    syn::Error::new_spanned(
+                        &p.name,
+                        format!(
+                            "`{}` clashes with the name the generated entry point gives `{}`'s pointer or length: \
+                             rename this parameter",
+                            p.name, q.name
+                        ),
+                    ),
+                );
+            }
+        }
     }
     for n in &same_len {
         match params.iter().find(|p| p.name == *n) {
@@ -830,6 +858,14 @@ mod tests {
             Ok(k) => k.same_len.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(","),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"),
         }
+    }
+
+    #[test]
+    fn generated_entry_names_are_reserved() {
+        let e = errors_of("fn k(x: &[f32], x__len: usize, y: &mut [u8], y__ptr: u64) {}");
+        assert!(e.contains("`x__len` clashes with the name the generated entry point gives `x`'s pointer or length"), "{e}");
+        assert!(e.contains("`y__ptr` clashes"), "{e}");
+        assert_eq!(errors_of("fn k(x: &[f32], x_len: usize, len: usize) {}"), "");
     }
 
     #[test]
