@@ -79,9 +79,9 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             // even resolve its types.
             let err = err.to_compile_error();
             let mut stub = func;
-            stub.block = Box::new(syn::parse_quote!({
+            *stub.block = syn::parse_quote!({
                 ::core::unreachable!("this kernel did not compile")
-            }));
+            });
             quote! {
                 #err
                 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
