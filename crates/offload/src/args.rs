@@ -68,6 +68,13 @@ impl<'a, T: MapElem> MapIn<'a, T> {
         MapIn { ptr: s.as_ptr(), len: s.len(), resident: false, _borrow: PhantomData }
     }
 
+    /// `len` elements at `ptr`, an address valid on the device for the
+    /// launch (a `DeviceBuffer`, or mapped pinned memory): passed as is,
+    /// nothing copied. `ptr` is non-null and aligned even when `len == 0`.
+    fn resident(ptr: *const T, len: usize) -> Self {
+        MapIn { ptr, len, resident: true, _borrow: PhantomData }
+    }
+
     /// Elements of the slice.
     pub fn len(&self) -> usize {
         self.len
@@ -143,6 +150,11 @@ impl<'a, T: DeviceCopy> MapInOut<'a, T> {
         MapInOut { ptr: r as *mut T, len: 1, pass_len: false, resident: false, _borrow: PhantomData }
     }
 
+    /// As [`MapIn::resident`], written in place.
+    fn resident(ptr: *mut T, len: usize) -> Self {
+        MapInOut { ptr, len, pass_len: true, resident: true, _borrow: PhantomData }
+    }
+
     /// Elements of the slice.
     pub fn len(&self) -> usize {
         self.len
@@ -216,7 +228,7 @@ fn buffer_addr<T: DeviceCopy>(b: &DeviceBuffer<T>) -> *mut T {
 
 impl<T: DeviceCopy> SliceArg<T> for DeviceBuffer<T> {
     fn map_in(&self) -> MapIn<'_, T> {
-        MapIn { ptr: buffer_addr(self), len: self.len(), resident: true, _borrow: PhantomData }
+        MapIn::resident(buffer_addr(self), self.len())
     }
 }
 
@@ -225,13 +237,13 @@ impl<T: DeviceCopy> SliceArg<T> for DeviceBuffer<T> {
 // pointer is non-null and aligned even when empty (`NonNull::dangling`).
 impl<T: DeviceCopy> SliceArg<T> for Mapped<'_, T> {
     fn map_in(&self) -> MapIn<'_, T> {
-        MapIn { ptr: self.buf.device_ptr(), len: self.buf.len(), resident: true, _borrow: PhantomData }
+        MapIn::resident(self.buf.device_ptr(), self.buf.len())
     }
 }
 
 impl<T: DeviceCopy> SliceArgMut<T> for MappedMut<'_, T> {
     fn map_inout(&mut self) -> MapInOut<'_, T> {
-        MapInOut { ptr: self.buf.device_ptr(), len: self.buf.len(), pass_len: true, resident: true, _borrow: PhantomData }
+        MapInOut::resident(self.buf.device_ptr(), self.buf.len())
     }
 }
 
@@ -257,12 +269,6 @@ impl<T: DeviceCopy> SliceArgMut<T> for std::boxed::Box<[T]> {
 }
 impl<T: DeviceCopy> SliceArgMut<T> for DeviceBuffer<T> {
     fn map_inout(&mut self) -> MapInOut<'_, T> {
-        MapInOut {
-            ptr: buffer_addr(self),
-            len: self.len(),
-            pass_len: true,
-            resident: true,
-            _borrow: PhantomData,
-        }
+        MapInOut::resident(buffer_addr(self), self.len())
     }
 }
