@@ -164,12 +164,10 @@ impl Cuda {
             Err(e) => {
                 // A cubin from a newer toolkit than the driver: fall back to
                 // the PTX of the same bundle, which the driver JIT-compiles.
-                let ptx = all
-                    .iter()
-                    .filter(|i| i.kind == ImageKind::Ptx)
-                    .find(|i| offload_image::parse_sm(i.arch).is_some_and(|a| a <= (major, minor)));
+                let ptx: Vec<Image<'static>> = all.iter().filter(|i| i.kind == ImageKind::Ptx).copied().collect();
+                let ptx = offload_image::select(&ptx, offload_image::Device::Cuda { major, minor });
                 match (chosen.kind, ptx) {
-                    (ImageKind::Cubin, Some(p)) => (load_module(p).map_err(Unusable::Failed)?, *p),
+                    (ImageKind::Cubin, Some(p)) => (load_module(&p).map_err(Unusable::Failed)?, p),
                     _ => return Err(Unusable::Failed(e)),
                 }
             }
