@@ -17,33 +17,48 @@
 //! ```text
 //! struct Header {            // 32 bytes
 //!     magic:   [u8; 8],      // b"OFLDIMG\0"
-//!     version: u32,          // FORMAT_VERSION (1)
+//!     version: u32,          // FORMAT_VERSION (2)
 //!     count:   u32,          // number of Entry records that follow
 //!     size:    u64,          // total bundle size in bytes, header included
 //!     reserved: u64,         // 0
 //! }
-//! struct Entry {             // 48 bytes, `count` of them right after the header
+//! struct Entry {             // 56 bytes, `count` of them right after the header
 //!     kind:    u32,          // ImageKind: 1 = PTX, 2 = cubin, 3 = AMD GPU code object
 //!     flags:   u32,          // 0
 //!     triple:  (u32, u32),   // (offset, len) of the UTF-8 target triple
 //!     arch:    (u32, u32),   // (offset, len) of the UTF-8 architecture, e.g. "sm_90"
 //!     kernels: (u32, u32),   // (offset, len) of '\n'-separated kernel symbols
 //!     image:   (u64, u64),   // (offset, len) of the image bytes
+//!     checksum: u32,         // CRC-32 of the entry's contents (see below)
+//!     reserved: u32,         // 0
 //! }
 //! // then strings and image payloads, in any order, each 8-byte aligned
 //! ```
+//!
+//! `checksum` is the CRC-32 (ISO-HDLC, the zlib/PNG polynomial, as
+//! `crc32fast` computes it) of, in this order: `kind` and `flags` as
+//! little-endian `u32`s, then the bytes of the triple, the architecture, the
+//! kernel list and the image. A damaged image (a flipped bit in a cubin would
+//! otherwise reach the CUDA driver, which may crash on it) is found by
+//! [`Image::verify`] before anything uses it.
+//!
+//! Version 1 (written by earlier `cargo offload`s) has 48-byte entries with no
+//! `checksum` and `reserved`; it is still read, with [`Image::checksum`]
+//! `None`.
 #![forbid(unsafe_code)]
 
 use std::fmt;
 
 /// The magic bytes a bundle starts with.
 pub const MAGIC: [u8; 8] = *b"OFLDIMG\0";
-/// The layout version this crate reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The layout version this crate writes (it also reads version 1).
+pub const FORMAT_VERSION: u32 = 2;
 /// Size in bytes of [`Header`](self#layout).
 pub const HEADER_SIZE: usize = 32;
-/// Size in bytes of one entry record.
-pub const ENTRY_SIZE: usize = 48;
+/// Size in bytes of one entry record (version 2).
+pub const ENTRY_SIZE: usize = 56;
+/// Size in bytes of one entry record of version 1, which has no checksum.
+pub const ENTRY_SIZE_V1: usize = 48;
 /// Name of the linker section that holds bundles in an ELF host binary.
 pub const SECTION_NAME: &str = "offload_images";
 
@@ -102,6 +117,9 @@ pub struct Image<'a> {
     pub kernels: &'a str,
     /// The image itself (PTX text, cubin or code object bytes).
     pub bytes: &'a [u8],
+    /// The CRC-32 the bundle stores for this entry (see the
+    /// [layout](self#layout)); `None` in a version 1 bundle.
+    pub checksum: Option<u32>,
 }
 
 impl<'a> Image<'a> {
@@ -109,6 +127,59 @@ impl<'a> Image<'a> {
     pub fn kernel_names(&self) -> impl Iterator<Item = &'a str> {
         self.kernels.split('\n').filter(|s| !s.is_empty())
     }
+
+    /// Checks the entry against its stored checksum. Images of a version 1
+    /// bundle, which has none, pass.
+    ///
+    /// # Errors
+    /// [`Corrupted`] with both checksums if the contents changed after
+    /// `cargo offload` wrote them.
+    pub fn verify(&self) -> Result<(), Corrupted> {
+        let Some(stored) = self.checksum else { return Ok(()) };
+        let computed = entry_checksum(self.kind, 0, self.triple, self.arch, self.kernels, self.bytes);
+        if computed == stored {
+            Ok(())
+        } else {
+            Err(Corrupted { kind: self.kind, arch: self.arch.to_string(), stored, computed })
+        }
+    }
+}
+
+/// An image whose contents do not match the checksum stored for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Corrupted {
+    /// The image's kind.
+    pub kind: ImageKind,
+    /// The image's architecture as stored (itself possibly damaged).
+    pub arch: String,
+    /// The checksum in the bundle.
+    pub stored: u32,
+    /// The checksum of the contents found.
+    pub computed: u32,
+}
+
+impl fmt::Display for Corrupted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the embedded {} {} image is corrupted (CRC-32 {:08x}, stored {:08x}): the binary was changed after `cargo offload` built it",
+            self.arch, self.kind, self.computed, self.stored
+        )
+    }
+}
+
+impl std::error::Error for Corrupted {}
+
+/// The checksum of one entry (see the [layout](self#layout)).
+fn entry_checksum(kind: ImageKind, flags: u32, triple: &str, arch: &str, kernels: &str, image: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&kind.code().to_le_bytes());
+    h.update(&flags.to_le_bytes());
+    h.update(triple.as_bytes());
+    h.update(arch.as_bytes());
+    h.update(kernels.as_bytes());
+    h.update(image);
+    h.finalize()
 }
 
 /// An image to be written into a bundle.
@@ -128,7 +199,8 @@ pub enum FormatError {
     Truncated { needed: usize, have: usize },
     /// The bundle does not start with [`MAGIC`].
     BadMagic,
-    /// The bundle was written by a newer `cargo offload`.
+    /// The bundle's format version is neither 1 nor [`FORMAT_VERSION`]
+    /// (a newer `cargo offload`, or a damaged header).
     UnsupportedVersion(u32),
     /// An entry's kind code is unknown.
     UnknownKind(u32),
@@ -149,7 +221,7 @@ impl fmt::Display for FormatError {
             FormatError::BadMagic => f.write_str("not a device image bundle (bad magic bytes)"),
             FormatError::UnsupportedVersion(v) => write!(
                 f,
-                "device image bundle has format version {v}, this runtime reads version {FORMAT_VERSION}; rebuild with the same `cargo offload` as the `offload` crate"
+                "device image bundle has format version {v}, this runtime reads versions 1 to {FORMAT_VERSION}; rebuild with the same `cargo offload` as the `offload` crate"
             ),
             FormatError::UnknownKind(k) => write!(f, "device image has unknown kind code {k}"),
             FormatError::OutOfBounds { entry, field } => {
@@ -183,16 +255,18 @@ pub fn write_bundle(images: &[OwnedImage]) -> Vec<u8> {
     for image in images {
         let triple = push(&mut out, image.triple.as_bytes());
         let arch = push(&mut out, image.arch.as_bytes());
-        let kernels = push(&mut out, image.kernels.join("\n").as_bytes());
+        let kernel_list = image.kernels.join("\n");
+        let kernels = push(&mut out, kernel_list.as_bytes());
         let bytes = push(&mut out, &image.bytes);
-        entries.push((image.kind, triple, arch, kernels, bytes));
+        let checksum = entry_checksum(image.kind, 0, &image.triple, &image.arch, &kernel_list, &image.bytes);
+        entries.push((image.kind, triple, arch, kernels, bytes, checksum));
     }
     let size = out.len() as u64;
     out[0..8].copy_from_slice(&MAGIC);
     out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
     out[12..16].copy_from_slice(&(images.len() as u32).to_le_bytes());
     out[16..24].copy_from_slice(&size.to_le_bytes());
-    for (i, (kind, triple, arch, kernels, bytes)) in entries.into_iter().enumerate() {
+    for (i, (kind, triple, arch, kernels, bytes, checksum)) in entries.into_iter().enumerate() {
         let e = &mut out[HEADER_SIZE + i * ENTRY_SIZE..HEADER_SIZE + (i + 1) * ENTRY_SIZE];
         e[0..4].copy_from_slice(&kind.code().to_le_bytes());
         let mut put32 = |at: usize, (off, len): (usize, usize)| {
@@ -204,6 +278,7 @@ pub fn write_bundle(images: &[OwnedImage]) -> Vec<u8> {
         put32(24, kernels);
         e[32..40].copy_from_slice(&(bytes.0 as u64).to_le_bytes());
         e[40..48].copy_from_slice(&(bytes.1 as u64).to_le_bytes());
+        e[48..52].copy_from_slice(&checksum.to_le_bytes());
     }
     out
 }
@@ -216,7 +291,9 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// Reads one bundle from the start of `bytes`; returns its images and its size.
+/// Reads one bundle (format version 1 or 2) from the start of `bytes`;
+/// returns its images and its size. Every offset and length is checked
+/// against the bundle; the images' checksums are not (see [`Image::verify`]).
 pub fn read_bundle(bytes: &[u8]) -> Result<(Vec<Image<'_>>, usize), FormatError> {
     if bytes.len() < HEADER_SIZE {
         return Err(FormatError::Truncated { needed: HEADER_SIZE, have: bytes.len() });
@@ -225,12 +302,14 @@ pub fn read_bundle(bytes: &[u8]) -> Result<(Vec<Image<'_>>, usize), FormatError>
         return Err(FormatError::BadMagic);
     }
     let version = u32_at(bytes, 8);
-    if version != FORMAT_VERSION {
-        return Err(FormatError::UnsupportedVersion(version));
-    }
+    let entry_size = match version {
+        1 => ENTRY_SIZE_V1,
+        FORMAT_VERSION => ENTRY_SIZE,
+        _ => return Err(FormatError::UnsupportedVersion(version)),
+    };
     let count = u32_at(bytes, 12) as usize;
     let size64 = u64_at(bytes, 16);
-    let table_end = HEADER_SIZE.saturating_add(count.saturating_mul(ENTRY_SIZE));
+    let table_end = HEADER_SIZE.saturating_add(count.saturating_mul(entry_size));
     if !size64.is_multiple_of(8) || size64 < table_end as u64 {
         return Err(FormatError::BadSize(size64));
     }
@@ -241,7 +320,7 @@ pub fn read_bundle(bytes: &[u8]) -> Result<(Vec<Image<'_>>, usize), FormatError>
     let bundle = &bytes[..size];
     let mut images = Vec::with_capacity(count);
     for i in 0..count {
-        let e = &bundle[HEADER_SIZE + i * ENTRY_SIZE..HEADER_SIZE + (i + 1) * ENTRY_SIZE];
+        let e = &bundle[HEADER_SIZE + i * entry_size..HEADER_SIZE + (i + 1) * entry_size];
         let code = u32_at(e, 0);
         let kind = ImageKind::from_code(code).ok_or(FormatError::UnknownKind(code))?;
         let range = |field: &'static str, off: u64, len: u64| -> Result<&[u8], FormatError> {
@@ -261,6 +340,7 @@ pub fn read_bundle(bytes: &[u8]) -> Result<(Vec<Image<'_>>, usize), FormatError>
             arch: string("arch", 16)?,
             kernels: string("kernels", 24)?,
             bytes: range("image", u64_at(e, 32), u64_at(e, 40))?,
+            checksum: (version >= 2).then(|| u32_at(e, 48)),
         });
     }
     Ok((images, size))
@@ -447,6 +527,8 @@ mod tests {
             assert_eq!(r.arch, w.arch);
             assert_eq!(r.kernel_names().collect::<Vec<_>>(), w.kernels);
             assert_eq!(r.bytes, &w.bytes[..]);
+            assert!(r.checksum.is_some());
+            assert_eq!(r.verify(), Ok(()));
         }
     }
 
@@ -460,19 +542,142 @@ mod tests {
             bytes: b"PTX".to_vec(),
         };
         let bytes = write_bundle(&[img]);
+        // The checksum, computed independently: CRC-32 (zlib's) of
+        // kind 1 and flags 0 as u32 LE, then "t", "sm_90", "k", "PTX".
+        let crc = crc32fast::hash(b"\x01\0\0\0\0\0\0\0tsm_90kPTX");
+        assert_eq!(crc, 0x991e_7ead, "CRC-32 of the golden entry (Python: zlib.crc32)");
         #[rustfmt::skip]
         let expected: Vec<u8> = [
-            // header: magic, version 1, count 1, size 112, reserved
-            b"OFLDIMG\0".as_slice(), &[1, 0, 0, 0], &[1, 0, 0, 0], &[112, 0, 0, 0, 0, 0, 0, 0], &[0; 8],
+            // header: magic, version 2, count 1, size 120, reserved
+            b"OFLDIMG\0".as_slice(), &[2, 0, 0, 0], &[1, 0, 0, 0], &[120, 0, 0, 0, 0, 0, 0, 0], &[0; 8],
             // entry: kind 1, flags 0
             &[1, 0, 0, 0], &[0, 0, 0, 0],
-            &[80, 0, 0, 0, 1, 0, 0, 0],   // triple at 80, len 1
-            &[88, 0, 0, 0, 5, 0, 0, 0],   // arch at 88, len 5
-            &[96, 0, 0, 0, 1, 0, 0, 0],   // kernels at 96, len 1
-            &[104, 0, 0, 0, 0, 0, 0, 0], &[3, 0, 0, 0, 0, 0, 0, 0], // image at 104, len 3
+            &[88, 0, 0, 0, 1, 0, 0, 0],   // triple at 88, len 1
+            &[96, 0, 0, 0, 5, 0, 0, 0],   // arch at 96, len 5
+            &[104, 0, 0, 0, 1, 0, 0, 0],  // kernels at 104, len 1
+            &[112, 0, 0, 0, 0, 0, 0, 0], &[3, 0, 0, 0, 0, 0, 0, 0], // image at 112, len 3
+            &crc.to_le_bytes(), &[0, 0, 0, 0], // checksum, reserved
             b"t\0\0\0\0\0\0\0", b"sm_90\0\0\0", b"k\0\0\0\0\0\0\0", b"PTX\0\0\0\0\0",
         ].concat();
         assert_eq!(bytes, expected);
+    }
+
+    /// A bundle of version 1 (no checksums), as earlier `cargo offload`s
+    /// wrote it, is still read; its images pass `verify`.
+    #[test]
+    fn version_1_bundles_are_read() {
+        #[rustfmt::skip]
+        let v1: Vec<u8> = [
+            b"OFLDIMG\0".as_slice(), &[1, 0, 0, 0], &[1, 0, 0, 0], &[112, 0, 0, 0, 0, 0, 0, 0], &[0; 8],
+            &[2, 0, 0, 0], &[0, 0, 0, 0],
+            &[80, 0, 0, 0, 1, 0, 0, 0], &[88, 0, 0, 0, 5, 0, 0, 0], &[96, 0, 0, 0, 1, 0, 0, 0],
+            &[104, 0, 0, 0, 0, 0, 0, 0], &[3, 0, 0, 0, 0, 0, 0, 0],
+            b"t\0\0\0\0\0\0\0", b"sm_90\0\0\0", b"k\0\0\0\0\0\0\0", b"ELF\0\0\0\0\0",
+        ].concat();
+        let (imgs, size) = read_bundle(&v1).unwrap();
+        assert_eq!(size, 112);
+        assert_eq!(imgs.len(), 1);
+        let i = imgs[0];
+        assert_eq!((i.kind, i.triple, i.arch, i.kernels, i.bytes, i.checksum), (ImageKind::Cubin, "t", "sm_90", "k", &b"ELF"[..], None));
+        assert_eq!(i.verify(), Ok(()));
+    }
+
+    /// Any changed byte of an entry's contents (strings or image) fails
+    /// `verify`, naming the image; the other entries stay intact.
+    #[test]
+    fn corrupted_entries_are_detected() {
+        let imgs = sample();
+        let bytes = write_bundle(&imgs);
+        let (read, _) = read_bundle(&bytes).unwrap();
+        // Every byte of each payload region, flipped in turn.
+        let regions: Vec<(usize, usize, usize)> = read
+            .iter()
+            .enumerate()
+            .flat_map(|(n, i)| {
+                [i.triple.as_bytes(), i.arch.as_bytes(), i.kernels.as_bytes(), i.bytes]
+                    .map(|r| (n, r.as_ptr() as usize - bytes.as_ptr() as usize, r.len()))
+            })
+            .collect();
+        for (entry, start, len) in regions {
+            for at in start..start + len {
+                let mut bad = bytes.clone();
+                bad[at] ^= 0x20;
+                let Ok((imgs, _)) = read_bundle(&bad) else { continue }; // e.g. no longer UTF-8
+                let e = imgs[entry].verify().expect_err("a changed byte is detected");
+                assert_eq!((e.kind, e.stored), (imgs[entry].kind, imgs[entry].checksum.unwrap()));
+                assert_ne!(e.computed, e.stored);
+                assert!(imgs[1 - entry].verify().is_ok(), "the other entry is intact");
+            }
+        }
+        // The message names the image.
+        let mut bad = bytes.clone();
+        let at = image_offset(&bytes, 1);
+        bad[at] ^= 1;
+        let (imgs, _) = read_bundle(&bad).unwrap();
+        let msg = imgs[1].verify().unwrap_err().to_string();
+        assert!(msg.starts_with("the embedded sm_90 cubin image is corrupted (CRC-32 "), "{msg}");
+        // A changed kind code (PTX ↔ cubin) is detected too.
+        let mut bad = bytes.clone();
+        bad[HEADER_SIZE] = 2;
+        let (imgs, _) = read_bundle(&bad).unwrap();
+        assert!(imgs[0].verify().is_err());
+    }
+
+    /// Offset of the first image byte of entry `n`.
+    fn image_offset(bundle: &[u8], n: usize) -> usize {
+        u64::from_le_bytes(bundle[HEADER_SIZE + n * ENTRY_SIZE + 32..][..8].try_into().unwrap()) as usize
+    }
+
+    /// Truncations and random changes of every header and entry field never
+    /// make the reader panic (or allocate what the bytes cannot back): each
+    /// is a bundle or a `FormatError`. Deterministic (xorshift), so a
+    /// failure reproduces.
+    #[test]
+    fn damaged_bundles_are_errors_not_panics() {
+        let bytes = write_bundle(&sample());
+        for cut in 0..bytes.len() {
+            let _ = read_bundle(&bytes[..cut]);
+            let _ = read_section(&bytes[..cut]);
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let table_end = HEADER_SIZE + 2 * ENTRY_SIZE;
+        for _ in 0..20_000 {
+            let mut bad = bytes.clone();
+            for _ in 0..1 + next() % 3 {
+                let r = next();
+                // Mostly the header and the table (lengths, offsets, counts),
+                // sometimes anywhere; extreme values or random bytes.
+                let at = if r % 4 == 0 { (r >> 8) as usize % bad.len() } else { (r >> 8) as usize % table_end };
+                bad[at] = match r % 5 {
+                    0 => 0xff,
+                    1 => 0,
+                    _ => (r >> 40) as u8,
+                };
+            }
+            if let Ok((imgs, size)) = read_bundle(&bad) {
+                assert!(size <= bad.len());
+                for i in imgs {
+                    let _ = i.verify();
+                }
+            }
+            let _ = read_section(&bad);
+        }
+        // Length fields at their extremes.
+        for (at, v) in [(12, u32::MAX as u64), (16, u64::MAX), (16, u64::MAX - 7), (HEADER_SIZE + 40, u64::MAX), (HEADER_SIZE + 12, u32::MAX as u64)] {
+            let mut bad = bytes.clone();
+            if at == 12 || at == HEADER_SIZE + 12 {
+                bad[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes());
+            } else {
+                bad[at..at + 8].copy_from_slice(&v.to_le_bytes());
+            }
+            assert!(read_bundle(&bad).is_err(), "field at {at} = {v}");
+        }
     }
 
     #[test]
@@ -500,6 +705,7 @@ mod tests {
         let mut bad = bytes.clone();
         bad[8] = 9;
         assert_eq!(read_bundle(&bad).unwrap_err(), FormatError::UnsupportedVersion(9));
+        assert!(FormatError::UnsupportedVersion(9).to_string().contains("reads versions 1 to 2"));
         // image offset beyond the end
         bytes[HEADER_SIZE + 32..HEADER_SIZE + 40].copy_from_slice(&u64::MAX.to_le_bytes());
         assert_eq!(
@@ -527,7 +733,7 @@ mod tests {
     }
 
     fn img(kind: ImageKind, arch: &'static str) -> Image<'static> {
-        Image { kind, triple: "nvptx64-nvidia-cuda", arch, kernels: "", bytes: b"" }
+        Image { kind, triple: "nvptx64-nvidia-cuda", arch, kernels: "", bytes: b"", checksum: None }
     }
 
     /// Which image `select` picks from `have` on compute capability `cc`;
