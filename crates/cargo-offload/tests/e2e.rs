@@ -225,6 +225,24 @@ fn examples_run_on_the_host_fallback_with_right_results() {
     }
     assert!(sample.stderr.contains("Embedding device image in bin `sample_offload`"), "{}", sample.stderr);
 
+    // The same binary with a corrupted image (the cubin if ptxas made one):
+    // one warning naming it, and the kernels still give the right results
+    // (on the host here; on a GPU from the PTX: scripts/gpu-hardening.sh).
+    let exe = target.join("debug/sample_offload");
+    let kind = if embedded_images(&exe).iter().any(|i| i.0 == "cubin") { "cubin" } else { "PTX" };
+    let bad = target.join("sample_offload-corrupted");
+    corrupt_image(&exe, kind, 16, &bad);
+    for env in [&[][..], &[("OFFLOAD_DEVICE", "host")][..]] {
+        let run = run_path(&bad, env);
+        run.assert_success();
+        let warning = format!("offload: warning: the embedded sm_90 {kind} image is corrupted (CRC-32 ");
+        assert_eq!(run.stderr.matches(&warning).count(), 1, "one warning naming the image ({env:?}): {}", run.stderr);
+        assert!(run.stderr.contains("the binary was changed after `cargo offload` built it; it is not used (rebuild the binary)"), "{}", run.stderr);
+        for line in ["saxpy    n=1000003: 0 wrong", "poly     n=1000003: 0 wrong", "div128   n=4096: 0 wrong"] {
+            assert!(run.stdout.contains(line), "{line}: {}", run.stdout);
+        }
+    }
+
     let saxpy = offload_cmd(
         &root.join("examples/saxpy"),
         &["run", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "--", "20"],

@@ -218,3 +218,34 @@ pub fn embedded_images(exe: &Path) -> Vec<(String, String, Vec<String>)> {
         })
         .collect()
 }
+
+/// A copy of `exe` (at `to`, executable) whose embedded `kind` image
+/// ("cubin" or "PTX") has `count` bytes flipped in its middle; the bundle's
+/// offsets and lengths stay valid, so only the image's checksum tells.
+pub fn corrupt_image(exe: &Path, kind: &str, count: usize, to: &Path) {
+    use object::{Object, ObjectSection};
+    let mut bytes = std::fs::read(exe).unwrap_or_else(|e| panic!("{}: {e}", exe.display()));
+    let file = object::File::parse(&*bytes).unwrap();
+    let sec = file.section_by_name(offload_image::SECTION_NAME).expect("an image section");
+    let (sec_start, _) = sec.file_range().expect("the section has file bytes");
+    let data = sec.data().unwrap();
+    let images = offload_image::read_section(data).unwrap();
+    let img = images.iter().find(|i| i.kind.to_string() == kind).unwrap_or_else(|| panic!("no {kind} image in {}", exe.display()));
+    let at = sec_start as usize + (img.bytes.as_ptr() as usize - data.as_ptr() as usize) + img.bytes.len() / 2;
+    for b in &mut bytes[at..at + count] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(to, &bytes).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// Runs the program at `exe` with `env` (and without `OFFLOAD_DEVICE`).
+pub fn run_path(exe: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.env_remove("OFFLOAD_DEVICE").envs(env.iter().copied());
+    output(&mut cmd)
+}

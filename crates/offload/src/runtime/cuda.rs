@@ -132,20 +132,28 @@ impl Cuda {
         let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
         let device = format!("{name} (sm_{major}{minor})");
 
-        let section = images::section();
-        let all = offload_image::read_section(section).map_err(|e| Unusable::Failed(Error::BadImage(e.to_string())))?;
+        // Corrupted images are left out here (with a warning), before any
+        // of their bytes reach the driver.
+        let embedded = images::embedded().map_err(|e| Unusable::Failed(Error::BadImage(e.to_string())))?;
+        let all = &embedded.intact;
+        let skipped = match embedded.corrupted {
+            0 => String::new(),
+            n => format!(" ({n} corrupted image(s) left out: see the warning above)"),
+        };
         if all.is_empty() {
-            return Err(Unusable::Failed(Error::NoImage {
-                device,
-                reason: "this binary carries no device image (it was built without `cargo offload`); build it with `cargo offload build` or run it with `cargo offload run`".into(),
-            }));
+            let reason = if embedded.corrupted == 0 {
+                "this binary carries no device image (it was built without `cargo offload`); build it with `cargo offload build` or run it with `cargo offload run`".into()
+            } else {
+                format!("every device image in this binary is corrupted{skipped}; rebuild it with `cargo offload build`")
+            };
+            return Err(Unusable::Failed(Error::NoImage { device, reason }));
         }
-        let chosen = offload_image::select(&all, offload_image::Device::Cuda { major, minor }).ok_or_else(|| {
+        let chosen = offload_image::select(all, offload_image::Device::Cuda { major, minor }).ok_or_else(|| {
             let have: Vec<String> = all.iter().map(|i| format!("{} for {}", i.kind, i.arch)).collect();
             Unusable::Failed(Error::NoImage {
                 device: device.clone(),
                 reason: format!(
-                    "the binary carries {}, none of which runs on sm_{major}{minor}; rebuild with `cargo offload build --arch sm_{major}{minor}`",
+                    "the binary carries {}{skipped}, none of which runs on sm_{major}{minor}; rebuild with `cargo offload build --arch sm_{major}{minor}`",
                     have.join(", ")
                 ),
             })

@@ -52,6 +52,9 @@ impl Host {
             .filter(|&n| n >= 16)
             .unwrap_or(256)
             * 1024;
+        // The host runs no image, but a corrupted one means a damaged
+        // binary: say so (once, as the CUDA backend would).
+        let _ = super::images::embedded();
         let description = format!("host CPU fallback, {workers} worker thread(s)");
         Host { info: BackendInfo { kind: BackendKind::Host, description, multiprocessors: workers as u32 }, workers, stack_size }
     }

@@ -39,3 +39,36 @@ pub(crate) fn section() -> &'static [u8] {
 pub(crate) fn section() -> &'static [u8] {
     &[]
 }
+
+/// What this binary's image section holds, read once per process.
+pub(crate) struct Embedded {
+    /// The images whose checksums match (see `offload_image::Image::verify`).
+    pub intact: std::vec::Vec<offload_image::Image<'static>>,
+    /// How many images were corrupted (each named in a warning on stderr).
+    pub corrupted: usize,
+}
+
+/// The embedded images, read and checked once: a corrupted image (bytes
+/// changed after `cargo offload` wrote them, which could crash the CUDA
+/// driver) is left out, with one warning line on stderr naming it, whichever
+/// backend asks first. The error is a malformed section.
+pub(crate) fn embedded() -> Result<&'static Embedded, &'static offload_image::FormatError> {
+    static EMBEDDED: std::sync::OnceLock<Result<Embedded, offload_image::FormatError>> = std::sync::OnceLock::new();
+    EMBEDDED
+        .get_or_init(|| {
+            let all = offload_image::read_section(section())?;
+            let mut intact = std::vec::Vec::with_capacity(all.len());
+            let mut corrupted = 0;
+            for image in all {
+                match image.verify() {
+                    Ok(()) => intact.push(image),
+                    Err(e) => {
+                        corrupted += 1;
+                        std::eprintln!("offload: warning: {e}; it is not used (rebuild the binary)");
+                    }
+                }
+            }
+            Ok(Embedded { intact, corrupted })
+        })
+        .as_ref()
+}
