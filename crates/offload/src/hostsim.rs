@@ -121,6 +121,8 @@ pub(crate) struct Arena {
     offset: usize,
     sites: Vec<(usize, *mut u8, usize)>,
     dynamic: (*mut u8, usize),
+    /// Bytes of the `sites` (static shared memory) of the current block.
+    static_bytes: usize,
 }
 
 // SAFETY: the arena only hands out pointers into leaked chunks; it is used
@@ -138,6 +140,7 @@ impl Arena {
             offset: 0,
             sites: Vec::new(),
             dynamic: (core::ptr::null_mut(), 0),
+            static_bytes: 0,
         })
     }
 
@@ -150,6 +153,7 @@ impl Arena {
         self.offset = 0;
         self.sites.clear();
         self.dynamic = (core::ptr::null_mut(), 0);
+        self.static_bytes = 0;
     }
 
     fn alloc(&mut self, size: usize, align: usize) -> *mut u8 {
@@ -196,6 +200,8 @@ pub(crate) struct Block {
     /// A failed block left `wait` entries other than `Done`.
     dirty: Cell<bool>,
     arena: RefCell<Arena>,
+    /// Bytes of shared memory, static and dynamic, one block may use.
+    shared_limit: usize,
 }
 
 const NO_RUNNER: u32 = u32::MAX;
@@ -213,6 +219,18 @@ pub(crate) enum BlockFailure {
     /// No thread can make progress (barrier or warp collective in divergent
     /// code); the text says who waits where.
     Divergence { reason: String },
+    /// The runtime stopped a thread (see [`Abort`]).
+    Aborted(Abort),
+}
+
+/// Why the runtime itself stopped a simulated GPU thread (it is no panic of
+/// the kernel's code): the payload of a `resume_unwind` (which runs no
+/// panic hook) that the block's scheduler catches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Abort {
+    /// The block's static shared memory (`shared_array!`s, counted as they
+    /// are first used) and its dynamic shared memory exceed the limit.
+    SharedMemory { static_bytes: u32, dynamic: u32 },
 }
 
 fn unlinear(i: u64, d: Dim3) -> Dim3 {
@@ -236,7 +254,9 @@ pub(crate) struct Executor {
 }
 
 impl Executor {
-    pub(crate) fn new(block_dim: Dim3, grid_dim: Dim3, stack_size: usize) -> Executor {
+    /// An executor for blocks of `block_dim` threads; `stack_size` bytes of
+    /// stack per coroutine, `shared_limit` bytes of shared memory per block.
+    pub(crate) fn new(block_dim: Dim3, grid_dim: Dim3, stack_size: usize, shared_limit: usize) -> Executor {
         let n = block_dim.volume() as u32;
         let block = Box::new(Block {
             n,
@@ -250,6 +270,7 @@ impl Executor {
             current: Cell::new(NO_RUNNER),
             dirty: Cell::new(false),
             arena: RefCell::new(Arena::checkout()),
+            shared_limit,
         });
         Executor { block, stacks: Vec::new(), stack_size }
     }
@@ -366,13 +387,16 @@ impl Executor {
                     let co = runners[rid as usize].take().expect("runner");
                     self.stacks.push(co.into_stack());
                 }
-                Err(_) => {
+                Err(payload) => {
                     let thread = CTX.with(|c| c.get()).thread;
                     b.dirty.set(true);
                     // The panicking runner is finished; drop it (its stack
                     // is not reused: it may be mid-frame).
                     runners[rid as usize] = None;
-                    break Err(BlockFailure::Panic { thread });
+                    break Err(match payload.downcast::<Abort>() {
+                        Ok(abort) => BlockFailure::Aborted(*abort),
+                        Err(_) => BlockFailure::Panic { thread },
+                    });
                 }
             }
         };
@@ -470,7 +494,14 @@ impl Drop for Executor {
     fn drop(&mut self) {
         let arena = core::mem::replace(
             &mut *self.block.arena.borrow_mut(),
-            Arena { chunks: Vec::new(), chunk: 0, offset: 0, sites: Vec::new(), dynamic: (core::ptr::null_mut(), 0) },
+            Arena {
+                chunks: Vec::new(),
+                chunk: 0,
+                offset: 0,
+                sites: Vec::new(),
+                dynamic: (core::ptr::null_mut(), 0),
+                static_bytes: 0,
+            },
         );
         arena.give_back();
     }
@@ -558,6 +589,8 @@ pub(crate) fn warp_collective(op: WarpOp, value: u64, arg: u32) -> u64 {
 ///
 /// # Panics
 /// Outside a kernel launch, or if the same site asks for another size.
+/// Stops the launch ([`Abort::SharedMemory`]) if the block's shared memory
+/// would exceed the limit.
 pub(crate) fn shared_alloc(site: usize, size: usize, align: usize) -> *mut u8 {
     let Some((b, _)) = current() else {
         panic!("offload: shared memory exists only inside a kernel launch (shared_array! was called outside one)");
@@ -567,8 +600,17 @@ pub(crate) fn shared_alloc(site: usize, size: usize, align: usize) -> *mut u8 {
         assert_eq!(s, size, "one shared_array! declaration with two sizes");
         return p;
     }
+    let static_bytes = arena.static_bytes + size;
+    let dynamic = arena.dynamic.1;
+    if static_bytes + dynamic > b.shared_limit {
+        drop(arena);
+        // On a GPU the launch would not start: the sizes fit in u32 there.
+        let (static_bytes, dynamic) = (static_bytes.min(u32::MAX as usize) as u32, dynamic as u32);
+        std::panic::resume_unwind(Box::new(Abort::SharedMemory { static_bytes, dynamic }));
+    }
     let p = arena.alloc(size.max(1), align);
     arena.sites.push((site, p, size));
+    arena.static_bytes = static_bytes;
     p
 }
 

@@ -454,3 +454,125 @@ fn same_len_is_checked_by_the_launcher() {
     // All empty is fine.
     same_len_axpy(offload::for_len(1), 2.0, &x[..0], &y[..0], &mut []).unwrap();
 }
+
+/// Every thread of a block fills its stripe of the block's whole dynamic
+/// shared memory (as `u32`s) with values that depend on the block; after a
+/// barrier, thread 0 of the block reads every element back and stores the
+/// sum in `out[block * block_dim]`.
+#[kernel]
+fn dynamic_shared_sum(seed: u32, out: &mut [u64]) {
+    let s = offload::dynamic_shared::<u32>();
+    let n = offload::block_dim().x as usize;
+    let b = offload::block_idx().x;
+    let mut i = offload::thread_idx().x as usize;
+    while i < s.len() {
+        s.set(i, (i as u32).wrapping_mul(2_654_435_761) ^ seed.wrapping_add(b));
+        i += n;
+    }
+    offload::sync_threads();
+    if offload::thread_idx().x == 0 {
+        let mut sum = 0u64;
+        for i in 0..s.len() {
+            sum += s.get(i) as u64;
+        }
+        if let Some(o) = out.get_mut(offload::global_index()) {
+            *o = sum;
+        }
+    }
+}
+
+/// What `dynamic_shared_sum` computes for block `b`, here in plain Rust.
+#[offload::host]
+fn dynamic_shared_sum_on_host(bytes: u32, seed: u32, b: u32) -> u64 {
+    (0..bytes as usize / 4).map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seed.wrapping_add(b)) as u64).sum()
+}
+
+/// Dynamic shared memory above 48 KiB: the CUDA backend opts the kernel in
+/// (up to the GPU's limit, 227 KiB on an H200); the host fallback applies
+/// the limit of the binary's architecture. Beyond the limit: InvalidLaunch
+/// naming request and limit, before anything runs, on both backends.
+#[test]
+fn dynamic_shared_memory_above_48_kib() {
+    let limit = offload::backend().unwrap().shared_memory_per_block;
+    assert!(limit >= 64 * 1024, "every supported GPU (sm_70+) allows 64 KiB: {limit}");
+    let (grid, block) = (3u32, 128u32);
+    for kib in [64u32, 200] {
+        let bytes = kib * 1024;
+        let cfg = LaunchConfig { shared_mem_bytes: bytes, ..LaunchConfig::new(grid, block) };
+        let mut out = vec![u64::MAX; (grid * block) as usize];
+        let r = dynamic_shared_sum(cfg, 99, &mut out);
+        if bytes <= limit {
+            r.unwrap_or_else(|e| panic!("{kib} KiB: {e}"));
+            for b in 0..grid {
+                assert_eq!(out[(b * block) as usize], dynamic_shared_sum_on_host(bytes, 99, b), "{kib} KiB, block {b}");
+            }
+            assert_eq!(out.iter().filter(|&&v| v == u64::MAX).count(), (grid * (block - 1)) as usize);
+            println!("{kib} KiB of dynamic shared memory: ran, sums right");
+        } else {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains(&format!("{bytes} bytes of dynamic shared memory per block requested, but the limit is ")), "{e}");
+            assert!(out.iter().all(|&v| v == u64::MAX), "nothing ran");
+            println!("{kib} KiB of dynamic shared memory: refused, the limit is {limit}");
+        }
+    }
+    let mut out = vec![u64::MAX; (grid * block) as usize];
+    let cfg = LaunchConfig { shared_mem_bytes: 1 << 20, ..LaunchConfig::new(grid, block) };
+    let e = dynamic_shared_sum(cfg, 1, &mut out).unwrap_err();
+    match &e {
+        Error::InvalidLaunch { kernel, reason } => {
+            assert_eq!(kernel, "runtime::dynamic_shared_sum");
+            // This kernel has no static shared memory: its limit is the block's.
+            let want = format!("1048576 bytes of dynamic shared memory per block requested, but the limit is {limit} bytes (");
+            assert!(reason.starts_with(&want), "{reason}");
+        }
+        other => panic!("{other}"),
+    }
+    assert!(out.iter().all(|&v| v == u64::MAX), "nothing ran");
+    // And the next launch works.
+    let cfg = LaunchConfig { shared_mem_bytes: 4096, ..LaunchConfig::new(grid, block) };
+    dynamic_shared_sum(cfg, 5, &mut out).unwrap();
+    assert_eq!(out[block as usize], dynamic_shared_sum_on_host(4096, 5, 1));
+}
+
+/// 8 KiB of static shared memory next to the launch's dynamic shared
+/// memory: thread `t` of each block stores `t` in the static array and `3t`
+/// at the end of the dynamic one, then reads its neighbour's values.
+#[kernel]
+fn static_and_dynamic_shared(out: &mut [u32]) {
+    let tile = offload::shared_array!(u32; 2048);
+    let d = offload::dynamic_shared::<u32>();
+    let t = offload::thread_idx().x as usize;
+    let n = offload::block_dim().x as usize;
+    let last = d.len() - n;
+    tile.set(t, t as u32);
+    d.set(last + t, 3 * t as u32);
+    offload::sync_threads();
+    let u = (t + 1) % n;
+    if let Some(o) = out.get_mut(offload::global_index()) {
+        *o = tile.get(u) + d.get(last + u);
+    }
+}
+
+/// A kernel's static shared memory counts against the same per-block limit
+/// on both backends: the error names the static bytes and what is left.
+#[test]
+fn static_shared_memory_counts_against_the_limit() {
+    let limit = offload::backend().unwrap().shared_memory_per_block;
+    let (grid, block) = (2u32, 64u32);
+    let mut out = vec![0u32; (grid * block) as usize];
+    let cfg = |bytes| LaunchConfig { shared_mem_bytes: bytes, ..LaunchConfig::new(grid, block) };
+    let e = static_and_dynamic_shared(cfg(limit - 4096), &mut out).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "{} bytes of dynamic shared memory per block requested, but the limit is {} bytes ({limit} bytes of shared memory per block, ",
+            limit - 4096,
+            limit - 8192
+        )),
+        "{e}"
+    );
+    assert!(e.contains("minus the kernel's 8192 bytes of static shared memory); request less"), "{e}");
+    // What is left is usable.
+    static_and_dynamic_shared(cfg(limit - 8192), &mut out).unwrap();
+    let n = block as usize;
+    assert!(out.iter().enumerate().all(|(g, &v)| v == 4 * ((g % n + 1) % n) as u32), "{:?}", &out[..8]);
+}

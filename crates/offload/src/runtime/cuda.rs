@@ -46,7 +46,10 @@ struct State {
     module: sys::CUmodule,
     stream: sys::CUstream,
     /// Functions by the address of their `KernelInfo` (one static per kernel).
-    functions: HashMap<usize, sys::CUfunction, BuildHasherDefault<AddressHasher>>,
+    functions: HashMap<usize, Function, BuildHasherDefault<AddressHasher>>,
+    /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`: shared memory
+    /// a block may use, static and dynamic, once its kernel opts in.
+    shared_optin: u32,
     kernels: Vec<String>,
     /// The device, and the image loaded, to rebuild the context after a
     /// kernel fails (see `rebuild`).
@@ -84,6 +87,18 @@ impl Hasher for AddressHasher {
         // Statics are at least 8-aligned: drop the always-zero bits.
         self.0 = (n as u64) >> 3;
     }
+}
+
+/// A kernel of the loaded module, with what its launches need to know about
+/// dynamic shared memory, read once.
+#[derive(Clone, Copy)]
+struct Function {
+    f: sys::CUfunction,
+    /// The kernel's static shared memory (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
+    static_shared: u32,
+    /// The kernel's current `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`:
+    /// launches may ask for up to this much without a change.
+    dynamic_allowed: u32,
 }
 
 // SAFETY: CUDA driver handles may be used from any host thread once their
@@ -124,6 +139,8 @@ impl Cuda {
         let major = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
         let minor = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
         let multiprocessors = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let shared_optin =
+            attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
         let name = result::device::get_name(dev).unwrap_or_else(|_| "CUDA GPU".into());
         // SAFETY: as in `attr`.
         let mem = unsafe { result::device::total_mem(dev) }.unwrap_or(0);
@@ -198,12 +215,18 @@ impl Cuda {
         );
         let kernels = loaded.kernel_names().map(String::from).collect();
         Ok(Cuda {
-            info: BackendInfo { kind: BackendKind::Cuda, description, multiprocessors },
+            info: BackendInfo {
+                kind: BackendKind::Cuda,
+                description,
+                multiprocessors,
+                shared_memory_per_block: shared_optin,
+            },
             state: Mutex::new(State {
                 ctx,
                 module,
                 stream,
                 functions: HashMap::default(),
+                shared_optin,
                 kernels,
                 dev,
                 image: loaded,
@@ -349,7 +372,7 @@ impl ArgCache {
 }
 
 impl State {
-    fn function(&mut self, kernel: &'static KernelInfo) -> Result<sys::CUfunction> {
+    fn function(&mut self, kernel: &'static KernelInfo) -> Result<Function> {
         let key = kernel as *const KernelInfo as usize;
         if let Some(&f) = self.functions.get(&key) {
             return Ok(f);
@@ -358,8 +381,17 @@ impl State {
         // SAFETY: `module` is loaded and stays loaded.
         match unsafe { result::module::get_function(self.module, sym) } {
             Ok(f) => {
-                self.functions.insert(key, f);
-                Ok(f)
+                let attr = |a| {
+                    // SAFETY: `f` was just found in the loaded module.
+                    unsafe { result::function::get_function_attribute(f, a) }
+                        .map(|v| v.max(0) as u32)
+                        .map_err(|e| driver_error("cuFuncGetAttribute", Some(&kernel.path()), e))
+                };
+                let static_shared = attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+                let dynamic_allowed = attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
+                let function = Function { f, static_shared, dynamic_allowed };
+                self.functions.insert(key, function);
+                Ok(function)
             }
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND && !kernel.instance.is_empty() => {
                 Err(Error::InstanceNotBuilt {
@@ -374,6 +406,45 @@ impl State {
             }),
             Err(e) => Err(driver_error("cuModuleGetFunction", Some(&kernel.path()), e)),
         }
+    }
+
+    /// Lets `function` launch with `bytes` of dynamic shared memory: above
+    /// what it may use now (48 KiB minus its static shared memory, until it
+    /// opts in), it opts in once to the most the GPU allows
+    /// (`cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`,
+    /// CUDA C++ Programming Guide, "Configuring L1/Shared Memory Balance");
+    /// beyond that the launch is invalid, before anything runs.
+    fn allow_dynamic_shared(&mut self, kernel: &'static KernelInfo, function: Function, bytes: u32) -> Result<()> {
+        if bytes <= function.dynamic_allowed {
+            return Ok(());
+        }
+        let limit = self.shared_optin.saturating_sub(function.static_shared);
+        if bytes > limit {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.path(),
+                reason: super::limits::dynamic_shared_reason(
+                    bytes,
+                    self.shared_optin,
+                    Some(function.static_shared),
+                    "this GPU's opt-in limit (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
+                ),
+            });
+        }
+        // SAFETY: `function.f` belongs to the loaded module; the value is
+        // within the device's limit (checked above).
+        unsafe {
+            result::function::set_function_attribute(
+                function.f,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                limit as i32,
+            )
+        }
+        .map_err(|e| driver_error("cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)", Some(&kernel.path()), e))?;
+        let key = kernel as *const KernelInfo as usize;
+        if let Some(f) = self.functions.get_mut(&key) {
+            f.dynamic_allowed = limit;
+        }
+        Ok(())
     }
 }
 
@@ -498,7 +569,9 @@ impl Backend for Cuda {
         let err = |op: &'static str, e: DriverError| driver_error(op, Some(&kernel.path()), e);
         let mut guard = self.enter("cuCtxSetCurrent")?;
         let st = &mut *guard;
-        let f = st.function(kernel)?;
+        let function = st.function(kernel)?;
+        st.allow_dynamic_shared(kernel, function, cfg.shared_mem_bytes)?;
+        let f = function.f;
 
         // Map: allocate and copy each host argument to the device; resident
         // buffers are used in place.

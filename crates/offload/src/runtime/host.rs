@@ -23,10 +23,11 @@ use std::format;
 use std::string::{String, ToString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
+use std::vec::Vec;
 
 use super::{Backend, BackendInfo, BackendKind};
 use crate::error::{Error, Result};
-use crate::hostsim::{BlockFailure, Executor};
+use crate::hostsim::{Abort, BlockFailure, Executor};
 use crate::launch::{ArgSpec, KernelInfo};
 use crate::LaunchConfig;
 use crate::thread::{ThreadCtx, CTX};
@@ -36,6 +37,9 @@ pub(crate) struct Host {
     info: BackendInfo,
     workers: usize,
     stack_size: usize,
+    /// Shared memory per block, and where that limit comes from (see
+    /// `limits::host_shared_limit`).
+    shared_limit: (u32, String),
 }
 
 impl Host {
@@ -52,11 +56,22 @@ impl Host {
             .filter(|&n| n >= 16)
             .unwrap_or(256)
             * 1024;
-        // The host runs no image, but a corrupted one means a damaged
-        // binary: say so (once, as the CUDA backend would).
-        let _ = super::images::embedded();
+        // The host runs no image, but takes the shared-memory limit from the
+        // architectures the images were built for (and a corrupted image
+        // means a damaged binary: `embedded` says so, once).
+        let arches: Vec<(offload_image::ImageKind, &str)> = match super::images::embedded() {
+            Ok(e) => e.intact.iter().map(|i| (i.kind, i.arch)).collect(),
+            Err(_) => Vec::new(),
+        };
+        let shared_limit = super::limits::host_shared_limit(arches);
         let description = format!("host CPU fallback, {workers} worker thread(s)");
-        Host { info: BackendInfo { kind: BackendKind::Host, description, multiprocessors: workers as u32 }, workers, stack_size }
+        let info = BackendInfo {
+            kind: BackendKind::Host,
+            description,
+            multiprocessors: workers as u32,
+            shared_memory_per_block: shared_limit.0,
+        };
+        Host { info, workers, stack_size, shared_limit }
     }
 }
 
@@ -195,6 +210,13 @@ impl Backend for Host {
         _args: &[ArgSpec<'_>],
         host: &(dyn Fn() + Sync),
     ) -> Result<()> {
+        let (shared_limit, limit_source) = (self.shared_limit.0, &self.shared_limit.1);
+        if cfg.shared_mem_bytes > shared_limit {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.path(),
+                reason: super::limits::dynamic_shared_reason(cfg.shared_mem_bytes, shared_limit, None, limit_source),
+            });
+        }
         install_panic_hook();
         let blocks = cfg.grid.volume();
         let next = AtomicU64::new(0);
@@ -205,7 +227,7 @@ impl Backend for Host {
         let work = || {
             let _guard = CtxGuard;
             IN_KERNEL.with(|k| k.set(true));
-            let mut exec = Executor::new(cfg.block, cfg.grid, stack_size);
+            let mut exec = Executor::new(cfg.block, cfg.grid, stack_size, shared_limit as usize);
             loop {
                 if stop.load(Ordering::Relaxed) {
                     break;
@@ -234,6 +256,15 @@ impl Backend for Host {
                     Err(BlockFailure::Divergence { reason }) => {
                         Error::Divergence { kernel: kernel.path(), block: fmt3(block), reason }
                     }
+                    Err(BlockFailure::Aborted(Abort::SharedMemory { static_bytes, dynamic })) => Error::InvalidLaunch {
+                        kernel: kernel.path(),
+                        reason: super::limits::dynamic_shared_reason(
+                            dynamic,
+                            shared_limit,
+                            Some(static_bytes),
+                            limit_source,
+                        ),
+                    },
                 };
                 let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());
                 if slot.is_none() {

@@ -21,6 +21,7 @@ mod cuda_recover;
 mod cuda_staging;
 mod host;
 mod images;
+mod limits;
 
 use std::boxed::Box;
 use std::string::String;
@@ -61,6 +62,16 @@ pub struct BackendInfo {
     /// host fallback's worker threads. Sizes grids as CUDA code sizes them
     /// from `cudaDeviceProp::multiProcessorCount`.
     pub multiprocessors: u32,
+    /// Bytes of shared memory one block may use, static and dynamic
+    /// together: the GPU's opt-in limit
+    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`, CUDA's
+    /// `cudaDeviceProp::sharedMemPerBlockOptin`, e.g. 232448 = 227 KiB on an
+    /// H200), or on the host fallback the same limit of the architecture the
+    /// binary's images were built for. A launch may ask for this much
+    /// dynamic shared memory minus the kernel's static shared memory; more
+    /// is [`Error::InvalidLaunch`] before anything runs. (The CUDA backend
+    /// makes the per-kernel opt-in above 48 KiB itself.)
+    pub shared_memory_per_block: u32,
 }
 
 impl core::fmt::Display for BackendInfo {
