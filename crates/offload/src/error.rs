@@ -131,6 +131,26 @@ pub enum Error {
         /// Who waits where.
         reason: String,
     },
+
+    /// A GPU thread of the kernel ran out of stack (recursion too deep): on
+    /// the GPU, the check the device linker puts at the entry of every
+    /// recursive function stopped the thread before its next call could
+    /// overflow the per-thread stack (`CU_LIMIT_STACK_SIZE`); on the host
+    /// fallback, the thread hit the guard page of its stack. The thread is
+    /// stopped, the launch fails, and later launches work normally (on a GPU
+    /// an overflow would otherwise be an illegal address that leaves the
+    /// CUDA context unusable). Other threads' writes may have happened.
+    #[error("kernel `{kernel}` overflowed the stack of a GPU thread (block {block}, thread {thread}): {detail}")]
+    StackOverflow {
+        /// The kernel's name.
+        kernel: String,
+        /// `blockIdx` of the thread, as `(x, y, z)`.
+        block: String,
+        /// `threadIdx` of the thread, as `(x, y, z)`.
+        thread: String,
+        /// Which stack, how large, and what to do.
+        detail: String,
+    },
 }
 
 fn kernel_suffix(kernel: &Option<String>) -> String {

@@ -39,9 +39,10 @@ use std::string::String;
 use std::sync::Mutex;
 use std::vec::Vec;
 
-use corosensei::stack::DefaultStack;
+use corosensei::stack::{DefaultStack, Stack as _};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
+use crate::stack_guard;
 use crate::thread::{ThreadCtx, CTX};
 use crate::Dim3;
 
@@ -219,8 +220,8 @@ pub(crate) enum BlockFailure {
     /// No thread can make progress (barrier or warp collective in divergent
     /// code); the text says who waits where.
     Divergence { reason: String },
-    /// The runtime stopped a thread (see [`Abort`]).
-    Aborted(Abort),
+    /// The runtime stopped thread `thread` (`threadIdx`) (see [`Abort`]).
+    Aborted { abort: Abort, thread: Dim3 },
 }
 
 /// Why the runtime itself stopped a simulated GPU thread (it is no panic of
@@ -231,6 +232,8 @@ pub(crate) enum Abort {
     /// The block's static shared memory (`shared_array!`s, counted as they
     /// are first used) and its dynamic shared memory exceed the limit.
     SharedMemory { static_bytes: u32, dynamic: u32 },
+    /// The thread's coroutine stack is exhausted (see `stack_guard`).
+    StackOverflow,
 }
 
 fn unlinear(i: u64, d: Dim3) -> Dim3 {
@@ -320,6 +323,8 @@ impl Executor {
         // `Cell`s / `RefCell`s, used by this OS thread only).
         let b = unsafe { &*block };
         let mut runners: Vec<Option<Runner>> = Vec::new();
+        // What the stack-overflow handler needs to know about each runner.
+        let mut guards: Vec<stack_guard::Armed> = Vec::new();
         let mut ready: VecDeque<u32> = VecDeque::new();
         let outcome = loop {
             let rid = if let Some(r) = ready.pop_front() {
@@ -327,6 +332,7 @@ impl Executor {
             } else if b.next.get() < b.n {
                 let rid = runners.len() as u32;
                 let stack = self.stack();
+                let limit = stack.limit().get();
                 let body_ptr: *const (dyn Fn() + Sync) = body;
                 let f = move |y: &Yielder<(), ()>, ()| {
                     YIELDER.with(|c| c.set(y));
@@ -358,6 +364,7 @@ impl Executor {
                 // completion or dropped (which unwinds it) before this
                 // function returns.
                 let co = unsafe { Runner::with_stack_unchecked(stack, f) };
+                guards.push(stack_guard::Armed::new(co.trap_handler(), limit));
                 runners.push(Some(co));
                 b.sequencer.set(rid);
                 rid
@@ -376,7 +383,20 @@ impl Executor {
             };
             b.current.set(rid);
             let co = runners[rid as usize].as_mut().expect("a ready runner exists");
+            stack_guard::arm(guards[rid as usize]);
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| co.resume(())));
+            stack_guard::disarm();
+            if stack_guard::take_tripped() {
+                // The runner hit its guard page and was made to return (its
+                // frames abandoned: see `stack_guard`); the stack is intact
+                // and can be used again.
+                let thread = CTX.with(|c| c.get()).thread;
+                b.dirty.set(true);
+                if let Some(co) = runners[rid as usize].take().filter(|co| co.done()) {
+                    self.stacks.push(co.into_stack());
+                }
+                break Err(BlockFailure::Aborted { abort: Abort::StackOverflow, thread });
+            }
             match r {
                 Ok(CoroutineResult::Yield(())) => {
                     if b.sequencer.get() == rid {
@@ -394,7 +414,7 @@ impl Executor {
                     // is not reused: it may be mid-frame).
                     runners[rid as usize] = None;
                     break Err(match payload.downcast::<Abort>() {
-                        Ok(abort) => BlockFailure::Aborted(*abort),
+                        Ok(abort) => BlockFailure::Aborted { abort: *abort, thread },
                         Err(_) => BlockFailure::Panic { thread },
                     });
                 }
@@ -563,6 +583,7 @@ fn suspend() {
 /// not returned is here. Outside a launch (a one-thread grid) it returns.
 pub(crate) fn sync_threads() {
     if let Some((b, t)) = current() {
+        stack_guard::check();
         b.wait[t].set(Wait::Barrier);
         b.runner_of[t].set(b.current.get());
         suspend();
@@ -574,6 +595,7 @@ pub(crate) fn sync_threads() {
 pub(crate) fn warp_collective(op: WarpOp, value: u64, arg: u32) -> u64 {
     match current() {
         Some((b, t)) => {
+            stack_guard::check();
             b.input[t].set((op, value, arg));
             b.wait[t].set(Wait::Warp);
             b.runner_of[t].set(b.current.get());
@@ -595,6 +617,7 @@ pub(crate) fn shared_alloc(site: usize, size: usize, align: usize) -> *mut u8 {
     let Some((b, _)) = current() else {
         panic!("offload: shared memory exists only inside a kernel launch (shared_array! was called outside one)");
     };
+    stack_guard::check();
     let mut arena = b.arena.borrow_mut();
     if let Some(&(_, p, s)) = arena.sites.iter().find(|(k, _, _)| *k == site) {
         assert_eq!(s, size, "one shared_array! declaration with two sizes");
@@ -618,7 +641,10 @@ pub(crate) fn shared_alloc(site: usize, size: usize, align: usize) -> *mut u8 {
 /// (`LaunchConfig::shared_mem_bytes`); `(null, 0)` outside a launch.
 pub(crate) fn dynamic_shared() -> (*mut u8, usize) {
     match current() {
-        Some((b, _)) => b.arena.borrow().dynamic,
+        Some((b, _)) => {
+            stack_guard::check();
+            b.arena.borrow().dynamic
+        }
         None => (core::ptr::null_mut(), 0),
     }
 }

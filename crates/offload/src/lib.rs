@@ -97,6 +97,8 @@ pub mod warp;
 mod device;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod hostsim;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod stack_guard;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod args;

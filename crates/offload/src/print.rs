@@ -32,6 +32,8 @@ pub fn print_fmt(args: fmt::Arguments<'_>, newline: bool) {
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     {
         use std::io::Write;
+        // Allocates and locks stdout: not where a stack overflow may strike.
+        crate::stack_guard::check();
         let mut s = std::string::String::new();
         let _ = fmt::write(&mut s, args);
         if newline {

@@ -576,3 +576,90 @@ fn static_shared_memory_counts_against_the_limit() {
     let n = block as usize;
     assert!(out.iter().enumerate().all(|(g, &v)| v == 4 * ((g % n + 1) % n) as u32), "{:?}", &out[..8]);
 }
+
+/// A recursion `n` calls deep whose frames stay live across the call (the
+/// array is used after it returns), so no optimizer turns it into a loop.
+fn recurse(n: u32, seed: u64) -> u64 {
+    if n == 0 {
+        return seed;
+    }
+    let mut local = [0u64; 16];
+    for (i, l) in local.iter_mut().enumerate() {
+        *l = seed.wrapping_mul(i as u64 + n as u64) ^ (seed >> 7);
+    }
+    let r = recurse(n - 1, local[(n % 16) as usize] ^ seed);
+    local.iter().fold(r, |a, &x| a.rotate_left(5) ^ x)
+}
+
+/// Each thread recurses `depth` calls deep.
+#[kernel]
+fn recursive(depth: u32, out: &mut [u64]) {
+    if let Some((i, o)) = out.at_thread() {
+        *o = recurse(depth, i as u64 + 1);
+    }
+}
+
+/// Recursion too deep for a GPU thread's stack is `Error::StackOverflow`
+/// (on the GPU: the check the device linker puts into recursive functions;
+/// on the host fallback: the guard page of the thread's stack), not an
+/// illegal address or a killed process; and the next launch works.
+#[test]
+fn too_deep_recursion_is_an_error_and_the_next_launch_works() {
+    let cfg = LaunchConfig::new(2u32, 32u32);
+    let want = |depth: u32| (0..64).map(|i| recurse(depth, i + 1)).collect::<Vec<u64>>();
+    let mut out = vec![0u64; 64];
+    recursive(cfg, 12, &mut out).unwrap();
+    assert_eq!(out, want(12), "shallow recursion runs");
+    let e = recursive(cfg, 50_000_000, &mut out).unwrap_err();
+    match &e {
+        Error::StackOverflow { kernel, block, thread, detail } => {
+            assert_eq!(kernel, "runtime::recursive");
+            assert!(block.starts_with('(') && thread.starts_with('('), "{e}");
+            assert!(detail.contains("stack"), "{e}");
+        }
+        other => panic!("expected a stack overflow, got: {other}"),
+    }
+    println!("deep recursion: {e}");
+    let mut again = vec![0u64; 64];
+    recursive(cfg, 12, &mut again).unwrap();
+    assert_eq!(again, want(12), "the next launch works");
+    iota_plus(offload::for_len(1000), 3, &mut vec![0u32; 1000]).unwrap();
+}
+
+/// The host fallback's stack-overflow handler leaves every other fault to
+/// the handler installed before it: an overflowing ordinary thread still
+/// gets Rust's "has overflowed its stack" abort, and a wild write still
+/// ends the process with SIGSEGV. (Runs this test binary again as a child,
+/// which installs the handler through a host launch first.)
+#[test]
+fn other_faults_still_reach_the_previous_handler() {
+    use std::os::unix::process::ExitStatusExt;
+    match std::env::var("OFFLOAD_RUNTIME_TEST_CHILD").as_deref() {
+        Ok(what) => {
+            let mut one = [0u64];
+            recursive(LaunchConfig::new(1u32, 1u32), 3, &mut one).unwrap();
+            if what == "thread" {
+                let t = std::thread::Builder::new().stack_size(128 * 1024).spawn(|| recurse(50_000_000, 1)).unwrap();
+                println!("{}", t.join().unwrap());
+            } else {
+                // SAFETY: none: this child is meant to crash.
+                unsafe { core::ptr::write_volatile(core::hint::black_box(16usize) as *mut u8, 1) };
+            }
+            unreachable!("the child survived");
+        }
+        Err(_) if offload::backend().unwrap().kind == offload::BackendKind::Host => {
+            for (what, signal, text) in [("thread", 6, "has overflowed its stack"), ("wild", 11, "")] {
+                let out = std::process::Command::new(std::env::current_exe().unwrap())
+                    .args(["--exact", "other_faults_still_reach_the_previous_handler", "--nocapture", "--test-threads=1"])
+                    .env("OFFLOAD_RUNTIME_TEST_CHILD", what)
+                    .env("OFFLOAD_DEVICE", "host")
+                    .output()
+                    .unwrap();
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.signal(), Some(signal), "{what}: {:?}\n{stderr}", out.status);
+                assert!(stderr.contains(text), "{what}: {stderr}");
+            }
+        }
+        Err(_) => {} // the handler is the host fallback's
+    }
+}

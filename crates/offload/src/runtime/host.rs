@@ -11,12 +11,16 @@
 //! `&[T]` and `DisjointSlice` views as on the GPU.
 //!
 //! `OFFLOAD_HOST_THREADS` sets the number of workers (default: the CPUs),
-//! `OFFLOAD_HOST_STACK_KIB` the stack of each simulated GPU thread that
-//! waits at a synchronization point (default 256 KiB, reserved lazily).
+//! `OFFLOAD_HOST_STACK_KIB` the stack of each simulated GPU thread (default
+//! 256 KiB, at least 64; reserved lazily): far more than the GPU's 8 KiB
+//! (`OFFLOAD_CUDA_STACK_BYTES`), because host frames, unoptimized ones
+//! above all, are larger than the GPU's.
 //!
 //! A panic in the body stops the launch; the launcher returns
 //! [`Error::KernelPanic`] with the message, location, block and thread, and
-//! later launches run normally.
+//! later launches run normally. A thread that overflows its stack stops the
+//! launch with [`Error::StackOverflow`] (see `stack_guard`), and later
+//! launches run normally too.
 
 use std::cell::RefCell;
 use std::format;
@@ -50,12 +54,12 @@ impl Host {
             std::eprintln!("offload: warning: OFFLOAD_HOST_THREADS={v:?} is not a positive number of threads; using one per CPU");
         }
         let workers = workers.or_else(|| std::thread::available_parallelism().ok().map(|n| n.get())).unwrap_or(1);
-        let stack_size = std::env::var("OFFLOAD_HOST_STACK_KIB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|&n| n >= 16)
-            .unwrap_or(256)
-            * 1024;
+        let setting = std::env::var("OFFLOAD_HOST_STACK_KIB").ok();
+        let kib = setting.as_deref().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n >= 64);
+        if let (Some(v), None) = (&setting, kib) {
+            std::eprintln!("offload: warning: OFFLOAD_HOST_STACK_KIB={v:?} is not a stack size of at least 64 (KiB); using 256");
+        }
+        let stack_size = kib.unwrap_or(256).saturating_mul(1024);
         // The host runs no image, but takes the shared-memory limit from the
         // architectures the images were built for (and a corrupted image
         // means a damaged binary: `embedded` says so, once).
@@ -225,6 +229,9 @@ impl Backend for Host {
 
         let stack_size = self.stack_size;
         let work = || {
+            // Stack overflows of the simulated threads become errors (see
+            // `stack_guard`).
+            crate::stack_guard::prepare_thread();
             let _guard = CtxGuard;
             IN_KERNEL.with(|k| k.set(true));
             let mut exec = Executor::new(cfg.block, cfg.grid, stack_size, shared_limit as usize);
@@ -256,15 +263,27 @@ impl Backend for Host {
                     Err(BlockFailure::Divergence { reason }) => {
                         Error::Divergence { kernel: kernel.path(), block: fmt3(block), reason }
                     }
-                    Err(BlockFailure::Aborted(Abort::SharedMemory { static_bytes, dynamic })) => Error::InvalidLaunch {
+                    Err(BlockFailure::Aborted { abort: Abort::StackOverflow, thread }) => Error::StackOverflow {
                         kernel: kernel.path(),
-                        reason: super::limits::dynamic_shared_reason(
-                            dynamic,
-                            shared_limit,
-                            Some(static_bytes),
-                            limit_source,
+                        block: fmt3(block),
+                        thread: fmt3(thread),
+                        detail: format!(
+                            "the host fallback's stack of {} KiB per simulated GPU thread is exhausted (recursion too \
+                             deep?); recurse less deeply, or raise OFFLOAD_HOST_STACK_KIB",
+                            stack_size / 1024
                         ),
                     },
+                    Err(BlockFailure::Aborted { abort: Abort::SharedMemory { static_bytes, dynamic }, .. }) => {
+                        Error::InvalidLaunch {
+                        kernel: kernel.path(),
+                            reason: super::limits::dynamic_shared_reason(
+                                dynamic,
+                                shared_limit,
+                                Some(static_bytes),
+                                limit_source,
+                            ),
+                        }
+                    }
                 };
                 let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());
                 if slot.is_none() {
