@@ -22,6 +22,10 @@
 //!    expand integer division and float conversions wider than 64 bits
 //!    inline (the GPU backends cannot call `compiler_builtins`' `__udivti3`
 //!    and friends, so a kernel dividing `u128`s would not link otherwise);
+//!    For NVPTX, a module whose kernels reach a cycle of calls (recursion)
+//!    gets a stack check at the entry of each function in a cycle, inlined
+//!    by a second `opt` run (see [`recursion`]); other modules are linked
+//!    exactly as without it;
 //! 3. `llc`: emit PTX (`nvptx64-nvidia-cuda`) or an object file that
 //!    `ld.lld` turns into an AMD GPU code object (`amdgcn-amd-amdhsa`);
 //! 4. check that every kernel is an entry point exactly once.
@@ -33,6 +37,7 @@
 pub mod ir;
 pub mod libdevice;
 pub mod panics;
+pub mod recursion;
 pub mod tools;
 
 use std::fmt::Write as _;
@@ -429,6 +434,8 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     let rewritten = with_ext(".rewritten.ll");
     let linked = with_ext(".linked.bc");
     let optimized = with_ext(".opt.bc");
+    let optimized_text = with_ext(".opt.ll");
+    let guarded = with_ext(".guarded.ll");
 
     // 1. one module, as text (plus, for AMD GPUs, the support functions Rust
     // cannot express: see AMDGPU_SUPPORT_IR); rewrite; libdevice
@@ -449,6 +456,8 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     let ir = ir::rewrite(&text, libdevice.is_some()).map_err(LinkError::Rewrite)?;
     std::fs::write(&rewritten, &ir.text).map_err(|source| LinkError::Io { path: rewritten.clone(), source })?;
     drop(text);
+    // Recursion the kernels can reach: stack checks after optimization.
+    let recursive = target == Target::Nvptx64 && recursion::has_reachable_recursion(&ir.text, KERNEL_PREFIX);
     let mut cmd = Command::new(&tools.llvm_link);
     cmd.arg(&rewritten);
     let with_libdevice = ir.uses_libdevice && libdevice.is_some();
@@ -468,15 +477,21 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     passes.push(',');
     passes.push_str(&tools.expand_passes());
     let mut cmd = Command::new(&tools.opt);
+    // With recursion the guard function is kept, and the result is text
+    // for `recursion::insert_guards`.
+    let guard_fn = if recursive { format!(",{}", recursion::GUARD_FN) } else { String::new() };
     cmd.arg(&linked)
         .arg(format!("-mtriple={}", target.triple()))
         .arg(format!("-mcpu={cpu}"))
-        .arg(format!("--internalize-public-api-list={KERNEL_PREFIX}*,{GLOBAL_PREFIX}*"))
+        .arg(format!("--internalize-public-api-list={KERNEL_PREFIX}*,{GLOBAL_PREFIX}*{guard_fn}"))
         .arg("--expand-div-rem-bits=64")
         .arg("--expand-fp-convert-bits=64")
-        .arg(format!("--passes={passes}"))
-        .arg("-o")
-        .arg(&optimized);
+        .arg(format!("--passes={passes}"));
+    if recursive {
+        cmd.arg("-S").arg("-o").arg(&optimized_text);
+    } else {
+        cmd.arg("-o").arg(&optimized);
+    }
     if with_libdevice && args.fast_math {
         // libdevice asks `__nvvm_reflect("__CUDA_FTZ")` whether f32 denormals
         // flush to zero, as they do under --fast-math (nvcc's --ftz=true).
@@ -499,6 +514,26 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
         cmd.arg("--strip-debug");
     }
     runner.run(cmd, "opt", "optimizing the device module")?;
+    if recursive {
+        let text = std::fs::read_to_string(&optimized_text)
+            .map_err(|source| LinkError::Io { path: optimized_text.clone(), source })?;
+        let with_guards = recursion::insert_guards(&text);
+        drop(text);
+        for c in &with_guards.cycles {
+            record("OFFLOAD_LINK_LOG", &format!("# recursion guarded ({} bytes reserve): {}", c.reserve, c.functions.join(", ")));
+        }
+        std::fs::write(&guarded, &with_guards.text).map_err(|source| LinkError::Io { path: guarded.clone(), source })?;
+        // Inline the guards, then drop the guard function itself.
+        let mut cmd = Command::new(&tools.opt);
+        cmd.arg(&guarded)
+            .arg(format!("-mtriple={}", target.triple()))
+            .arg(format!("-mcpu={cpu}"))
+            .arg(format!("--internalize-public-api-list={KERNEL_PREFIX}*,{GLOBAL_PREFIX}*"))
+            .arg("--passes=always-inline,internalize,globaldce")
+            .arg("-o")
+            .arg(&optimized);
+        runner.run(cmd, "opt", "inlining the recursion guards")?;
+    }
 
     // 3. code generation
     match target {
@@ -553,7 +588,7 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     }
     // OFFLOAD_LINK_KEEP=1 keeps the intermediate modules beside the image.
     let keep = std::env::var_os("OFFLOAD_LINK_KEEP").is_some_and(|v| v == "1");
-    for tmp in [&linked_text, &rewritten, &linked, &optimized].into_iter().filter(|_| !keep) {
+    for tmp in [&linked_text, &rewritten, &linked, &optimized, &optimized_text, &guarded].into_iter().filter(|_| !keep) {
         let _ = std::fs::remove_file(tmp);
     }
     Ok(())

@@ -3,6 +3,8 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::panic_record::{PanicRecord, DONE, EMPTY, MESSAGE_BYTES, WRITING};
+#[cfg(target_arch = "nvptx64")]
+use crate::panic_record::STACK_OVERFLOW;
 
 /// Where the host wants panic records: set by the CUDA backend after it
 /// loads the module (see `panic_record`); null if the host did not (then a
@@ -131,6 +133,98 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
             }
         }
         // Make the record visible to the host before publishing it.
+        crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
+        state.store(DONE, Ordering::Release);
+        crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
+    }
+}
+
+/// The recursion check: the device linker (`offload-linker`, `recursion`)
+/// calls this at the entry of every function in a cycle of the call graph
+/// (direct recursion, or functions calling each other), and inlines it.
+/// Everything else is unchanged: kernels without recursion never see it.
+///
+/// A GPU thread's stack is its local memory: the CUDA ABI's stack pointer
+/// starts at the top of the thread's local window and grows down toward
+/// local address 0, and going below 0 is an out-of-range local access that
+/// leaves the CUDA context unusable. `cvta.to.local` of a local variable of
+/// the current frame gives its local address, which is therefore the stack
+/// left to this thread (PTX ISA, "cvta"; local state space). If less than
+/// `reserve` bytes are left (the linker's bound on what one more level of
+/// the recursion and the calls it makes may need), the thread records a
+/// stack overflow through the panic record, naming the function
+/// (`function`, `len` bytes: a string constant of the image), and exits,
+/// as a panicking thread does: the kernel finishes, the context stays
+/// healthy, and the host reports `offload::Error::StackOverflow`.
+///
+/// (Exported so that the device link finds it by name; the linker marks it
+/// `alwaysinline` where it inserts the calls, since rustc ignores
+/// `#[inline]` on exported functions.)
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub extern "C" fn __offload_stack_guard(reserve: u64, function: *const u8, len: usize) {
+    let probe = 0u8;
+    let left: u64;
+    // SAFETY: converts the generic address of a local of this frame to its
+    // local-state-space address; reads and writes no memory.
+    unsafe {
+        core::arch::asm!(
+            "cvta.to.local.u64 {l}, {g};",
+            l = out(reg64) left,
+            g = in(reg64) core::ptr::addr_of!(probe) as u64,
+            options(pure, nomem, nostack)
+        )
+    };
+    if left < reserve {
+        stack_overflow(function, len);
+    }
+}
+
+/// Records a stack overflow in `function` and ends the thread (see
+/// [`__offload_stack_guard`]).
+#[cfg(target_arch = "nvptx64")]
+#[cold]
+#[inline(never)]
+fn stack_overflow(function: *const u8, len: usize) -> ! {
+    // SAFETY: the linker passes a string constant of the image and its
+    // length; names of Rust functions are UTF-8.
+    let name = unsafe { core::str::from_utf8_unchecked(core::slice::from_raw_parts(function, len)) };
+    record_named(name, STACK_OVERFLOW);
+    // SAFETY: as in `panic`: ends this thread only.
+    unsafe { core::arch::asm!("exit;", options(noreturn, nostack)) }
+}
+
+/// Claims the launch's record and writes `message` with `name` in place of
+/// the file name (line and column 0): how a stack overflow is reported.
+#[cfg(target_arch = "nvptx64")]
+#[inline(never)]
+fn record_named(name: &'static str, message: &'static str) {
+    // SAFETY: the slot is written only by the host, before the launch.
+    let rec = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(__offload_global_panic_slot)) };
+    if rec.is_null() {
+        return;
+    }
+    // SAFETY: as in `record` (the same protocol, without a message to format).
+    unsafe {
+        let state = AtomicU32::from_ptr(core::ptr::addr_of_mut!((*rec).state));
+        if state.compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            // Another thread is recording: give it time to finish (bounded).
+            let mut spins = 0u32;
+            while state.load(Ordering::Acquire) != DONE && spins < 1 << 22 {
+                spins += 1;
+            }
+            return;
+        }
+        let t = crate::thread_idx();
+        let b = crate::block_idx();
+        (*rec).block = [b.x, b.y, b.z];
+        (*rec).thread = [t.x, t.y, t.z];
+        (*rec).line = 0;
+        (*rec).column = 0;
+        (*rec).file_addr = name.as_ptr() as u64;
+        (*rec).file_len = name.len() as u32;
+        (*rec).message_addr = message.as_ptr() as u64;
+        (*rec).message_len = message.len() as u32;
         crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
         state.store(DONE, Ordering::Release);
         crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);

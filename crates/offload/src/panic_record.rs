@@ -30,6 +30,12 @@ pub(crate) const WRITING: u32 = 1;
 /// State: complete.
 pub(crate) const DONE: u32 = 2;
 
+/// The message of a record that reports a stack overflow instead of a
+/// panic: the recursion check the device linker inserts (see
+/// `device::__offload_stack_guard`) records it, with the recursive
+/// function's name in place of the file name and line and column 0.
+pub(crate) const STACK_OVERFLOW: &str = "offload: stack overflow in a recursive function";
+
 #[repr(C)]
 pub(crate) struct PanicRecord {
     pub state: u32,

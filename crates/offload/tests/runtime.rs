@@ -599,6 +599,33 @@ fn recursive(depth: u32, out: &mut [u64]) {
     }
 }
 
+/// Mutual recursion: `ping` and `pong` call each other, each keeping a
+/// local array live across the call.
+fn ping(n: u32, seed: u64) -> u64 {
+    if n == 0 {
+        return seed;
+    }
+    let local = [seed, seed ^ n as u64, seed.rotate_left(n), seed.wrapping_add(3)];
+    let r = pong(n - 1, local[(n % 4) as usize]);
+    local.iter().fold(r, |a, &x| a.wrapping_mul(31) ^ x)
+}
+
+fn pong(n: u32, seed: u64) -> u64 {
+    if n == 0 {
+        return !seed;
+    }
+    let local = [seed.wrapping_mul(7), seed >> 3, seed ^ 0x55, n as u64];
+    let r = ping(n - 1, local[(n % 4) as usize] ^ seed);
+    local.iter().fold(r, |a, &x| a.rotate_right(3) ^ x)
+}
+
+#[kernel]
+fn mutually_recursive(depth: u32, out: &mut [u64]) {
+    if let Some((i, o)) = out.at_thread() {
+        *o = ping(depth, i as u64);
+    }
+}
+
 /// Recursion too deep for a GPU thread's stack is `Error::StackOverflow`
 /// (on the GPU: the check the device linker puts into recursive functions;
 /// on the host fallback: the guard page of the thread's stack), not an
@@ -623,6 +650,29 @@ fn too_deep_recursion_is_an_error_and_the_next_launch_works() {
     let mut again = vec![0u64; 64];
     recursive(cfg, 12, &mut again).unwrap();
     assert_eq!(again, want(12), "the next launch works");
+    iota_plus(offload::for_len(1000), 3, &mut vec![0u32; 1000]).unwrap();
+
+    // Two functions recursing into each other: the same.
+    let mut out = vec![0u64; 64];
+    mutually_recursive(cfg, 11, &mut out).unwrap();
+    assert_eq!(out, (0..64).map(|i| ping(11, i)).collect::<Vec<_>>());
+    let e = mutually_recursive(cfg, 50_000_000, &mut out).unwrap_err();
+    assert!(matches!(e, Error::StackOverflow { .. }), "{e}");
+    println!("deep mutual recursion: {e}");
+
+    // How deep a recursion runs (a diagnostic: the GPU's 8 KiB stack per
+    // thread allows far less than the host fallback's 256 KiB).
+    let runs = |depth: u32| recursive(LaunchConfig::new(1u32, 32u32), depth, &mut [0u64; 32]).is_ok();
+    let (mut ok, mut bad) = (12u32, 50_000_000u32);
+    while bad - ok > 1 {
+        let mid = ok + (bad - ok) / 2;
+        if runs(mid) {
+            ok = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    println!("deepest recursion of `recurse` that runs on {}: {ok} calls", offload::backend().unwrap().kind);
     iota_plus(offload::for_len(1000), 3, &mut vec![0u32; 1000]).unwrap();
 }
 

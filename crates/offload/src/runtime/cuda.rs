@@ -57,6 +57,8 @@ struct State {
     image: Image<'static>,
     /// Where device panics are recorded (see `panic_record`).
     panic: Option<PanicSlot>,
+    /// `CU_LIMIT_STACK_SIZE` of the context, for stack-overflow errors.
+    stack_bytes: usize,
     // Scratch of `launch_impl`, kept between launches so that a launch
     // allocates nothing on the host.
     allocs: Vec<(usize, sys::CUdeviceptr)>,
@@ -199,7 +201,7 @@ impl Cuda {
         };
         let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?;
-        cuda_recover::configure_context().map_err(Unusable::Failed)?;
+        let stack_bytes = cuda_recover::configure_context().map_err(Unusable::Failed)?;
         let panic = PanicSlot::install(module);
 
         let how = match loaded.kind {
@@ -231,6 +233,7 @@ impl Cuda {
                 dev,
                 image: loaded,
                 panic,
+                stack_bytes,
                 allocs: Vec::new(),
                 cache: ArgCache { free: Vec::new(), bytes: 0, cap: (mem / 16) as usize },
                 device_ptrs: Vec::new(),
@@ -702,9 +705,7 @@ impl Backend for Cuda {
         // Keep this launch's device memory for the next ones.
         st.allocs = allocs.release(&mut st.cache);
         match panicked {
-            Some((message, location, block, thread)) => {
-                Err(Error::KernelPanic { kernel: kernel.path(), message, location, block, thread })
-            }
+            Some(recorded) => Err(recorded.into_error(&kernel.path(), st.stack_bytes)),
             None => Ok(()),
         }
     }
@@ -720,7 +721,7 @@ impl State {
         allocs.0.clear();
         self.cache.free.clear();
         self.cache.bytes = 0;
-        let err = cuda_recover::failed_launch_error(self.panic.as_ref(), kernel, e);
+        let err = cuda_recover::failed_launch_error(self.panic.as_ref(), kernel, e, self.stack_bytes);
         if let Err(rebuild) = self.rebuild() {
             return Error::Driver {
                 op: "rebuilding the CUDA context after a failed kernel",
@@ -759,7 +760,7 @@ impl State {
         self.module = load_module(&self.image)?;
         self.stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_error("cuStreamCreate", None, e))?;
-        cuda_recover::configure_context()?;
+        self.stack_bytes = cuda_recover::configure_context()?;
         self.panic = PanicSlot::install(self.module);
         Ok(())
     }

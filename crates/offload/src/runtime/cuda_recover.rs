@@ -15,13 +15,19 @@ use cudarc::driver::sys;
 
 use super::cuda::driver_error;
 use crate::error::{Error, Result};
-use crate::panic_record::{PanicRecord, DONE, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL};
+use crate::panic_record::{PanicRecord, DONE, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW};
 
-/// Per-thread stack of kernels (`CU_LIMIT_STACK_SIZE`), in bytes: 8 KiB
-/// unless `OFFLOAD_CUDA_STACK_BYTES` says otherwise. Kernels that format
-/// (`println!`, panic messages) call through `dyn fmt::Write`, so ptxas
-/// cannot bound their stack and the driver's 1 KiB default can overflow.
-pub(crate) fn configure_context() -> Result<()> {
+/// Sets the per-thread stack of kernels (`CU_LIMIT_STACK_SIZE`) to 8 KiB
+/// unless `OFFLOAD_CUDA_STACK_BYTES` says otherwise, and returns the size
+/// the driver chose (`cuCtxGetLimit`). Kernels that format (`println!`,
+/// panic messages) call through `dyn fmt::Write`, so ptxas cannot bound
+/// their stack and the driver's 1 KiB default can overflow. Code whose
+/// stack need ptxas can bound needs no setting: the driver grows the stack
+/// for such a launch itself (CUDA Driver API, `cuCtxSetLimit`); recursion,
+/// which it cannot bound, gets this much and the device link's recursion
+/// checks keep it from going past the end (see `offload-linker`'s
+/// `recursion`).
+pub(crate) fn configure_context() -> Result<usize> {
     let bytes = std::env::var("OFFLOAD_CUDA_STACK_BYTES")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -29,7 +35,44 @@ pub(crate) fn configure_context() -> Result<()> {
     // SAFETY: sets a limit of the current context.
     unsafe { sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes) }
         .result()
-        .map_err(|e| driver_error("cuCtxSetLimit(CU_LIMIT_STACK_SIZE)", None, e))
+        .map_err(|e| driver_error("cuCtxSetLimit(CU_LIMIT_STACK_SIZE)", None, e))?;
+    let mut set = bytes;
+    // SAFETY: reads a limit of the current context into `set`.
+    let _ = unsafe { sys::cuCtxGetLimit(&mut set, sys::CUlimit::CU_LIMIT_STACK_SIZE) };
+    Ok(set)
+}
+
+/// What a GPU thread recorded before it exited: a panic, or a stack
+/// overflow caught by a recursion check (see `panic_record`).
+pub(crate) struct Recorded {
+    message: String,
+    file: String,
+    line: u32,
+    column: u32,
+    block: String,
+    thread: String,
+}
+
+impl Recorded {
+    /// The launch's error: [`Error::StackOverflow`] for an overflow (with
+    /// the context's per-thread stack, `stack_bytes`), else
+    /// [`Error::KernelPanic`].
+    pub(crate) fn into_error(self, kernel: &str, stack_bytes: usize) -> Error {
+        let Recorded { message, file, line, column, block, thread } = self;
+        if message == STACK_OVERFLOW {
+            return Error::StackOverflow {
+                kernel: kernel.to_string(),
+                block,
+                thread,
+                detail: format!(
+                    "the recursion in `{file}` would go past the end of the {stack_bytes}-byte stack of each GPU \
+                     thread (CU_LIMIT_STACK_SIZE); recurse less deeply, or raise OFFLOAD_CUDA_STACK_BYTES"
+                ),
+            };
+        }
+        let location = format!("{file}:{line}:{column}");
+        Error::KernelPanic { kernel: kernel.to_string(), message, location, block, thread }
+    }
 }
 
 /// The panic record of the current context: page-locked host memory that the
@@ -80,7 +123,7 @@ impl PanicSlot {
 
     /// The record, if a thread published one, and empties the slot for the
     /// next launch. Call only when no kernel runs.
-    pub(crate) fn take(&self) -> Option<(String, String, String, String)> {
+    pub(crate) fn take(&self) -> Option<Recorded> {
         let r = self.read()?;
         // SAFETY: no kernel runs (the stream is synchronized); the record is
         // live host memory; zero is the empty state.
@@ -89,8 +132,8 @@ impl PanicSlot {
     }
 
     /// The record, if a thread published one. Readable after a sticky error:
-    /// it is host memory. `(message, file:line:column, block, thread)`.
-    pub(crate) fn read(&self) -> Option<(String, String, String, String)> {
+    /// it is host memory.
+    pub(crate) fn read(&self) -> Option<Recorded> {
         let rec = self.host;
         // SAFETY: `rec` is a live record (freed only by a context reset,
         // which happens after this read); `state` is accessed atomically,
@@ -117,10 +160,9 @@ impl PanicSlot {
             } else {
                 String::from_utf8_lossy(&r.file[..(r.file_len as usize).min(FILE_BYTES)]).into_owned()
             };
-            let location = format!("{file}:{}:{}", r.line, r.column);
-            let b = format!("({}, {}, {})", r.block[0], r.block[1], r.block[2]);
-            let t = format!("({}, {}, {})", r.thread[0], r.thread[1], r.thread[2]);
-            Some((message, location, b, t))
+            let block = format!("({}, {}, {})", r.block[0], r.block[1], r.block[2]);
+            let thread = format!("({}, {}, {})", r.thread[0], r.thread[1], r.thread[2]);
+            Some(Recorded { message, file, line: r.line, column: r.column, block, thread })
         }
     }
 }
@@ -141,11 +183,9 @@ fn device_string(addr: u64, len: u32) -> String {
 
 /// The error of a launch whose kernel failed while running: the panic the
 /// device recorded if there is one, else the driver's error.
-pub(crate) fn failed_launch_error(slot: Option<&PanicSlot>, kernel: &str, e: DriverError) -> Error {
+pub(crate) fn failed_launch_error(slot: Option<&PanicSlot>, kernel: &str, e: DriverError, stack_bytes: usize) -> Error {
     match slot.and_then(PanicSlot::read) {
-        Some((message, location, block, thread)) => {
-            Error::KernelPanic { kernel: kernel.to_string(), message, location, block, thread }
-        }
+        Some(recorded) => recorded.into_error(kernel, stack_bytes),
         None => driver_error("cuStreamSynchronize (kernel execution)", Some(kernel), e),
     }
 }
