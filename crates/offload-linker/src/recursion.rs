@@ -724,6 +724,97 @@ define internal void @leaf() {{
         assert_eq!(insert_guards(&old).text, old);
     }
 
+    /// The guards are IR that LLVM accepts: `opt` inlines them and drops
+    /// the guard function, `llc` emits the check in the recursive function
+    /// only, and the kernel without recursion is unchanged. (Skipped where
+    /// no LLVM 22 or 23 `opt` and `llc` are installed.)
+    #[test]
+    fn llvm_inlines_the_guards_into_the_recursive_function_only() {
+        let Some(tools) = [22, 23].into_iter().find_map(|m| crate::tools::LlvmTools::discover(m, None).ok()) else {
+            eprintln!("skipped: no LLVM tools");
+            return;
+        };
+        let ir = r#"target triple = "nvptx64-nvidia-cuda"
+
+define void @__offload_stack_guard(i64 %0, ptr %1, i64 %2) unnamed_addr #0 {
+  %4 = alloca [1 x i8], align 1
+  store i8 0, ptr %4, align 1
+  %5 = ptrtoint ptr %4 to i64
+  %6 = call i64 asm "cvta.to.local.u64 ${0}, ${1};", "=&l,l"(i64 %5)
+  %7 = icmp ult i64 %6, %0
+  br i1 %7, label %9, label %8
+
+8:
+  ret void
+
+9:
+  call void @overflow(ptr %1, i64 %2)
+  unreachable
+}
+
+define internal void @overflow(ptr %0, i64 %1) #1 {
+  call void asm sideeffect "exit;", ""()
+  unreachable
+}
+
+define internal i64 @_RNvCs1234_4demo4walk(i32 %0, i64 %1) {
+  %3 = alloca [16 x i64], align 8
+  %4 = icmp eq i32 %0, 0
+  br i1 %4, label %10, label %5
+
+5:
+  store volatile i64 %1, ptr %3, align 8
+  %6 = sub i32 %0, 1
+  %7 = call i64 @_RNvCs1234_4demo4walk(i32 %6, i64 %1)
+  %8 = load volatile i64, ptr %3, align 8
+  %9 = add i64 %7, %8
+  ret i64 %9
+
+10:
+  ret i64 %1
+}
+
+define ptx_kernel void @__offload_kernel_demo_deep(ptr %0, i32 %1) {
+  %3 = call i64 @_RNvCs1234_4demo4walk(i32 %1, i64 7)
+  store i64 %3, ptr %0, align 8
+  ret void
+}
+
+define ptx_kernel void @__offload_kernel_demo_flat(ptr %0) {
+  store i64 1, ptr %0, align 8
+  ret void
+}
+
+attributes #0 = { nounwind }
+attributes #1 = { cold noinline noreturn nounwind }
+"#;
+        let out = insert_guards(ir);
+        assert_eq!(out.cycles.len(), 1);
+        let dir = std::env::temp_dir().join(format!("offload-recursion-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (guarded, bc, ptx) = (dir.join("g.ll"), dir.join("g.bc"), dir.join("g.ptx"));
+        std::fs::write(&guarded, &out.text).unwrap();
+        let run = |cmd: &mut std::process::Command| {
+            let o = cmd.output().unwrap();
+            assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+        };
+        run(std::process::Command::new(&tools.opt)
+            .arg(&guarded)
+            .args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90", "--internalize-public-api-list=__offload_kernel_*"])
+            .arg("--passes=always-inline,internalize,globaldce")
+            .arg("-o")
+            .arg(&bc));
+        run(std::process::Command::new(&tools.llc).args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90", "-O3"]).arg(&bc).arg("-o").arg(&ptx));
+        let ptx = std::fs::read_to_string(&ptx).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!ptx.contains("__offload_stack_guard("), "the guard function is gone: {ptx}");
+        let walk = ptx.split(".func").find(|f| f.contains("_RNvCs1234_4demo4walk(")).expect("walk is a function");
+        assert!(walk.contains("cvta.to.local.u64"), "{walk}");
+        assert!(walk.contains(&format!("{}", out.cycles[0].reserve - 1)) || walk.contains(&format!("{}", out.cycles[0].reserve)), "{walk}");
+        let flat = ptx.split(".entry").find(|f| f.contains("__offload_kernel_demo_flat(")).expect("flat is an entry");
+        assert!(!flat.contains("cvta.to.local"), "{flat}");
+    }
+
     #[test]
     fn unlabeled_entry_blocks_get_the_guard_first() {
         let ir = format!("{GUARD_DEF}define void @f(i64 %0) {{\n  %2 = add i64 %0, 1\n  call void @f(i64 %2)\n  ret void\n}}\n");
