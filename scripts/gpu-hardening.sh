@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine: the hardening checks (issue 9) on the binaries
+# from scripts/build-gpu-hardening.sh (.carry/hardening/). Prints each
+# command's output and `--- <name>: ok` or `--- <name>: FAILED` per check;
+# exits non-zero if any failed. One function per area.
+#
+#     scripts/gpu-hardening.sh              on a GPU (the kernels run there)
+#     DEVICE=host scripts/gpu-hardening.sh  the same checks on the host
+#                                           fallback, where they apply
+set -uo pipefail
+dir="$(cd "$(dirname "$0")/.." && pwd)/.carry/hardening"
+[ -d "$dir" ] || dir="$(cd "$(dirname "$0")" && pwd)"
+cd "$dir"
+dev=${DEVICE:-cuda}
+nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
+fail=0
+
+# check NAME WANT [PATTERN...] -- COMMAND...
+# Runs COMMAND (at most 300 s) and prints its output (the last 40 lines).
+# ok if its exit status is WANT (0, or `error`: non-zero but neither a
+# signal nor a timeout, i.e. no crash) and every PATTERN (an extended regex)
+# occurs in the output; a PATTERN `N*REGEX` must occur exactly N times.
+check() {
+    local name=$1 want=$2
+    shift 2
+    local patterns=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        patterns+=("$1")
+        shift
+    done
+    shift
+    echo "=== $name"
+    local out rc ok=1
+    out=$(timeout 300 "$@" 2>&1)
+    rc=$?
+    echo "$out" | tail -n 40
+    if [ "$want" = 0 ]; then
+        [ $rc -eq 0 ] || ok=0
+    elif [ $rc -eq 0 ] || [ $rc -ge 124 ]; then
+        ok=0
+    fi
+    local p n re
+    for p in "${patterns[@]}"; do
+        if [[ "$p" =~ ^([0-9]+)\*(.*)$ ]]; then
+            n=${BASH_REMATCH[1]} re=${BASH_REMATCH[2]}
+            if [ "$(grep -Ec -- "$re" <<<"$out")" != "$n" ]; then
+                echo "(expected $n line(s) matching: $re)"
+                ok=0
+            fi
+        elif ! grep -Eq -- "$p" <<<"$out"; then
+            echo "(missing: $p)"
+            ok=0
+        fi
+    done
+    if [ $ok = 1 ]; then
+        echo "--- $name: ok (exit $rc)"
+    else
+        echo "--- $name: FAILED (exit $rc)"
+        fail=1
+    fi
+}
+
+# ---------------------------------------------------------------------------
+# b: runtime and images.
+
+# Dynamic shared memory above 48 KiB: 64 and 200 KiB reduce correctly (the
+# H200 allows 227 KiB per block once a kernel opts in); 1 MiB is
+# InvalidLaunch naming request and limit; static shared memory counts.
+gpu_b_shared_memory() {
+    # On an H200 (227 KiB per block) 200 KiB must run; elsewhere it may be
+    # refused, naming the limit.
+    local big="200 KiB of dynamic shared memory: ran, sums right"
+    [ "$dev" = cuda ] || big="200 KiB of dynamic shared memory: (ran, sums right|refused, the limit is)"
+    check "b shared memory: 64 and 200 KiB run, 1 MiB is refused naming the limit" 0 \
+        "64 KiB of dynamic shared memory: ran, sums right" "$big" "test result: ok. 1 passed" \
+        -- env OFFLOAD_DEVICE="$dev" ./runtime-tests --exact dynamic_shared_memory_above_48_kib --nocapture
+    check "b shared memory: static shared memory counts against the limit" 0 "test result: ok. 1 passed" \
+        -- env OFFLOAD_DEVICE="$dev" ./runtime-tests --exact static_shared_memory_counts_against_the_limit
+}
+
+# Recursion too deep for a GPU thread's stack: Error::StackOverflow naming
+# the kernel (single and mutual recursion), then normal launches work in
+# the same process; and the whole runtime suite passes after it.
+gpu_b_stack() {
+    check "b stack: deep recursion is StackOverflow, the next launches work" 0 \
+        "deep recursion: kernel .runtime::recursive. overflowed the stack of a GPU thread" \
+        "deep mutual recursion: kernel .runtime::mutually_recursive. overflowed the stack of a GPU thread" \
+        "deepest recursion of .recurse. that runs on $dev: [0-9]+ calls" \
+        "test result: ok. 1 passed" \
+        -- env OFFLOAD_DEVICE="$dev" ./runtime-tests --exact too_deep_recursion_is_an_error_and_the_next_launch_works --nocapture
+    check "b stack: the whole runtime suite, overflows included, in one process" 0 "test result: ok" \
+        -- env OFFLOAD_DEVICE="$dev" ./runtime-tests --test-threads=1
+}
+
+# Corrupted images: never a crash. A damaged cubin → the PTX of the same
+# binary (one warning naming the image), right results; PTX and cubin
+# damaged → the host fallback (right results), or with OFFLOAD_DEVICE=cuda
+# a one-line error.
+gpu_b_images() {
+    local right="all results match the host reference"
+    local warned="1*offload: warning: the embedded sm_90 (cubin|PTX) image is corrupted"
+    if [ "$dev" = cuda ]; then
+        check "b images: intact binary runs its cubin" 0 "offload backend: cuda: .*image: sm_90 cubin" "$right" -- ./sample_offload
+        local k
+        for k in 0 1 2 3 4 5 6 7 8 9 10; do
+            check "b images: cubin corrupted (copy $k of 11): PTX instead, right results" 0 "$warned" \
+                "offload backend: cuda: .*image: sm_90 PTX, JIT-compiled" "$right" -- ./sample_offload-cubin-$k
+        done
+        check "b images: PTX corrupted: the cubin runs" 0 "$warned" "offload backend: cuda: .*image: sm_90 cubin" "$right" \
+            -- ./sample_offload-ptx
+        check "b images: OFFLOAD_DEVICE=cuda, cubin corrupted: still the GPU, from the PTX" 0 "$warned" \
+            "offload backend: cuda: .*PTX" "$right" -- env OFFLOAD_DEVICE=cuda ./sample_offload-cubin-5
+    else
+        check "b images: cubin corrupted, host fallback: one warning, right results" 0 "$warned" "$right" \
+            -- env OFFLOAD_DEVICE=host ./sample_offload-cubin-5
+    fi
+    check "b images: cubin and PTX corrupted: host fallback, right results" 0 \
+        "2*offload: warning: the embedded sm_90 (cubin|PTX) image is corrupted" "offload backend: host" "$right" \
+        -- ./sample_offload-both
+    local why="no usable CUDA GPU: "
+    [ "$dev" = cuda ] && why="no usable CUDA GPU: no device image for .*every device image in this binary is corrupted"
+    check "b images: cubin and PTX corrupted, OFFLOAD_DEVICE=cuda: a one-line error, no crash" error \
+        "OFFLOAD_DEVICE=cuda but $why" -- env OFFLOAD_DEVICE=cuda ./sample_offload-both
+}
+
+gpu_b_shared_memory
+gpu_b_stack
+gpu_b_images
+
+exit $fail
