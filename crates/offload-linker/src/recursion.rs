@@ -248,7 +248,9 @@ fn alloca_size(line: &str, types: &HashMap<&str, &str>) -> Option<u64> {
     let ty = parts.first()?.trim();
     let ty = ty.strip_prefix("inalloca ").unwrap_or(ty);
     let mut size = type_size(ty, types, 0);
-    if let Some(count) = parts.get(1).map(|p| p.trim()).filter(|p| !p.starts_with("align") && !p.starts_with("addrspace")) {
+    if let Some(count) =
+        parts.get(1).map(|p| p.trim()).filter(|p| !p.starts_with("align") && !p.starts_with("addrspace"))
+    {
         match count.split_whitespace().nth(1).and_then(|n| n.parse::<u64>().ok()) {
             Some(n) => size = size.saturating_mul(n),
             None => size = size.max(4096),
@@ -396,8 +398,9 @@ impl<'a> CallGraph<'a> {
     /// they mention) refer to.
     fn reachable(&self, root_prefix: &str) -> Vec<bool> {
         let mut seen = vec![false; self.nodes.len()];
-        let mut work: Vec<usize> =
-            (0..self.nodes.len()).filter(|&v| self.nodes[v].defined && self.nodes[v].name.starts_with(root_prefix)).collect();
+        let mut work: Vec<usize> = (0..self.nodes.len())
+            .filter(|&v| self.nodes[v].defined && self.nodes[v].name.starts_with(root_prefix))
+            .collect();
         for &v in &work {
             seen[v] = true;
         }
@@ -542,7 +545,11 @@ pub fn insert_guards(ir: &str) -> Guarded {
             let node = &g.nodes[f];
             let mut deepest = if node.indirect { INDIRECT_CALL } else { 0 };
             for &c in &node.calls {
-                let c_cost = if cycle_of[c] == k { g.nodes[c].frame + FRAME_OVERHEAD } else { cost(&g, &cycle_of, &mut memo, c) };
+                let c_cost = if cycle_of[c] == k {
+                    g.nodes[c].frame + FRAME_OVERHEAD
+                } else {
+                    cost(&g, &cycle_of, &mut memo, c)
+                };
                 deepest = deepest.max(c_cost);
             }
             r = r.max(node.frame + FRAME_OVERHEAD + deepest);
@@ -602,7 +609,10 @@ pub fn insert_guards(ir: &str) -> Guarded {
     let cycles = cycles
         .iter()
         .zip(reserve)
-        .map(|(c, reserve)| GuardedCycle { functions: c.iter().map(|&f| g.nodes[f].name.to_string()).collect(), reserve })
+        .map(|(c, reserve)| GuardedCycle {
+            functions: c.iter().map(|&f| g.nodes[f].name.to_string()).collect(),
+            reserve,
+        })
         .collect();
     Guarded { text, cycles }
 }
@@ -611,7 +621,8 @@ pub fn insert_guards(ir: &str) -> Guarded {
 mod tests {
     use super::*;
 
-    const GUARD_DEF: &str = "define void @__offload_stack_guard(i64 %0, ptr %1, i64 %2) unnamed_addr #0 {\n  ret void\n}\n";
+    const GUARD_DEF: &str =
+        "define void @__offload_stack_guard(i64 %0, ptr %1, i64 %2) unnamed_addr #0 {\n  ret void\n}\n";
 
     #[test]
     fn callees_of_call_lines() {
@@ -710,9 +721,15 @@ define internal void @leaf() {{
             "define internal void @_RNvCs1234_4demo4walk(i32 %n) {{\nstart:\n  call void @__offload_stack_guard(i64 {reserve}, ptr @__offload_recursion_name.0, i64 10)\n  %buf = alloca"
         );
         assert!(out.text.contains(&want), "{}", out.text);
-        assert!(out.text.contains("@__offload_recursion_name.0 = private unnamed_addr constant [10 x i8] c\"demo::walk\""), "{}", out.text);
+        assert!(
+            out.text.contains("@__offload_recursion_name.0 = private unnamed_addr constant [10 x i8] c\"demo::walk\""),
+            "{}",
+            out.text
+        );
         assert_eq!(out.text.matches("call void @__offload_stack_guard").count(), 1);
-        assert!(out.text.contains("define void @__offload_stack_guard(i64 %0, ptr %1, i64 %2) unnamed_addr alwaysinline #0 {"));
+        assert!(out
+            .text
+            .contains("define void @__offload_stack_guard(i64 %0, ptr %1, i64 %2) unnamed_addr alwaysinline #0 {"));
         assert_eq!(
             with_fn_attribute("define internal void @g(ptr addrspace(1) %0) local_unnamed_addr #3 !guid !2 {", "cold"),
             "define internal void @g(ptr addrspace(1) %0) local_unnamed_addr cold #3 !guid !2 {"
@@ -804,20 +821,30 @@ attributes #1 = { cold noinline noreturn nounwind }
             .arg("--passes=always-inline,internalize,globaldce")
             .arg("-o")
             .arg(&bc));
-        run(std::process::Command::new(&tools.llc).args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90", "-O3"]).arg(&bc).arg("-o").arg(&ptx));
+        run(std::process::Command::new(&tools.llc)
+            .args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90", "-O3"])
+            .arg(&bc)
+            .arg("-o")
+            .arg(&ptx));
         let ptx = std::fs::read_to_string(&ptx).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(!ptx.contains("__offload_stack_guard("), "the guard function is gone: {ptx}");
         let walk = ptx.split(".func").find(|f| f.contains("_RNvCs1234_4demo4walk(")).expect("walk is a function");
         assert!(walk.contains("cvta.to.local.u64"), "{walk}");
-        assert!(walk.contains(&format!("{}", out.cycles[0].reserve - 1)) || walk.contains(&format!("{}", out.cycles[0].reserve)), "{walk}");
+        assert!(
+            walk.contains(&format!("{}", out.cycles[0].reserve - 1))
+                || walk.contains(&format!("{}", out.cycles[0].reserve)),
+            "{walk}"
+        );
         let flat = ptx.split(".entry").find(|f| f.contains("__offload_kernel_demo_flat(")).expect("flat is an entry");
         assert!(!flat.contains("cvta.to.local"), "{flat}");
     }
 
     #[test]
     fn unlabeled_entry_blocks_get_the_guard_first() {
-        let ir = format!("{GUARD_DEF}define void @f(i64 %0) {{\n  %2 = add i64 %0, 1\n  call void @f(i64 %2)\n  ret void\n}}\n");
+        let ir = format!(
+            "{GUARD_DEF}define void @f(i64 %0) {{\n  %2 = add i64 %0, 1\n  call void @f(i64 %2)\n  ret void\n}}\n"
+        );
         let out = insert_guards(&ir);
         assert!(out.text.contains("define void @f(i64 %0) {\n  call void @__offload_stack_guard(i64 "), "{}", out.text);
         assert!(out.text.contains("ptr @__offload_recursion_name.0, i64 1)\n  %2 = add i64 %0, 1\n"), "{}", out.text);

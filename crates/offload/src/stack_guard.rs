@@ -64,7 +64,11 @@ std::thread_local! {
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 { p as usize } else { 4096 }
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
 }
 
 /// Marks `a` as the coroutine about to run on this OS thread.
