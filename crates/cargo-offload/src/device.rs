@@ -333,10 +333,11 @@ impl DevicePass<'_> {
         status::status(
             "Device",
             format!(
-                "{} crate(s) compiled, {linked} image(s) linked, {reused} reused from the link cache ({} {})",
+                "{} crate(s) compiled, {linked} image(s) linked, {reused} reused from the link cache ({} {}; {})",
                 compiled.len(),
                 self.triple,
-                self.arch
+                self.arch,
+                self.tc.describe()
             ),
         );
         if !status.success() {

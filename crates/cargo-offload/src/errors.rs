@@ -32,10 +32,24 @@ pub enum CliError {
     NoDeviceRustc { tried: String, hint: String },
 
     #[error("`{rustc}` has no library sources (rust-src), which `-Zbuild-std=core` needs to build `core` for the GPU")]
-    MissingRustSrc { rustc: PathBuf, hint: String },
+    MissingRustSrc {
+        rustc: PathBuf,
+        hint: String,
+        /// The other candidates and why they were skipped.
+        others: Vec<String>,
+    },
 
     #[error(transparent)]
     Tools(#[from] ToolError),
+
+    /// No complete toolchain; this candidate got furthest.
+    #[error("device toolchain {origin}: {error}")]
+    ToolsOf {
+        origin: String,
+        error: ToolError,
+        /// The other candidates and why they were skipped.
+        others: Vec<String>,
+    },
 
     #[error("unknown architecture `{arch}` for {target} (from {from})")]
     UnknownArch { arch: String, target: String, known: Vec<String>, from: &'static str },
@@ -71,7 +85,10 @@ pub enum CliError {
 impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::NoDeviceRustc { .. } | CliError::MissingRustSrc { .. } | CliError::Tools(_) => exit::SETUP,
+            CliError::NoDeviceRustc { .. }
+            | CliError::MissingRustSrc { .. }
+            | CliError::Tools(_)
+            | CliError::ToolsOf { .. } => exit::SETUP,
             CliError::UnknownArch { .. } | CliError::ArchTooOld { .. } | CliError::UnknownTarget(_) | CliError::Usage(_) => {
                 exit::USAGE
             }
@@ -128,6 +145,14 @@ impl CliError {
         }
     }
 
+    /// Facts that explain the error, printed under it before the hints.
+    pub fn notes(&self) -> Vec<String> {
+        match self {
+            CliError::MissingRustSrc { others, .. } | CliError::ToolsOf { others, .. } => others.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Prints the error once, with its causes and hints, the way cargo does.
     pub fn report(&self) {
         use std::error::Error as _;
@@ -136,6 +161,9 @@ impl CliError {
         while let Some(s) = source {
             msg.push_str(&format!("\n\nCaused by:\n  {s}"));
             source = s.source();
+        }
+        for n in self.notes() {
+            msg.push_str(&format!("\n  = note: {n}"));
         }
         for h in self.hints() {
             msg.push_str(&format!("\n  = help: {h}"));
