@@ -9,6 +9,7 @@
 //! fallback.
 
 mod atomics;
+mod casts;
 mod divergence;
 mod geometry;
 mod math;
@@ -32,6 +33,7 @@ const CHECKS: &[Check] = &[
     ("atomics", atomics::check, true),
     ("warp", warp::check, true),
     ("math", math::check, true),
+    ("casts", casts::check, true),
     ("print", || print::run(7), true),
     ("panics", panics::check, true),
     ("divergence", divergence::check, false),
@@ -102,6 +104,10 @@ mod tests {
     #[test]
     fn math() {
         run("math");
+    }
+    #[test]
+    fn casts() {
+        run("casts");
     }
     #[test]
     fn panics() {
