@@ -9,6 +9,7 @@
 //! | 4 | the device pass failed to compile or link |
 //! | 5 | the selected binaries define no kernels |
 //! | 6 | embedding the device image failed (ptxas, object writing) |
+//! | 130 | interrupted (Ctrl-C, SIGINT or SIGTERM, to `cargo offload` or to a tool it runs) |
 //! | other | the host `cargo` (or the program it ran) exited with this code |
 
 use std::path::PathBuf;
@@ -24,6 +25,8 @@ pub mod exit {
     pub const DEVICE_BUILD: i32 = 4;
     pub const NO_KERNELS: i32 = 5;
     pub const EMBED: i32 = 6;
+    /// 128 + SIGINT, as shells report Ctrl-C (see `interrupt`).
+    pub const INTERRUPTED: i32 = 130;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +83,13 @@ pub enum CliError {
 
     #[error("{0}")]
     Usage(String),
+
+    #[error(transparent)]
+    Ptx(#[from] crate::ptx::PtxError),
+
+    /// Ctrl-C, SIGINT or SIGTERM (see `interrupt`).
+    #[error("build interrupted")]
+    Interrupted,
 }
 
 impl CliError {
@@ -89,12 +99,15 @@ impl CliError {
             | CliError::MissingRustSrc { .. }
             | CliError::Tools(_)
             | CliError::ToolsOf { .. } => exit::SETUP,
-            CliError::UnknownArch { .. } | CliError::ArchTooOld { .. } | CliError::UnknownTarget(_) | CliError::Usage(_) => {
-                exit::USAGE
-            }
+            CliError::UnknownArch { .. }
+            | CliError::ArchTooOld { .. }
+            | CliError::UnknownTarget(_)
+            | CliError::Usage(_)
+            | CliError::Ptx(_) => exit::USAGE,
             CliError::DeviceBuild { .. } => exit::DEVICE_BUILD,
             CliError::NoKernels { .. } => exit::NO_KERNELS,
             CliError::Ptxas { .. } => exit::EMBED,
+            CliError::Interrupted => exit::INTERRUPTED,
             CliError::Spawn { .. } | CliError::Io { .. } | CliError::Metadata(_) => exit::INTERNAL,
         }
     }
@@ -132,6 +145,7 @@ impl CliError {
                 h
             }
             CliError::DeviceBuild { hints, .. } => hints.clone(),
+            CliError::Ptx(e) => vec![e.hint()],
             CliError::NoKernels { .. } => vec![
                 "mark a function `#[offload::kernel]` and launch it from host code, e.g. `my_kernel(offload::for_len(n), &x, &mut y)?`".into(),
                 "a kernel inside host-only code (`#[offload::host]`, `#[cfg(not(offload_device))]`) is not compiled \

@@ -11,6 +11,7 @@
 mod atomics;
 mod casts;
 mod divergence;
+mod features;
 mod geometry;
 mod math;
 mod panics;
@@ -34,6 +35,7 @@ const CHECKS: &[Check] = &[
     ("warp", warp::check, true),
     ("math", math::check, true),
     ("casts", casts::check, true),
+    ("features", features::check, true),
     ("print", || print::run(7), true),
     ("panics", panics::check, true),
     ("divergence", divergence::check, false),

@@ -265,3 +265,17 @@ pub fn embedded_images(exe: &Path) -> Vec<(String, String, Vec<String>)> {
         })
         .collect()
 }
+
+/// The PTX text of the `arch` image embedded in a host binary.
+pub fn embedded_ptx(exe: &Path, arch: &str) -> String {
+    use object::{Object, ObjectSection};
+    let bytes = std::fs::read(exe).unwrap_or_else(|e| panic!("{}: {e}", exe.display()));
+    let file = object::File::parse(&*bytes).unwrap();
+    let sec = file.section_by_name(offload_image::SECTION_NAME).expect("an image section");
+    let images = offload_image::read_section(sec.data().unwrap()).unwrap();
+    let ptx = images
+        .iter()
+        .find(|i| i.kind == offload_image::ImageKind::Ptx && i.arch == arch)
+        .unwrap_or_else(|| panic!("no PTX for {arch} in {}", exe.display()));
+    String::from_utf8_lossy(ptx.bytes).trim_end_matches('\0').to_string()
+}
