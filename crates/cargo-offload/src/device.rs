@@ -301,7 +301,7 @@ impl DevicePass<'_> {
             match msg {
                 Message::CompilerMessage(m) => {
                     let link = linker_failure(&m.message, &m.target.name);
-                    if link.as_deref().is_some_and(crate::interrupt::interrupted_link) {
+                    if link.is_some() && m.message.children.iter().any(|c| crate::interrupt::interrupted_link(&c.message)) {
                         crate::interrupt::set();
                     }
                     if crate::interrupt::interrupted() || self.own_feature_warning(&m.message.message) {
