@@ -347,15 +347,19 @@ pub fn kernels(exports: &[String]) -> Vec<String> {
     k
 }
 
-/// The optimization pipeline level for the device link. Device code is
-/// optimized even in dev builds, as nvcc does by default: `-O0`/`-O1` become
-/// `O2`; `-O2`, `-O3`, `-Os`, `-Oz` are kept. What a profile *means*
-/// (overflow checks, debug assertions) is already in the bitcode and is kept.
-pub fn pipeline_level(rustc_level: &str) -> &'static str {
+/// The optimization pipeline level for the device link with LLVM `major`.
+/// Device code is optimized even in dev builds, as nvcc does by default:
+/// `-O0`/`-O1` become `O2`; `-O2`, `-O3`, `-Os`, `-Oz` are kept, except that
+/// LLVM 23 dropped the `Os`/`Oz` pipelines ("Use O2 in conjunction with the
+/// optsize attribute instead"): there they are `O2`, and the `optsize` /
+/// `minsize` attributes rustc puts on every function at `-Copt-level=s`/`z`
+/// do the rest. What a profile *means* (overflow checks, debug assertions)
+/// is already in the bitcode and is kept.
+pub fn pipeline_level(rustc_level: &str, major: u32) -> &'static str {
     match rustc_level {
         "3" => "O3",
-        "s" => "Os",
-        "z" => "Oz",
+        "s" if major < 23 => "Os",
+        "z" if major < 23 => "Oz",
         _ => "O2",
     }
 }
@@ -554,7 +558,7 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     if with_libdevice {
         passes.push_str("nvvm-reflect,");
     }
-    passes.push_str(&format!("internalize,globaldce,default<{}>", pipeline_level(&args.opt_level)));
+    passes.push_str(&format!("internalize,globaldce,default<{}>", pipeline_level(&args.opt_level, tools.major)));
     passes.push(',');
     passes.push_str(&tools.expand_passes());
     let mut cmd = Command::new(&tools.opt);
@@ -745,11 +749,16 @@ mod tests {
 
     #[test]
     fn opt_levels() {
-        assert_eq!(pipeline_level("0"), "O2");
-        assert_eq!(pipeline_level("1"), "O2");
-        assert_eq!(pipeline_level("2"), "O2");
-        assert_eq!(pipeline_level("3"), "O3");
-        assert_eq!(pipeline_level("s"), "Os");
+        assert_eq!(pipeline_level("0", 22), "O2");
+        assert_eq!(pipeline_level("1", 22), "O2");
+        assert_eq!(pipeline_level("2", 22), "O2");
+        assert_eq!(pipeline_level("3", 22), "O3");
+        assert_eq!(pipeline_level("s", 22), "Os");
+        assert_eq!(pipeline_level("z", 22), "Oz");
+        // LLVM 23 has no Os/Oz pipelines.
+        assert_eq!(pipeline_level("s", 23), "O2");
+        assert_eq!(pipeline_level("z", 23), "O2");
+        assert_eq!(pipeline_level("3", 23), "O3");
     }
 
     #[test]
