@@ -562,6 +562,30 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_device_link_is_what_offload_linker_said() {
+        let note = |m: &str| serde_json::json!({"message": m, "code": null, "level": "note", "spans": [], "children": [], "rendered": null});
+        let d: cargo_metadata::diagnostic::Diagnostic = serde_json::from_value(serde_json::json!({
+            "message": "linking with `/t/offload-linker` failed: exit status: 1",
+            "code": null, "level": "error", "spans": [], "rendered": "error: linking with … (a screen of arguments)",
+            "children": [
+                note(" \"/t/offload-linker\" \"--export-symbol\" \"__offload_kernel_app_k_1\" …"),
+                note("some arguments are omitted. use `--verbose` to show all linker arguments"),
+                note("error: offload-linker: f128 is not supported in device code, used in `app::q`\n  = help: keep it on the host\n"),
+            ],
+        }))
+        .unwrap();
+        assert_eq!(
+            linker_failure(&d, "app").as_deref(),
+            Some("device link of `app` failed: f128 is not supported in device code, used in `app::q`\n  = help: keep it on the host")
+        );
+        let other: cargo_metadata::diagnostic::Diagnostic = serde_json::from_value(serde_json::json!({
+            "message": "mismatched types", "code": null, "level": "error", "spans": [], "rendered": "error", "children": [],
+        }))
+        .unwrap();
+        assert_eq!(linker_failure(&other, "app"), None);
+    }
+
+    #[test]
     fn std_errors_are_recognized() {
         assert!(needs_std("cannot find macro `format` in this scope"));
         assert!(needs_std("cannot find type `String` in this scope"));
