@@ -324,6 +324,40 @@ mod tests {
         assert_eq!(imgs[0].kernel_names().collect::<Vec<_>>(), ["__offload_kernel_x"]);
     }
 
+    /// Two builds assembling the same PTX at once (the issue: both used
+    /// `<key>.cubin.tmp`, and the second rename found no file): with a
+    /// ptxas that creates its output, then works a while, both succeed.
+    #[cfg(unix)]
+    #[test]
+    fn concurrent_assembles_of_one_ptx_both_succeed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("offload-assemble-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ptxas = dir.join("ptxas");
+        std::fs::write(&ptxas, "#!/bin/sh\nfor a; do out=$a; done\nprintf cubin > \"$out\"\nsleep 0.5\n").unwrap();
+        std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ptx = dir.join("k.ptx");
+        std::fs::write(&ptx, ".version 7.8").unwrap();
+        let cache = dir.join("cubin-cache");
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                let (ptxas, ptx, cache) = (ptxas.clone(), ptx.clone(), cache.clone());
+                std::thread::spawn(move || assemble(&ptxas, &ptx, b".version 7.8", "sm_90", &cache))
+            })
+            .collect();
+        for r in runs {
+            match r.join().unwrap() {
+                Ok(Cubin::Bytes(b)) => assert_eq!(b, b"cubin"),
+                Ok(Cubin::Unsupported(w)) => panic!("{w}"),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let left: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 1, "one cached cubin, no temporary files: {left:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     #[test]
     fn unchanged_files_are_not_rewritten() {
         let dir = std::env::temp_dir().join(format!("offload-embed-{}", std::process::id()));
