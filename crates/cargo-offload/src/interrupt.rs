@@ -107,9 +107,13 @@ mod tests {
         assert!(interrupting_message(
             "  process didn't exit successfully: `rustc --crate-name x` (signal: 2, SIGINT: interrupt)"
         ));
-        assert!(interrupting_message("  process didn't exit successfully: `rustc` (signal: 15, SIGTERM: termination signal)"));
+        assert!(interrupting_message(
+            "  process didn't exit successfully: `rustc` (signal: 15, SIGTERM: termination signal)"
+        ));
         assert!(!interrupting_message("  process didn't exit successfully: `rustc` (exit status: 1)"));
-        assert!(interrupted_link("error: offload-linker: interrupted: llc was killed by signal 2 while generating PTX"));
+        assert!(interrupted_link(
+            "error: offload-linker: interrupted: llc was killed by signal 2 while generating PTX"
+        ));
         assert!(!interrupted_link("error: offload-linker: llc failed while generating PTX"));
         #[cfg(unix)]
         {

@@ -79,7 +79,9 @@ pub fn parse_llc_features(help: &str) -> Vec<u32> {
 pub fn llc_ptx_versions(llc: &std::path::Path) -> Vec<u32> {
     let out = std::process::Command::new(llc).args(["-mtriple=nvptx64-nvidia-cuda", "-mattr=help"]).output();
     match out {
-        Ok(o) => parse_llc_features(&(String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr))),
+        Ok(o) => {
+            parse_llc_features(&(String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)))
+        }
         Err(_) => Vec::new(),
     }
 }
@@ -131,7 +133,9 @@ impl PtxError {
     /// What to do.
     pub fn hint(&self) -> String {
         match self {
-            PtxError::Disabled { .. } => "remove it: cargo offload enables the PTX ISA version the architecture needs".into(),
+            PtxError::Disabled { .. } => {
+                "remove it: cargo offload enables the PTX ISA version the architecture needs".into()
+            }
             PtxError::BelowMinimum { arch, min, .. } => format!(
                 "remove it (cargo offload enables `+ptx{min}`, the minimum for {arch}), or give `+ptx{min}` or later"
             ),
@@ -177,11 +181,23 @@ mod tests {
     }
 
     /// `llc -mattr=help` of LLVM 22 (abridged to its PTX versions).
-    const LLVM22: &[u32] = &[32, 40, 41, 42, 43, 50, 60, 61, 62, 63, 64, 65, 70, 71, 72, 73, 74, 75, 76, 77, 78, 80, 81, 82, 83, 84, 85, 86, 87, 88, 90];
+    const LLVM22: &[u32] = &[
+        32, 40, 41, 42, 43, 50, 60, 61, 62, 63, 64, 65, 70, 71, 72, 73, 74, 75, 76, 77, 78, 80, 81, 82, 83, 84, 85, 86,
+        87, 88, 90,
+    ];
 
     #[test]
     fn the_table_has_the_documented_minimums() {
-        for (arch, min) in [("sm_70", 60), ("sm_75", 63), ("sm_80", 70), ("sm_86", 71), ("sm_89", 78), ("sm_90", 78), ("sm_90a", 80), ("sm_100", 86)] {
+        for (arch, min) in [
+            ("sm_70", 60),
+            ("sm_75", 63),
+            ("sm_80", 70),
+            ("sm_86", 71),
+            ("sm_89", 78),
+            ("sm_90", 78),
+            ("sm_90a", 80),
+            ("sm_100", 86),
+        ] {
             assert_eq!(min_ptx(arch), Some(min), "{arch}");
         }
         assert_eq!(min_ptx("sm_60"), None, "before sm_70: not supported");
@@ -214,12 +230,18 @@ mod tests {
         assert_eq!(device_feature("sm_90", &v("-Ctarget-feature=+ptx80"), LLVM22, 22), Ok(None));
         let e = device_feature("sm_90", &v("-Ctarget-feature=+ptx65"), LLVM22, 22).unwrap_err();
         assert_eq!(e, PtxError::BelowMinimum { version: 65, arch: "sm_90".into(), min: 78 });
-        assert_eq!(e.to_string(), "`+ptx65` in OFFLOAD_DEVICE_RUSTFLAGS is below what sm_90 needs: sm_90 code needs PTX ISA 7.8 or later");
+        assert_eq!(
+            e.to_string(),
+            "`+ptx65` in OFFLOAD_DEVICE_RUSTFLAGS is below what sm_90 needs: sm_90 code needs PTX ISA 7.8 or later"
+        );
         assert!(e.hint().contains("`+ptx78`"), "{}", e.hint());
         let e = device_feature("sm_90", &v("-C target-feature=+ptx93"), LLVM22, 22).unwrap_err();
         assert_eq!(e, PtxError::Unknown { version: 93, llvm: 22, max: 90 });
         assert!(e.to_string().contains("newer than the device LLVM 22 knows (up to PTX ISA 9.0)"), "{e}");
-        assert!(matches!(device_feature("sm_90", &v("-Ctarget-feature=-ptx78"), LLVM22, 22), Err(PtxError::Disabled { .. })));
+        assert!(matches!(
+            device_feature("sm_90", &v("-Ctarget-feature=-ptx78"), LLVM22, 22),
+            Err(PtxError::Disabled { .. })
+        ));
         // An architecture outside the table: nothing added, the user's
         // version still checked against LLVM.
         assert_eq!(device_feature("sm_107", &[], LLVM22, 22), Ok(None));
@@ -237,7 +259,9 @@ mod tests {
                 llcs.push(p);
             }
         }
-        if let Ok(out) = std::process::Command::new("rustup").args(["which", "--toolchain", "nightly", "rustc"]).output() {
+        if let Ok(out) =
+            std::process::Command::new("rustup").args(["which", "--toolchain", "nightly", "rustc"]).output()
+        {
             let rustc = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
             if let Some(root) = rustc.parent().and_then(std::path::Path::parent) {
                 let dir = root.join("lib/rustlib/x86_64-unknown-linux-gnu/bin/llc");
@@ -253,7 +277,13 @@ mod tests {
         for llc in &llcs {
             let known = crate::toolchain::known_archs(llc, "nvptx64-nvidia-cuda");
             for (arch, min) in MIN_PTX.iter().filter(|(a, _)| known.iter().any(|k| k == a)) {
-                let out = std::process::Command::new(llc).arg("-mtriple=nvptx64-nvidia-cuda").arg(format!("-mcpu={arch}")).arg(&empty).args(["-o", "-"]).output().unwrap();
+                let out = std::process::Command::new(llc)
+                    .arg("-mtriple=nvptx64-nvidia-cuda")
+                    .arg(format!("-mcpu={arch}"))
+                    .arg(&empty)
+                    .args(["-o", "-"])
+                    .output()
+                    .unwrap();
                 let ptx = String::from_utf8_lossy(&out.stdout);
                 assert!(ptx.contains(&format!(".version {}\n", dotted(*min))), "{} {arch}: {ptx}", llc.display());
             }

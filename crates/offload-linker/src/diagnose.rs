@@ -118,7 +118,8 @@ Stack dump:
         assert_eq!(f.function.as_deref(), Some("fixture_f128::quad_sum"));
         assert!(!f.interrupted());
         // Legacy mangling, too.
-        let f = Failure::parse("error: x\n2.\tRunning pass 'X' on function '@_ZN3app4quad17h0123456789abcdefE'\n", None);
+        let f =
+            Failure::parse("error: x\n2.\tRunning pass 'X' on function '@_ZN3app4quad17h0123456789abcdefE'\n", None);
         assert_eq!(f.function.as_deref(), Some("app::quad"));
         assert_eq!(f.errors, ["error: x"]);
         assert!(Failure::parse("", Some(2)).interrupted());

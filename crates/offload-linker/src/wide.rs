@@ -135,8 +135,8 @@ pub fn rewrite(ir: &str) -> (String, Vec<SatConvert>) {
     }
     let mut out = String::with_capacity(ir.len() + 1024 * convs.len());
     for line in ir.lines() {
-        let declares = line.starts_with("declare ")
-            && convs.iter().any(|c| line.contains(&format!("@{}(", c.intrinsic())));
+        let declares =
+            line.starts_with("declare ") && convs.iter().any(|c| line.contains(&format!("@{}(", c.intrinsic())));
         if declares {
             continue;
         }
@@ -171,8 +171,14 @@ mod tests {
 
     #[test]
     fn parses_intrinsic_names() {
-        assert_eq!(SatConvert::parse("llvm.fptosi.sat.i128.f64"), Some(SatConvert { signed: true, bits: 128, float: "f64".into() }));
-        assert_eq!(SatConvert::parse("llvm.fptoui.sat.i128.f32"), Some(SatConvert { signed: false, bits: 128, float: "f32".into() }));
+        assert_eq!(
+            SatConvert::parse("llvm.fptosi.sat.i128.f64"),
+            Some(SatConvert { signed: true, bits: 128, float: "f64".into() })
+        );
+        assert_eq!(
+            SatConvert::parse("llvm.fptoui.sat.i128.f32"),
+            Some(SatConvert { signed: false, bits: 128, float: "f32".into() })
+        );
         assert_eq!(SatConvert::parse("llvm.fptosi.sat.v2i128.v2f64"), None);
         assert_eq!(SatConvert::parse("llvm.fptosi.i128.f64"), None);
         assert_eq!(SatConvert::parse("llvm.fptoui.sat.i128.f128"), None);
@@ -187,7 +193,10 @@ mod tests {
         assert!(t.contains("call i64 @llvm.fptosi.sat.i64.f64(double %x)"), "{t}");
         assert!(t.contains("declare i64 @llvm.fptosi.sat.i64.f64(double) #1"), "{t}");
         assert!(!t.contains("llvm.fptosi.sat.i128") && !t.contains("llvm.fptoui.sat.i128"), "{t}");
-        assert!(t.contains("define internal i128 @__offload_fptosi_sat_i128_f64(double %x) alwaysinline nounwind {"), "{t}");
+        assert!(
+            t.contains("define internal i128 @__offload_fptosi_sat_i128_f64(double %x) alwaysinline nounwind {"),
+            "{t}"
+        );
         assert_eq!(rewrite("define void @f() {\n  ret void\n}\n").1, []);
     }
 

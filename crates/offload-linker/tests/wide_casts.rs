@@ -77,7 +77,16 @@ fn inputs_f64() -> Vec<f64> {
 
 fn inputs_f32() -> Vec<f32> {
     let mut v: Vec<f32> = inputs_f64().iter().map(|&x| x as f32).collect();
-    v.extend([f32::MAX, f32::MIN, f32::MIN_POSITIVE, 1e-45, -1e-45, 2f32.powi(127), -2f32.powi(127), 2f32.powi(126) * 1.75]);
+    v.extend([
+        f32::MAX,
+        f32::MIN,
+        f32::MIN_POSITIVE,
+        1e-45,
+        -1e-45,
+        2f32.powi(127),
+        -2f32.powi(127),
+        2f32.powi(126) * 1.75,
+    ]);
     v
 }
 
@@ -128,7 +137,10 @@ fn run(opt: &PathBuf, lli: &PathBuf, name: &str, text: &str) -> Vec<u128> {
     assert!(out.status.success(), "opt: {}", String::from_utf8_lossy(&out.stderr));
     let ir = std::fs::read_to_string(&expanded).unwrap();
     // Expanded inline: no conversion to i128 and no saturating intrinsic is left.
-    let left: Vec<&str> = ir.lines().filter(|l| l.starts_with("  ") && (l.contains("fptosi") || l.contains("fptoui")) && l.contains("i128")).collect();
+    let left: Vec<&str> = ir
+        .lines()
+        .filter(|l| l.starts_with("  ") && (l.contains("fptosi") || l.contains("fptoui")) && l.contains("i128"))
+        .collect();
     assert!(left.is_empty(), "not expanded: {left:?}");
     let out = Command::new(lli).arg(&expanded).output().unwrap();
     assert!(out.status.success(), "lli: {}", String::from_utf8_lossy(&out.stderr));
@@ -137,7 +149,8 @@ fn run(opt: &PathBuf, lli: &PathBuf, name: &str, text: &str) -> Vec<u128> {
 
 #[test]
 fn saturating_casts_match_the_host() {
-    let (Ok(opt), Ok(lli)) = (find_tool("opt", "OFFLOAD_TEST_OPT22", 22, None, &[]), find_tool("lli", "OFFLOAD_TEST_LLI22", 22, None, &[]))
+    let (Ok(opt), Ok(lli)) =
+        (find_tool("opt", "OFFLOAD_TEST_OPT22", 22, None, &[]), find_tool("lli", "OFFLOAD_TEST_LLI22", 22, None, &[]))
     else {
         eprintln!("note: opt-22 / lli-22 not found (apt-get install llvm-22); expansion not executed");
         return;
