@@ -5,6 +5,7 @@
 #   ./setup.sh            # Debian/Ubuntu packages if available, else rustup
 #   OFFLOAD_SETUP=rustup ./setup.sh    # force the rustup route
 #   OFFLOAD_SETUP=debian ./setup.sh    # force the Debian route
+#   OFFLOAD_SETUP=both ./setup.sh      # both routes (CI tests with each)
 #
 # Device toolchain (one of):
 #   Debian route: rustc-web cargo-web rust-web-src (rustc 1.96 + library
@@ -63,8 +64,11 @@ rustup_route() {
 case "${OFFLOAD_SETUP:-auto}" in
     debian) debian_route || { echo "error: the Debian route failed (needs apt-get and root or sudo)" >&2; exit 3; } ;;
     rustup) rustup_route ;;
+    both)
+        debian_route || { echo "error: the Debian route failed (needs apt-get and root or sudo)" >&2; exit 3; }
+        rustup_route ;;
     auto) debian_route || { warn "Debian packages unavailable; using rustup"; rustup_route; } ;;
-    *) echo "error: OFFLOAD_SETUP must be debian, rustup or auto" >&2; exit 2 ;;
+    *) echo "error: OFFLOAD_SETUP must be debian, rustup, both or auto" >&2; exit 2 ;;
 esac
 
 # ptxas: assembles cubins and checks every PTX image.

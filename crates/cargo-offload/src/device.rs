@@ -35,6 +35,9 @@ pub struct DevicePass<'a> {
     /// the target specification written by [`amdgpu_target_spec`].
     pub target_arg: String,
     pub arch: &'a str,
+    /// `+ptx78` and the like: the PTX ISA version the architecture needs,
+    /// so that `cfg!(target_feature = "ptxNN")` holds (see `ptx`).
+    pub ptx_feature: Option<String>,
     pub cargo: &'a CargoOpts,
     /// `cargo test --no-run` (or `bench --no-run`) instead of `cargo build`.
     pub tests: bool,
@@ -116,6 +119,9 @@ impl DevicePass<'_> {
             // take LLVM's reliably); without it, an edit to host code leaves
             // the device bitcode identical and the link cache hits.
             f.push("-Cdebuginfo=0".into());
+        }
+        if let Some(feature) = &self.ptx_feature {
+            f.push(format!("-Ctarget-feature={feature}"));
         }
         if self.fast_math {
             f.extend(["--cfg".into(), "offload_fast_math".into(), "-Clink-arg=--fast-math".into()]);
@@ -236,6 +242,15 @@ impl DevicePass<'_> {
         s
     }
 
+    /// rustc before 1.101 warns for every crate that the PTX feature the
+    /// device pass enables (`ptx.rs`) is unstable; it is cargo offload's
+    /// own flag, not the user's, so that warning is not shown.
+    fn own_feature_warning(&self, message: &str) -> bool {
+        self.ptx_feature.as_deref().and_then(|f| f.strip_prefix('+')).is_some_and(|f| {
+            message == format!("unstable feature specified for `-Ctarget-feature`: `{f}`")
+        })
+    }
+
     /// Runs the pass and returns the device images of the final binaries.
     pub fn run(&self) -> Result<Vec<DeviceArtifact>> {
         if self.verbose >= 1 {
@@ -251,19 +266,30 @@ impl DevicePass<'_> {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|source| CliError::Spawn { program: self.tc.cargo.display().to_string(), source })?;
+        let registered = crate::interrupt::register(child.id());
         let stderr = child.stderr.take().expect("piped");
         let label = format!("(device {})", self.arch);
-        // cargo's own status lines, labelled as device work.
+        // cargo's own status lines, labelled as device work, as they come;
+        // its other lines (warnings, errors) once it has exited, unless the
+        // build was interrupted: then they are the noise of dying children.
         let relay = std::thread::spawn(move || {
+            let mut held = Vec::new();
             for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
                 let plain = strip_ansi(&line);
                 let t = plain.trim_start();
+                if crate::interrupt::interrupting_message(t) {
+                    crate::interrupt::set();
+                }
+                if crate::interrupt::interrupted() {
+                    continue;
+                }
                 if t.starts_with("Compiling ") || t.starts_with("Finished ") || t.starts_with("Checking ") {
                     eprintln!("{line} {label}");
                 } else {
-                    eprintln!("{line}");
+                    held.push(line);
                 }
             }
+            held
         });
         let stdout = child.stdout.take().expect("piped");
         let mut artifacts = Vec::new();
@@ -274,8 +300,17 @@ impl DevicePass<'_> {
             let Ok(msg) = msg else { continue };
             match msg {
                 Message::CompilerMessage(m) => {
-                    if let Some(r) = &m.message.rendered {
-                        eprint!("{r}");
+                    let link = linker_failure(&m.message, &m.target.name);
+                    if link.is_some() && m.message.children.iter().any(|c| crate::interrupt::interrupted_link(&c.message)) {
+                        crate::interrupt::set();
+                    }
+                    if crate::interrupt::interrupted() || self.own_feature_warning(&m.message.message) {
+                        continue;
+                    }
+                    match (&link, &m.message.rendered) {
+                        (Some(text), _) => eprintln!("{}{text}", status::error_prefix()),
+                        (None, Some(r)) => eprint!("{r}"),
+                        (None, None) => {}
                     }
                     if m.message.level == cargo_metadata::diagnostic::DiagnosticLevel::Error {
                         errors += 1;
@@ -307,12 +342,21 @@ impl DevicePass<'_> {
                         });
                     }
                 }
-                Message::TextLine(t) => eprintln!("{t}"),
+                Message::TextLine(t) if !crate::interrupt::interrupted() => eprintln!("{t}"),
                 _ => {}
             }
         }
         let status = child.wait().map_err(|source| CliError::Spawn { program: self.tc.cargo.display().to_string(), source })?;
-        let _ = relay.join();
+        drop(registered);
+        let held = relay.join().unwrap_or_default();
+        if crate::interrupt::interrupting_status(&status) || crate::interrupt::interrupted() {
+            let _ = std::fs::remove_file(self.record_path("compiles"));
+            let _ = std::fs::remove_file(self.record_path("links"));
+            return Err(CliError::Interrupted);
+        }
+        for line in held {
+            eprintln!("{line}");
+        }
         if self.verbose >= 2 {
             if let Ok(log) = std::fs::read_to_string(self.link_log()) {
                 for l in log.lines() {
@@ -333,10 +377,11 @@ impl DevicePass<'_> {
         status::status(
             "Device",
             format!(
-                "{} crate(s) compiled, {linked} image(s) linked, {reused} reused from the link cache ({} {})",
+                "{} crate(s) compiled, {linked} image(s) linked, {reused} reused from the link cache ({} {}; {})",
                 compiled.len(),
                 self.triple,
-                self.arch
+                self.arch,
+                self.tc.describe()
             ),
         );
         if !status.success() {
@@ -356,6 +401,23 @@ impl DevicePass<'_> {
         }
         Ok(artifacts)
     }
+}
+
+/// rustc's report of a failed device link (`linking with
+/// `…offload-linker` failed`), as one error: what offload-linker said,
+/// without rustc's notes with the linker's command line.
+pub fn linker_failure(d: &cargo_metadata::diagnostic::Diagnostic, krate: &str) -> Option<String> {
+    if !(d.message.starts_with("linking with `") && d.message.contains("offload-linker")) {
+        return None;
+    }
+    let said: Vec<&str> = d
+        .children
+        .iter()
+        .map(|c| c.message.trim_end())
+        .filter_map(|m| m.split_once("offload-linker: ").map(|(_, rest)| rest))
+        .collect();
+    let what = if said.is_empty() { d.message.clone() } else { said.join("\n") };
+    Some(format!("device link of `{krate}` failed: {what}"))
 }
 
 fn kind_name(k: &TargetKind) -> String {
@@ -497,6 +559,30 @@ mod tests {
         assert!(h[0].starts_with("`app` uses `std`"), "{h:?}");
         assert!(h[0].contains("#[offload::host]"));
         assert!(hints_for(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_failed_device_link_is_what_offload_linker_said() {
+        let note = |m: &str| serde_json::json!({"message": m, "code": null, "level": "note", "spans": [], "children": [], "rendered": null});
+        let d: cargo_metadata::diagnostic::Diagnostic = serde_json::from_value(serde_json::json!({
+            "message": "linking with `/t/offload-linker` failed: exit status: 1",
+            "code": null, "level": "error", "spans": [], "rendered": "error: linking with … (a screen of arguments)",
+            "children": [
+                note(" \"/t/offload-linker\" \"--export-symbol\" \"__offload_kernel_app_k_1\" …"),
+                note("some arguments are omitted. use `--verbose` to show all linker arguments"),
+                note("error: offload-linker: f128 is not supported in device code, used in `app::q`\n  = help: keep it on the host\n"),
+            ],
+        }))
+        .unwrap();
+        assert_eq!(
+            linker_failure(&d, "app").as_deref(),
+            Some("device link of `app` failed: f128 is not supported in device code, used in `app::q`\n  = help: keep it on the host")
+        );
+        let other: cargo_metadata::diagnostic::Diagnostic = serde_json::from_value(serde_json::json!({
+            "message": "mismatched types", "code": null, "level": "error", "spans": [], "rendered": "error", "children": [],
+        }))
+        .unwrap();
+        assert_eq!(linker_failure(&other, "app"), None);
     }
 
     #[test]

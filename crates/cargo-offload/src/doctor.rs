@@ -15,6 +15,8 @@ struct Item {
     /// How to get it, when missing.
     fix: Vec<String>,
     required: bool,
+    /// The status column when found (default `ok`).
+    tag: Option<&'static str>,
 }
 
 fn first_line(program: &Path, args: &[&str]) -> Option<String> {
@@ -84,6 +86,7 @@ pub fn run() -> i32 {
         found: first_line(Path::new(&cargo), &["-V"]),
         fix: vec!["install Rust: https://rustup.rs".into()],
         required: true,
+        tag: None,
     });
     let host_rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     items.push(Item {
@@ -91,48 +94,86 @@ pub fn run() -> i32 {
         found: toolchain::rustc_info(Path::new(&host_rustc)).map(|i| format!("{} (LLVM {})", i.version, i.llvm_major)),
         fix: vec!["install Rust: https://rustup.rs".into()],
         required: true,
+        tag: None,
     });
 
-    let chosen = toolchain::find_rustc();
-    let major = match &chosen {
-        Ok((cand, info, sysroot)) => {
-            items.push(Item {
-                what: "device rustc".into(),
-                found: Some(format!("{} ({}, LLVM {}, from {})", cand.rustc.display(), info.version, info.llvm_major, cand.origin)),
-                fix: vec![],
-                required: true,
-            });
+    // Every candidate, probed in full, with the verdict `cargo offload`
+    // reaches (toolchain::choose): the first complete one is used.
+    let probes: Vec<toolchain::Probe> = toolchain::candidates().into_iter().map(toolchain::probe).collect();
+    let choice = toolchain::choose(probes.clone());
+    let chosen_at = choice.chosen.as_ref().map(|_| choice.skipped.len());
+    for (i, p) in probes.iter().enumerate() {
+        let what = format!("device toolchain: {}", p.cand.origin);
+        let version = p.info.as_ref().map(|v| format!("{}, LLVM {}", v.version, v.llvm_major)).unwrap_or_default();
+        let (tag, text) = match (toolchain::verdict(p), chosen_at) {
+            (Ok(()), Some(c)) if c == i => ("used", format!("{} ({version})", p.cand.rustc.display())),
+            (Ok(()), _) => (
+                "unused",
+                format!("{} ({version}): complete, but an earlier candidate is used", p.cand.rustc.display()),
+            ),
+            (Err(gap), Some(c)) if i > c => ("unusable", toolchain::skip_line(p, &gap)),
+            (Err(gap), _) => ("skipped", toolchain::skip_line(p, &gap)),
+        };
+        items.push(Item { what, found: Some(text), fix: vec![], required: false, tag: Some(tag) });
+    }
+    // The parts of the chosen candidate, or of the one that got furthest.
+    let shown =
+        choice.chosen.clone().or_else(|| toolchain::furthest(&choice.skipped).map(|i| choice.skipped[i].0.clone()));
+    if choice.chosen.is_none() {
+        let e = toolchain::no_toolchain_error(&choice.skipped);
+        items.push(Item {
+            what: "complete device toolchain".into(),
+            found: None,
+            fix: vec![
+                format!("({e})"),
+                "Debian/Ubuntu: sudo apt-get install rustc-web cargo-web rust-web-src llvm-22 lld-22".into(),
+                "rustup: rustup toolchain install nightly --component rust-src,llvm-tools".into(),
+            ],
+            required: true,
+            tag: None,
+        });
+    }
+    let major = match &shown {
+        Some(p) => {
+            if let Some(info) = &p.info {
+                items.push(Item {
+                    what: "device rustc".into(),
+                    found: Some(format!(
+                        "{} ({}, LLVM {}, from {})",
+                        p.cand.rustc.display(),
+                        info.version,
+                        info.llvm_major,
+                        p.cand.origin
+                    )),
+                    fix: vec![],
+                    required: true,
+                    tag: None,
+                });
+            }
             items.push(Item {
                 what: "rust-src".into(),
-                found: toolchain::rust_src(sysroot).map(|p| p.display().to_string()),
-                fix: vec![],
+                found: p.sysroot.as_deref().and_then(toolchain::rust_src).map(|p| p.display().to_string()),
+                fix: vec![
+                    "rustup: rustup component add rust-src --toolchain nightly".into(),
+                    "Debian/Ubuntu: sudo apt-get install rust-web-src".into(),
+                ],
                 required: true,
+                tag: None,
             });
             items.push(Item {
                 what: "device cargo".into(),
-                found: first_line(&cand.cargo, &["-V"]).map(|v| format!("{} ({v})", cand.cargo.display())),
-                fix: vec![],
+                found: first_line(&p.cand.cargo, &["-V"]).map(|v| format!("{} ({v})", p.cand.cargo.display())),
+                fix: vec![format!("no cargo at {}; set OFFLOAD_CARGO", p.cand.cargo.display())],
                 required: true,
+                tag: None,
             });
-            Some((info.llvm_major, sysroot.clone()))
+            p.info.as_ref().map(|i| (i.llvm_major, p.sysroot.clone()))
         }
-        Err(e) => {
-            items.push(Item {
-                what: "device rustc with rust-src".into(),
-                found: None,
-                fix: vec![
-                    format!("({e})"),
-                    "Debian/Ubuntu: sudo apt-get install rustc-web cargo-web rust-web-src".into(),
-                    "rustup: rustup toolchain install nightly --component rust-src,llvm-tools".into(),
-                ],
-                required: true,
-            });
-            None
-        }
+        None => None,
     };
 
     let (llvm, sysroot) = match &major {
-        Some((m, s)) => (*m, Some(s.as_path())),
+        Some((m, s)) => (*m, s.as_deref()),
         None => (22, None),
     };
     for (tool, env, required) in
@@ -150,6 +191,7 @@ pub fn run() -> i32 {
                 "rustup: rustup component add llvm-tools --toolchain nightly".into(),
             ],
             required,
+            tag: None,
         });
     }
 
@@ -162,17 +204,20 @@ pub fn run() -> i32 {
             "or the CUDA toolkit (https://developer.nvidia.com/cuda-downloads)".into(),
         ],
         required: false,
+        tag: None,
     });
     items.push(Item {
         what: "libdevice (fast device math)".into(),
         found: find_libdevice().map(|p| p.display().to_string()),
         fix: vec!["any OS: python3 -m pip install nvidia-nvvm".into()],
         required: false,
+        tag: None,
     });
     match gpus() {
         Ok(g) if !g.is_empty() => {
             for (i, desc) in g.iter().enumerate() {
-                items.push(Item { what: format!("GPU {i}"), found: Some(desc.clone()), fix: vec![], required: false });
+                let found = Some(desc.clone());
+                items.push(Item { what: format!("GPU {i}"), found, fix: vec![], required: false, tag: None });
             }
         }
         Ok(_) => items.push(Item {
@@ -180,19 +225,21 @@ pub fn run() -> i32 {
             found: None,
             fix: vec!["the driver reports no GPU: kernels run on the host CPU".into()],
             required: false,
+            tag: None,
         }),
         Err(why) => items.push(Item {
             what: "NVIDIA driver / GPU".into(),
             found: None,
             fix: vec![format!("{why}: kernels run on the host CPU; install the NVIDIA driver to use a GPU")],
             required: false,
+            tag: None,
         }),
     }
 
     let mut complete = true;
     for it in &items {
         match &it.found {
-            Some(f) => println!("  ok       {:<44} {f}", it.what),
+            Some(f) => println!("  {:<8} {:<44} {f}", it.tag.unwrap_or("ok"), it.what),
             None => {
                 if it.required {
                     complete = false;

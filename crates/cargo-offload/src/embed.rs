@@ -56,10 +56,31 @@ pub fn write_if_changed(path: &Path, data: &[u8]) -> Result<bool> {
     if let Some(dir) = path.parent() {
         io(dir, std::fs::create_dir_all(dir))?;
     }
-    let tmp = path.with_extension("tmp");
-    io(&tmp, std::fs::write(&tmp, data))?;
-    io(path, std::fs::rename(&tmp, path))?;
+    write_atomic(path, data)?;
     Ok(true)
+}
+
+/// A temporary name beside `path`, unique to this process and call:
+/// `<name>.<pid>-<n>.tmp`.
+pub fn unique_tmp(path: &Path) -> PathBuf {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}-{n}.tmp", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// Writes `data` to `path` through a unique temporary file renamed into
+/// place, so that no reader (another `cargo offload`, a later build after
+/// an interruption) ever sees a partial file.
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    let tmp = unique_tmp(path);
+    io(&tmp, std::fs::write(&tmp, data))?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(CliError::Io { path: path.to_path_buf(), source: e });
+    }
+    Ok(())
 }
 
 /// Result of assembling one PTX.
@@ -77,24 +98,42 @@ pub fn assemble(ptxas: &Path, ptx_path: &Path, ptx: &[u8], arch: &str, cache_dir
         return Ok(Cubin::Bytes(bytes));
     }
     io(cache_dir, std::fs::create_dir_all(cache_dir))?;
-    let tmp = cache_dir.join(format!("{key}.cubin.tmp"));
-    let out = Command::new(ptxas)
+    // A name of its own: another `cargo offload` may assemble the same PTX
+    // at the same time (the first rename wins; both are the same bytes).
+    let tmp = unique_tmp(&cached);
+    let child = Command::new(ptxas)
         .arg(format!("-arch={arch}"))
         .arg("-O3")
         .arg(ptx_path)
         .arg("-o")
         .arg(&tmp)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .map_err(|source| CliError::Spawn { program: ptxas.display().to_string(), source })?;
+    let registered = crate::interrupt::register(child.id());
+    let out = child.wait_with_output().map_err(|source| CliError::Spawn { program: ptxas.display().to_string(), source })?;
+    drop(registered);
+    if crate::interrupt::interrupting_status(&out.status) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(CliError::Interrupted);
+    }
     if !out.status.success() {
+        let _ = std::fs::remove_file(&tmp);
         let stderr = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
         if stderr.contains("is not defined for option 'gpu-name'") || stderr.contains("Unsupported gpu architecture") {
             return Ok(Cubin::Unsupported(stderr));
         }
         return Err(CliError::Ptxas { ptx: ptx_path.to_path_buf(), arch: arch.into(), stderr });
     }
-    io(&cached, std::fs::rename(&tmp, &cached))?;
-    io(&cached, std::fs::read(&cached)).map(Cubin::Bytes)
+    let bytes = io(&tmp, std::fs::read(&tmp));
+    // Renamed only once complete: an interrupted ptxas leaves no cached cubin.
+    let renamed = std::fs::rename(&tmp, &cached);
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    io(&cached, renamed)?;
+    bytes.map(Cubin::Bytes)
 }
 
 /// The ELF object carrying `bundle` in section `offload_images`, for the
@@ -283,6 +322,40 @@ mod tests {
         }
         let (imgs, _) = offload_image::read_bundle(sec.data().unwrap()).unwrap();
         assert_eq!(imgs[0].kernel_names().collect::<Vec<_>>(), ["__offload_kernel_x"]);
+    }
+
+    /// Two builds assembling the same PTX at once (the issue: both used
+    /// `<key>.cubin.tmp`, and the second rename found no file): with a
+    /// ptxas that creates its output, then works a while, both succeed.
+    #[cfg(unix)]
+    #[test]
+    fn concurrent_assembles_of_one_ptx_both_succeed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("offload-assemble-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ptxas = dir.join("ptxas");
+        std::fs::write(&ptxas, "#!/bin/sh\nfor a; do out=$a; done\nprintf cubin > \"$out\"\nsleep 0.5\n").unwrap();
+        std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ptx = dir.join("k.ptx");
+        std::fs::write(&ptx, ".version 7.8").unwrap();
+        let cache = dir.join("cubin-cache");
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                let (ptxas, ptx, cache) = (ptxas.clone(), ptx.clone(), cache.clone());
+                std::thread::spawn(move || assemble(&ptxas, &ptx, b".version 7.8", "sm_90", &cache))
+            })
+            .collect();
+        for r in runs {
+            match r.join().unwrap() {
+                Ok(Cubin::Bytes(b)) => assert_eq!(b, b"cubin"),
+                Ok(Cubin::Unsupported(w)) => panic!("{w}"),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let left: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 1, "one cached cubin, no temporary files: {left:?}");
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! | 4 | the device pass failed to compile or link |
 //! | 5 | the selected binaries define no kernels |
 //! | 6 | embedding the device image failed (ptxas, object writing) |
+//! | 130 | interrupted (Ctrl-C, SIGINT or SIGTERM, to `cargo offload` or to a tool it runs) |
 //! | other | the host `cargo` (or the program it ran) exited with this code |
 
 use std::path::PathBuf;
@@ -24,6 +25,8 @@ pub mod exit {
     pub const DEVICE_BUILD: i32 = 4;
     pub const NO_KERNELS: i32 = 5;
     pub const EMBED: i32 = 6;
+    /// 128 + SIGINT, as shells report Ctrl-C (see `interrupt`).
+    pub const INTERRUPTED: i32 = 130;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -32,10 +35,24 @@ pub enum CliError {
     NoDeviceRustc { tried: String, hint: String },
 
     #[error("`{rustc}` has no library sources (rust-src), which `-Zbuild-std=core` needs to build `core` for the GPU")]
-    MissingRustSrc { rustc: PathBuf, hint: String },
+    MissingRustSrc {
+        rustc: PathBuf,
+        hint: String,
+        /// The other candidates and why they were skipped.
+        others: Vec<String>,
+    },
 
     #[error(transparent)]
     Tools(#[from] ToolError),
+
+    /// No complete toolchain; this candidate got furthest.
+    #[error("device toolchain {origin}: {error}")]
+    ToolsOf {
+        origin: String,
+        error: ToolError,
+        /// The other candidates and why they were skipped.
+        others: Vec<String>,
+    },
 
     #[error("unknown architecture `{arch}` for {target} (from {from})")]
     UnknownArch { arch: String, target: String, known: Vec<String>, from: &'static str },
@@ -66,18 +83,31 @@ pub enum CliError {
 
     #[error("{0}")]
     Usage(String),
+
+    #[error(transparent)]
+    Ptx(#[from] crate::ptx::PtxError),
+
+    /// Ctrl-C, SIGINT or SIGTERM (see `interrupt`).
+    #[error("build interrupted")]
+    Interrupted,
 }
 
 impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::NoDeviceRustc { .. } | CliError::MissingRustSrc { .. } | CliError::Tools(_) => exit::SETUP,
-            CliError::UnknownArch { .. } | CliError::ArchTooOld { .. } | CliError::UnknownTarget(_) | CliError::Usage(_) => {
-                exit::USAGE
-            }
+            CliError::NoDeviceRustc { .. }
+            | CliError::MissingRustSrc { .. }
+            | CliError::Tools(_)
+            | CliError::ToolsOf { .. } => exit::SETUP,
+            CliError::UnknownArch { .. }
+            | CliError::ArchTooOld { .. }
+            | CliError::UnknownTarget(_)
+            | CliError::Usage(_)
+            | CliError::Ptx(_) => exit::USAGE,
             CliError::DeviceBuild { .. } => exit::DEVICE_BUILD,
             CliError::NoKernels { .. } => exit::NO_KERNELS,
             CliError::Ptxas { .. } => exit::EMBED,
+            CliError::Interrupted => exit::INTERRUPTED,
             CliError::Spawn { .. } | CliError::Io { .. } | CliError::Metadata(_) => exit::INTERNAL,
         }
     }
@@ -115,6 +145,7 @@ impl CliError {
                 h
             }
             CliError::DeviceBuild { hints, .. } => hints.clone(),
+            CliError::Ptx(e) => vec![e.hint()],
             CliError::NoKernels { .. } => vec![
                 "mark a function `#[offload::kernel]` and launch it from host code, e.g. `my_kernel(offload::for_len(n), &x, &mut y)?`".into(),
                 "a kernel inside host-only code (`#[offload::host]`, `#[cfg(not(offload_device))]`) is not compiled \
@@ -128,6 +159,14 @@ impl CliError {
         }
     }
 
+    /// Facts that explain the error, printed under it before the hints.
+    pub fn notes(&self) -> Vec<String> {
+        match self {
+            CliError::MissingRustSrc { others, .. } | CliError::ToolsOf { others, .. } => others.clone(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Prints the error once, with its causes and hints, the way cargo does.
     pub fn report(&self) {
         use std::error::Error as _;
@@ -136,6 +175,9 @@ impl CliError {
         while let Some(s) = source {
             msg.push_str(&format!("\n\nCaused by:\n  {s}"));
             source = s.source();
+        }
+        for n in self.notes() {
+            msg.push_str(&format!("\n  = note: {n}"));
         }
         for h in self.hints() {
             msg.push_str(&format!("\n  = help: {h}"));

@@ -199,7 +199,13 @@ pub fn merge(dir: &Path, log: &str) -> std::io::Result<Vec<(String, String)>> {
         }
         if lines != old_lines {
             let text: String = lines.iter().map(|(a, b)| format!("{a}\t{b}\n")).collect();
-            std::fs::write(&path, text)?;
+            // Renamed into place: the kernel macro of a concurrent build
+            // never reads half a list.
+            let tmp = crate::embed::unique_tmp(&path);
+            std::fs::write(&tmp, text)?;
+            std::fs::rename(&tmp, &path).inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            })?;
         }
     }
     Ok(added)

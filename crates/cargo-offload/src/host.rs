@@ -125,7 +125,16 @@ impl HostPass<'_> {
         for (k, v, _) in self.env() {
             cmd.env(k, v);
         }
-        let status = cmd.status().map_err(|source| CliError::Spawn { program: self.cargo_program(), source })?;
-        Ok(status.code().unwrap_or(101))
+        let mut child = cmd.spawn().map_err(|source| CliError::Spawn { program: self.cargo_program(), source })?;
+        let registered = crate::interrupt::register(child.id());
+        let status = child.wait().map_err(|source| CliError::Spawn { program: self.cargo_program(), source })?;
+        drop(registered);
+        let by_signal = crate::interrupt::interrupting_status(&status);
+        // A build (or the build of a collect round) was interrupted; a
+        // program or test run that was reports itself.
+        if (by_signal || crate::interrupt::interrupted()) && (matches!(self.action, Action::Build) || self.collect.is_some()) {
+            return Err(CliError::Interrupted);
+        }
+        Ok(status.code().unwrap_or(if by_signal { crate::errors::exit::INTERRUPTED } else { 101 }))
     }
 }

@@ -9,6 +9,8 @@ mod embed;
 mod errors;
 mod generic;
 mod host;
+mod interrupt;
+mod ptx;
 mod status;
 mod toolchain;
 mod wrapper;
@@ -52,8 +54,16 @@ fn main() {
             std::process::exit(code);
         }
     };
+    interrupt::install();
     let code = match run(cli.command) {
+        // The program (or the host cargo) was interrupted: it has said so.
+        Ok(code) if code != exit::OK && interrupt::interrupted() => exit::INTERRUPTED,
         Ok(code) => code,
+        // Whatever a dying child made fail, the cause is the interruption.
+        Err(_) if interrupt::interrupted() => {
+            CliError::Interrupted.report();
+            exit::INTERRUPTED
+        }
         Err(e) => {
             e.report();
             e.exit_code()
@@ -173,6 +183,8 @@ fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
 struct DeviceSel {
     triple: String,
     arch: String,
+    /// The PTX ISA feature the architecture implies (`+ptx78`), see `ptx`.
+    ptx_feature: Option<String>,
 }
 
 /// The target a GPU architecture belongs to: `gfx…` is AMD, the rest NVIDIA.
@@ -217,7 +229,19 @@ fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &toolchain::DeviceTool
             return Err(CliError::ArchTooOld { arch, from });
         }
         if !sels.iter().any(|d| d.arch == arch && d.triple == triple) {
-            sels.push(DeviceSel { triple, arch });
+            let ptx_feature = if triple.starts_with("nvptx64") {
+                // Checked before any build: an unusable PTX ISA version
+                // would abort LLVM in the middle of it.
+                let flags: Vec<String> = std::env::var("OFFLOAD_DEVICE_RUSTFLAGS")
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(String::from)
+                    .collect();
+                ptx::device_feature(&arch, &flags, &ptx::llc_ptx_versions(&tc.llvm.llc), tc.llvm_major)?
+            } else {
+                None
+            };
+            sels.push(DeviceSel { triple, arch, ptx_feature });
         }
     }
     if sels.is_empty() {
@@ -280,6 +304,7 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
             triple: &sel.triple,
             target_arg,
             arch: &sel.arch,
+            ptx_feature: sel.ptx_feature.clone(),
             cargo,
             tests,
             benches,
@@ -338,6 +363,9 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
                 artifacts.push(embed::Built { artifact: a, triple: sel.triple.clone(), arch: sel.arch.clone() });
             }
         }
+        if interrupt::interrupted() {
+            return Err(CliError::Interrupted);
+        }
         let map = embed::embed(&artifacts, tc.ptxas.as_deref(), &images_dir, &objects_dir, status::status)?;
         embed::write_map(map_path, &map)?;
         let mut names: Vec<String> = artifacts.iter().map(|a| a.artifact.describe()).collect();
@@ -376,6 +404,7 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
         }
         Ok(None)
     };
+    let interrupted = || if interrupt::interrupted() { Err(CliError::Interrupted) } else { Ok(()) };
     let collected_first = generic::any_generic(&generic_dir);
     if collected_first {
         if let Some(code) = collect()? {
@@ -390,5 +419,6 @@ fn pipeline(dev: &DeviceOpts, cargo: &CargoOpts, action: host::Action) -> Result
         built = device_round()?;
     }
     no_kernels(&built)?;
+    interrupted()?;
     host.run()
 }

@@ -46,6 +46,18 @@ pub fn warn(msg: impl std::fmt::Display) {
     }
 }
 
+/// A note line (`note: …`, bold, as cargo prints notes); silenced by `-q`.
+pub fn note(msg: impl std::fmt::Display) {
+    if QUIET.load(Ordering::Relaxed) {
+        return;
+    }
+    if color() {
+        eprintln!("\x1b[1m\x1b[36mnote\x1b[0m\x1b[1m:\x1b[0m {msg}");
+    } else {
+        eprintln!("note: {msg}");
+    }
+}
+
 /// `error: ` in bold red, as cargo prints it.
 pub fn error_prefix() -> &'static str {
     if color() {

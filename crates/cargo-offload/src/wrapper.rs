@@ -494,7 +494,7 @@ pub fn main(argv: Vec<OsString>) -> i32 {
                         for dep in image.map(|e| e.object.as_path()).into_iter().chain(pending.as_deref()) {
                             contents = add_dep_info(&contents, dep);
                         }
-                        let _ = std::fs::write(&d, contents);
+                        let _ = crate::embed::write_atomic(&d, contents.as_bytes());
                     }
                 }
                 let result = match (collect, key, output_path(args), flag_value(args, "--crate-name")) {

@@ -129,6 +129,34 @@ fn missing_rust_src_says_what_to_install() {
     assert!(out.stderr.contains("apt-get install rust-web-src"), "{}", out.stderr);
 }
 
+/// A rustup nightly with rust-src but without LLVM tools of its LLVM
+/// version is skipped for the next complete toolchain (Debian's here), with
+/// one note saying why; `doctor` shows the same verdicts.
+#[test]
+fn incomplete_nightly_is_skipped_for_a_complete_toolchain() {
+    let f = Fixture::new("bin-only");
+    let path = path_with(&fake_rustup_nightly(&f.dir, 99));
+    let out = f.offload_env(&["build", "--arch", "sm_80", "--dry-run"], &[("PATH", &path), ("OFFLOAD_RUSTC", "")]);
+    out.assert_success();
+    let notes: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{}", out.stderr);
+    assert!(notes[0].starts_with("note: device toolchain rustup nightly ("), "{}", notes[0]);
+    assert!(notes[0].contains("rustc 1.99.0-nightly (fake)) skipped: no `llvm-link` from LLVM 99"), "{}", notes[0]);
+    assert!(notes[0].contains("`rustup component add llvm-tools --toolchain nightly`"), "{}", notes[0]);
+    assert!(notes[0].ends_with("; using /usr/bin/rustc"), "/usr/bin/rustc must be complete on this machine: {}", notes[0]);
+    assert!(out.stdout.contains("RUSTC=/usr/bin/rustc "), "{}", out.stdout);
+    // -q: no note.
+    let out = f.offload_env(&["build", "--arch", "sm_80", "--dry-run", "-q"], &[("PATH", &path), ("OFFLOAD_RUSTC", "")]);
+    assert!(!out.stderr.contains("note:"), "{}", out.stderr);
+    let doc = offload_cmd(&f.dir, &["doctor"], &[("PATH", &path), ("OFFLOAD_RUSTC", "")]);
+    doc.assert_success();
+    let line = |what: &str| doc.stdout.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("{what}: {}", doc.stdout)).to_string();
+    let nightly = line("device toolchain: rustup nightly");
+    assert!(nightly.trim_start().starts_with("skipped") && nightly.contains("no `llvm-link` from LLVM 99"), "{nightly}");
+    assert!(line("device toolchain: /usr/bin/rustc").trim_start().starts_with("used"), "{}", doc.stdout);
+    assert!(line("device rustc").contains("from /usr/bin/rustc"), "{}", doc.stdout);
+}
+
 #[test]
 fn missing_llvm_tools_say_what_to_install() {
     let f = Fixture::new("bin-only");
@@ -195,6 +223,37 @@ fn dry_run_prints_both_passes_and_runs_nothing() {
     assert!(s.contains("# host pass"), "{s}");
     assert!(s.contains("RUSTC_WORKSPACE_WRAPPER="), "{s}");
     assert!(!target.exists(), "a dry run builds nothing");
+}
+
+/// The device pass enables the PTX ISA version of its architecture (so
+/// `cfg!(target_feature = "ptx78")` holds on sm_90), keeps a valid choice of
+/// the user's, and rejects one LLVM would abort on, before any build.
+#[test]
+fn ptx_isa_versions_follow_the_architecture() {
+    let f = Fixture::new("bin-only");
+    let flags = |out: &Output| -> String {
+        out.stdout.lines().find(|l| l.trim().starts_with("CARGO_ENCODED_RUSTFLAGS=")).unwrap_or_default().to_string()
+    };
+    let out = f.offload(&["build", "--arch", "sm_90,sm_80", "--dry-run"]);
+    out.assert_success();
+    let passes: Vec<&str> = out.stdout.lines().filter(|l| l.trim().starts_with("CARGO_ENCODED_RUSTFLAGS=")).collect();
+    assert!(passes[0].contains("\\x1f-Ctarget-feature=+ptx78"), "{}", out.stdout);
+    assert!(passes[1].contains("\\x1f-Ctarget-feature=+ptx70"), "{}", out.stdout);
+    let out = f.offload_env(&["build", "--arch", "sm_90", "--dry-run"], &[("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx80")]);
+    out.assert_success();
+    assert!(!flags(&out).contains("+ptx78") && flags(&out).contains("+ptx80"), "{}", out.stdout);
+    let out = f.offload_env(&["build", "--arch", "sm_90"], &[("OFFLOAD_DEVICE_RUSTFLAGS", "-C target-feature=+ptx65")]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("error: `+ptx65` in OFFLOAD_DEVICE_RUSTFLAGS is below what sm_90 needs: sm_90 code needs PTX ISA 7.8 or later"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("help: remove it (cargo offload enables `+ptx78`, the minimum for sm_90)"), "{}", out.stderr);
+    assert!(!out.stderr.contains("Compiling") && !out.stderr.contains("LLVM ERROR"), "rejected before any build: {}", out.stderr);
+    let out = f.offload_env(&["build", "--arch", "sm_90"], &[("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx99")]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("is newer than the device LLVM"), "{}", out.stderr);
 }
 
 #[test]
@@ -276,6 +335,11 @@ fn every_example_builds_an_sm_90_image() {
     }
     let out = offload_cmd(&root, &args, &[]);
     out.assert_success();
+    // cfg!(target_feature = "ptx78") etc. hold in sm_90 device code: the
+    // device-model's `features` kernel stores its mask as a constant
+    // (tests/device-model/src/features.rs, SM_90 = 0x5a5a0077).
+    let ptx = embedded_ptx(&target.join("release/device-model"), "sm_90");
+    assert!(ptx.contains(&0x5a5a_0077u32.to_string()), "the sm_90 feature mask is not in device-model's PTX");
     for e in examples.iter().chain(std::iter::once(&"device-model".to_string())) {
         let images = embedded_images(&target.join("release").join(e));
         let ptx = images.iter().find(|i| i.0 == "PTX").unwrap_or_else(|| panic!("{e}: {images:?}"));
@@ -376,7 +440,9 @@ fn doctor_reports_found_and_missing_parts() {
     let fake = f.fake_rustc_without_src();
     let out = offload_cmd(&f.dir, &["doctor"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
     assert_eq!(out.code, 3, "{}", out.stdout);
-    assert!(out.stdout.contains("MISSING  device rustc with rust-src"), "{}", out.stdout);
+    assert!(out.stdout.contains("skipped  device toolchain: OFFLOAD_RUSTC"), "{}", out.stdout);
+    assert!(out.stdout.contains("MISSING  complete device toolchain"), "{}", out.stdout);
+    assert!(out.stdout.contains("MISSING  rust-src"), "{}", out.stdout);
     assert!(out.stdout.contains("sudo apt-get install rustc-web cargo-web rust-web-src"), "{}", out.stdout);
     assert!(out.stdout.contains("rustup toolchain install nightly --component rust-src,llvm-tools"), "{}", out.stdout);
 }
@@ -742,4 +808,176 @@ fn every_target_kind_with_features_and_profiles() {
         "{}",
         out.stdout
     );
+}
+
+/// The real `llc` the device pass would use (from `--dry-run -v`'s
+/// environment listing).
+fn real_llc(f: &Fixture) -> String {
+    let out = f.offload(&["build", "--arch", "sm_90", "--dry-run"]);
+    out.assert_success();
+    out.stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("OFFLOAD_LLC="))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{}", out.stdout))
+        .to_string()
+}
+
+/// A script that answers `--version` and `-mcpu=help`/`-mattr=help` with
+/// the real llc and otherwise runs `body` (sh).
+fn fake_llc(f: &Fixture, name: &str, body: &str) -> std::path::PathBuf {
+    let script = f.dir.join(name);
+    let text = format!("#!/bin/sh\ncase \"$*\" in *--version*|*help*) exec '{}' \"$@\" ;; esac\n{body}\n", real_llc(f));
+    std::fs::write(&script, text).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    script
+}
+
+/// An LLVM abort in the device link is one clear error: which tool and
+/// step, LLVM's message, the function (demangled), where the full output
+/// is; no stack dump and no screen of linker arguments. f128 arithmetic,
+/// which llc cannot lower for the GPU, names the user's function.
+#[test]
+fn llvm_aborts_and_f128_are_clear_errors() {
+    let f = Fixture::new("bin-only");
+    let llc = fake_llc(
+        &f,
+        "aborting-llc",
+        "echo 'LLVM ERROR: Cannot select: t7: i32 = fake' >&2\necho 'PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/' >&2\n\
+         echo 'Stack dump:' >&2\necho \"2.\tRunning pass 'NVPTX DAG->DAG Pattern Instruction Selection' on function '@_ZN16fixture_bin_only4axpy17h0123456789abcdefE'\" >&2\n\
+         echo ' #0 0x00007f7236fa65fa llvm::sys::PrintStackTrace(llvm::raw_ostream&, int)' >&2\nkill -ABRT $$",
+    );
+    f.edit("src/main.rs", |s| s + "\n// llc aborts\n");
+    let out = f.offload_env(&["build", "--arch", "sm_90"], &[("OFFLOAD_LLC", llc.to_str().unwrap())]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let e = &out.stderr;
+    assert!(e.contains("error: device link of `fixture_bin_only` failed: llc failed while generating PTX, in function `fixture_bin_only::axpy`"), "{e}");
+    assert!(e.contains("SIGABRT"), "{e}");
+    assert!(e.contains("\n  LLVM ERROR: Cannot select: t7: i32 = fake"), "{e}");
+    assert!(e.contains("llc's full output: ") && e.contains(".llc.log"), "{e}");
+    assert!(!e.contains("PrintStackTrace") && !e.contains("PLEASE submit"), "no stack dump: {e}");
+    assert!(!e.contains("--export-symbol"), "no linker command line: {e}");
+
+    // f128: the real llc aborts; the error names the function.
+    f.edit("src/main.rs", |s| {
+        "#![cfg_attr(offload_device, feature(f128))]\n".to_string()
+            + &s
+            + "\n#[cfg(offload_device)]\n#[inline(never)]\nfn quad_mul(a: u64, b: u64) -> u64 {\n    \
+               (f128::from_bits(a as u128) * f128::from_bits((b as u128) << 64)).to_bits() as u64\n}\n\
+               #[cfg(not(offload_device))]\nfn quad_mul(a: u64, b: u64) -> u64 { a ^ b }\n\
+               #[kernel]\nfn quad(q: &mut [u64]) {\n    if let Some((i, qi)) = q.at_thread() {\n        *qi = quad_mul(i as u64, *qi);\n    }\n}\n"
+    });
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let e = &out.stderr;
+    assert!(
+        e.contains("error: device link of `fixture_bin_only` failed: f128 is not supported in device code, used in `fixture_bin_only::quad_mul`"),
+        "{e}"
+    );
+    assert!(e.contains("keep f128 arithmetic in host code"), "{e}");
+    assert!(!e.contains("LLVM ERROR") && !e.contains("Stack dump"), "{e}");
+}
+
+/// Two `cargo offload build`s in one directory at the same time (both
+/// assembling cubins and writing image objects) both succeed, and the
+/// binary is right.
+#[test]
+fn concurrent_builds_in_one_directory() {
+    let f = Fixture::new("bin-only");
+    f.offload(&["build", "--arch", "sm_90"]).assert_success();
+    for round in 0..4 {
+        // Cold cubin cache and objects: both builds write them.
+        let _ = std::fs::remove_dir_all(f.target_dir().join("offload/images"));
+        let builds: Vec<_> = (0..2)
+            .map(|_| {
+                let dir = f.dir.clone();
+                let target = f.target_dir().to_str().unwrap().to_string();
+                std::thread::spawn(move || offload_cmd(&dir, &["build", "--arch", "sm_90", "--target-dir", &target], &[]))
+            })
+            .collect();
+        for b in builds {
+            b.join().unwrap().assert_success();
+        }
+        let images = embedded_images(&f.host_exe("debug", "fixture_bin_only"));
+        assert!(images.iter().any(|i| i.0 == "PTX" && i.2.len() == 2), "round {round}: {images:?}");
+        if require_ptxas() {
+            assert!(images.iter().any(|i| i.0 == "cubin"), "round {round}: {images:?}");
+        }
+        let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
+        run.assert_success();
+        assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "round {round}: {}", run.stdout);
+        let leftovers: Vec<_> = walk(&f.target_dir().join("offload")).into_iter().filter(|p| p.to_string_lossy().ends_with(".tmp")).collect();
+        assert!(leftovers.is_empty(), "round {round}: {leftovers:?}");
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Ctrl-C during the device link (SIGINT to the whole process group, as a
+/// terminal sends it), and SIGINT to llc alone: `error: build interrupted`,
+/// exit code 130, nothing else; the next build succeeds.
+#[cfg(unix)]
+#[test]
+fn interrupted_builds_say_so_and_the_next_build_succeeds() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let f = Fixture::new("bin-only");
+    let marker = f.dir.join("llc-started");
+    let llc = fake_llc(&f, "slow-llc", &format!("echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'\nexec sleep 60", marker.display()));
+    for (round, whole_group) in [(0, true), (1, false)] {
+        let _ = std::fs::remove_file(&marker);
+        f.edit("src/main.rs", |s| s + &format!("\n// round {round}\n"));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
+        cmd.args(["offload", "build", "--arch", "sm_90", "--target-dir", f.target_dir().to_str().unwrap()])
+            .current_dir(&f.dir)
+            .env("CARGO_TERM_COLOR", "never")
+            .env("OFFLOAD_LLC", &llc)
+            .env_remove("OFFLOAD_DEVICE")
+            .stderr(std::process::Stdio::piped())
+            .process_group(0);
+        let mut child = cmd.spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let lines = std::thread::spawn(move || std::io::BufReader::new(stderr).lines().map_while(Result::ok).collect::<Vec<_>>());
+        let start = std::time::Instant::now();
+        while !marker.is_file() {
+            assert!(start.elapsed().as_secs() < 300, "llc never started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let target = if whole_group {
+            format!("-{}", child.id())
+        } else {
+            std::fs::read_to_string(&marker).unwrap().trim().to_string()
+        };
+        let st = std::process::Command::new("kill").args(["-INT", "--", &target]).status().unwrap();
+        assert!(st.success());
+        let status = child.wait().unwrap();
+        let lines = lines.join().unwrap();
+        assert_eq!(status.code(), Some(130), "round {round}: {lines:#?}");
+        assert_eq!(lines.last().map(String::as_str), Some("error: build interrupted"), "round {round}: {lines:#?}");
+        let noise: Vec<&String> = lines
+            .iter()
+            .filter(|l| !l.trim_start().starts_with("Compiling ") && !l.starts_with("note: ") && *l != "error: build interrupted")
+            .collect();
+        assert!(noise.is_empty(), "round {round}: only status lines and the error: {lines:#?}");
+    }
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    out.assert_success();
+    let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{}", run.stdout);
 }

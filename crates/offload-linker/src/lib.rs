@@ -21,7 +21,9 @@
 //!    what is unreachable, optimize, then
 //!    expand integer division and float conversions wider than 64 bits
 //!    inline (the GPU backends cannot call `compiler_builtins`' `__udivti3`
-//!    and friends, so a kernel dividing `u128`s would not link otherwise);
+//!    and friends, so a kernel dividing `u128`s would not link otherwise;
+//!    Rust's saturating `as` casts to `i128`/`u128` are first spelled out
+//!    as plain conversions, see [`wide`]).
 //!    For NVPTX, a module whose kernels reach a cycle of calls (recursion)
 //!    gets a stack check at the entry of each function in a cycle, inlined
 //!    by a second `opt` run (see [`recursion`]); other modules are linked
@@ -34,11 +36,13 @@
 //! [`tools`].
 #![deny(unsafe_code)]
 
+pub mod diagnose;
 pub mod ir;
 pub mod libdevice;
 pub mod panics;
 pub mod recursion;
 pub mod tools;
+pub mod wide;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -179,8 +183,24 @@ pub enum LinkError {
     NoCpu,
     #[error(transparent)]
     Tools(#[from] ToolError),
-    #[error("{tool} failed ({status}) while {step}:\n{stderr}\ncommand: {command}")]
-    Step { tool: String, step: &'static str, status: String, stderr: String, command: String },
+    /// An LLVM tool failed: its error lines, the function it was
+    /// compiling, and where its full output is (see [`diagnose`]).
+    #[error("{}", tool_message(.0))]
+    Step(Box<ToolFailure>),
+    /// A tool was killed by SIGINT or SIGTERM (Ctrl-C): the build was
+    /// interrupted. `main_with_args` exits with 130 and prints
+    /// [`INTERRUPTED`] for `cargo offload` to recognize.
+    #[error("{INTERRUPTED}: {tool} was killed by signal {signal} while {step}")]
+    Interrupted { tool: String, step: &'static str, signal: i32 },
+    /// `f128` arithmetic reached code generation, which the GPU backend
+    /// cannot lower.
+    #[error(
+        "f128 is not supported in device code, used in {}: LLVM's NVPTX backend has no 128-bit floating point and \
+         the GPU no soft-float library for it\n  = help: keep f128 arithmetic in host code (`#[offload::host]`, \
+         `#[cfg(not(offload_device))]`), or use f64 in kernels",
+        .functions.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+    )]
+    F128 { functions: Vec<String> },
     #[error("could not run {tool}: {source}")]
     Spawn { tool: String, #[source] source: std::io::Error },
     #[error("{path}: {source}")]
@@ -191,6 +211,51 @@ pub enum LinkError {
     DuplicateKernel(String, usize),
     #[error("could not rewrite the device IR: {0}")]
     Rewrite(String),
+}
+
+/// What offload-linker prints (after `error: offload-linker: `) when a
+/// tool was interrupted; `cargo offload` reports the build as interrupted.
+pub const INTERRUPTED: &str = "interrupted";
+
+/// The exit status of an interrupted link (128 + SIGINT, as shells report
+/// Ctrl-C).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// A failed LLVM tool (see [`LinkError::Step`]).
+#[derive(Debug)]
+pub struct ToolFailure {
+    pub tool: String,
+    pub step: &'static str,
+    /// How it ended (`exit status: 1`, `signal: 6 (SIGABRT)`).
+    pub status: String,
+    pub failure: diagnose::Failure,
+    /// Its whole stderr, with the command line.
+    pub log: PathBuf,
+    pub command: String,
+}
+
+fn tool_message(t: &ToolFailure) -> String {
+    let ToolFailure { tool, step, status, failure, log, command } = t;
+    let mut m = format!("{tool} failed while {step}");
+    if let Some(f) = &failure.function {
+        m.push_str(&format!(", in function `{f}`"));
+    }
+    m.push_str(&format!(" ({status})"));
+    if failure.errors.is_empty() {
+        m.push_str(": it printed no error message");
+    } else {
+        m.push(':');
+        for e in failure.errors.iter().take(8) {
+            m.push_str(&format!("\n  {e}"));
+        }
+    }
+    m.push_str(&format!(
+        "\n  = note: {tool}'s full output: {}\n  = note: command: {command}\n  = help: this is a limitation or a bug \
+         of LLVM's GPU backend or of offload, not an error Rust reports: rewrite the construct in the function \
+         named above, or report it with the output above and the modules that OFFLOAD_LINK_KEEP=1 keeps",
+        log.display()
+    ));
+    m
 }
 
 /// Parses rustc's linker command line (see [`LinkArgs`]). Arguments of the
@@ -287,15 +352,19 @@ pub fn kernels(exports: &[String]) -> Vec<String> {
     k
 }
 
-/// The optimization pipeline level for the device link. Device code is
-/// optimized even in dev builds, as nvcc does by default: `-O0`/`-O1` become
-/// `O2`; `-O2`, `-O3`, `-Os`, `-Oz` are kept. What a profile *means*
-/// (overflow checks, debug assertions) is already in the bitcode and is kept.
-pub fn pipeline_level(rustc_level: &str) -> &'static str {
+/// The optimization pipeline level for the device link with LLVM `major`.
+/// Device code is optimized even in dev builds, as nvcc does by default:
+/// `-O0`/`-O1` become `O2`; `-O2`, `-O3`, `-Os`, `-Oz` are kept, except that
+/// LLVM 23 dropped the `Os`/`Oz` pipelines ("Use O2 in conjunction with the
+/// optsize attribute instead"): there they are `O2`, and the `optsize` /
+/// `minsize` attributes rustc puts on every function at `-Copt-level=s`/`z`
+/// do the rest. What a profile *means* (overflow checks, debug assertions)
+/// is already in the bitcode and is kept.
+pub fn pipeline_level(rustc_level: &str, major: u32) -> &'static str {
     match rustc_level {
         "3" => "O3",
-        "s" => "Os",
-        "z" => "Oz",
+        "s" if major < 23 => "Os",
+        "z" if major < 23 => "Oz",
         _ => "O2",
     }
 }
@@ -316,6 +385,8 @@ fn render(cmd: &Command) -> String {
 
 struct Runner {
     log: Option<PathBuf>,
+    /// The image being linked: a failed tool's output goes beside it.
+    output: PathBuf,
 }
 
 impl Runner {
@@ -329,13 +400,27 @@ impl Runner {
         }
         let out = cmd.output().map_err(|source| LinkError::Spawn { tool: tool.into(), source })?;
         if !out.status.success() {
-            return Err(LinkError::Step {
+            #[cfg(unix)]
+            let signal = std::os::unix::process::ExitStatusExt::signal(&out.status);
+            #[cfg(not(unix))]
+            let signal = None;
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            let failure = diagnose::Failure::parse(&stderr, signal);
+            if let Some(signal) = signal.filter(|_| failure.interrupted()) {
+                return Err(LinkError::Interrupted { tool: tool.into(), step, signal });
+            }
+            let mut log = self.output.clone().into_os_string();
+            log.push(format!(".{tool}.log"));
+            let log = PathBuf::from(log);
+            let _ = std::fs::write(&log, format!("{line}\n\n{stderr}"));
+            return Err(LinkError::Step(Box::new(ToolFailure {
                 tool: tool.into(),
                 step,
                 status: out.status.to_string(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+                failure,
+                log,
                 command: line,
-            });
+            })));
         }
         Ok(())
     }
@@ -405,15 +490,22 @@ pub fn link_cached(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> 
     let ext = args.output.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
     let cached = cache.join(format!("{key}.{ext}"));
     if cached.is_file() {
-        std::fs::copy(&cached, &args.output).map_err(|source| LinkError::Io { path: args.output.clone(), source })?;
+        // Copied under a temporary name and renamed: an interrupted copy
+        // leaves no partial image.
+        let tmp = PathBuf::from(format!("{}.{}.tmp", args.output.display(), std::process::id()));
+        std::fs::copy(&cached, &tmp)
+            .and_then(|_| std::fs::rename(&tmp, &args.output))
+            .map_err(|source| LinkError::Io { path: args.output.clone(), source })?;
         record("OFFLOAD_LINK_RECORD", &format!("reused {}", args.output.display()));
         return Ok(());
     }
     link(args, tools)?;
     let _ = std::fs::create_dir_all(&cache);
-    let tmp = cache.join(format!("{key}.{ext}.tmp"));
-    if std::fs::copy(&args.output, &tmp).is_ok() {
-        let _ = std::fs::rename(&tmp, &cached);
+    // A name of its own (two builds may link the same inputs at once),
+    // renamed into place only when complete.
+    let tmp = cache.join(format!("{key}.{ext}.{}.tmp", std::process::id()));
+    if std::fs::copy(&args.output, &tmp).is_ok() && std::fs::rename(&tmp, &cached).is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
     record("OFFLOAD_LINK_RECORD", &format!("linked {}", args.output.display()));
     Ok(())
@@ -423,7 +515,7 @@ pub fn link_cached(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> 
 pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     let target = Target::from_triple(&args.target).ok_or_else(|| LinkError::Target(args.target.clone()))?;
     let cpu = args.target_cpu.clone().ok_or(LinkError::NoCpu)?;
-    let runner = Runner { log: std::env::var_os("OFFLOAD_LINK_LOG").map(PathBuf::from) };
+    let runner = Runner { log: std::env::var_os("OFFLOAD_LINK_LOG").map(PathBuf::from), output: args.output.clone() };
     let out = &args.output;
     let with_ext = |ext: &str| -> PathBuf {
         let mut p = out.clone().into_os_string();
@@ -454,10 +546,12 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     let (text, _) = panics::inline_panic_path(&text);
     let libdevice = if target == Target::Nvptx64 { libdevice::find() } else { None };
     let ir = ir::rewrite(&text, libdevice.is_some()).map_err(LinkError::Rewrite)?;
-    std::fs::write(&rewritten, &ir.text).map_err(|source| LinkError::Io { path: rewritten.clone(), source })?;
+    // Saturating float → 128-bit integer casts, expanded inline (see `wide`).
+    let (ir_text, _) = wide::rewrite(&ir.text);
+    std::fs::write(&rewritten, &ir_text).map_err(|source| LinkError::Io { path: rewritten.clone(), source })?;
     drop(text);
     // Recursion the kernels can reach: stack checks after optimization.
-    let recursive = target == Target::Nvptx64 && recursion::has_reachable_recursion(&ir.text, KERNEL_PREFIX);
+    let recursive = target == Target::Nvptx64 && recursion::has_reachable_recursion(&ir_text, KERNEL_PREFIX);
     let mut cmd = Command::new(&tools.llvm_link);
     cmd.arg(&rewritten);
     let with_libdevice = ir.uses_libdevice && libdevice.is_some();
@@ -473,7 +567,7 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     if with_libdevice {
         passes.push_str("nvvm-reflect,");
     }
-    passes.push_str(&format!("internalize,globaldce,default<{}>", pipeline_level(&args.opt_level)));
+    passes.push_str(&format!("internalize,globaldce,default<{}>", pipeline_level(&args.opt_level, tools.major)));
     passes.push(',');
     passes.push_str(&tools.expand_passes());
     let mut cmd = Command::new(&tools.opt);
@@ -549,7 +643,7 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
                 cmd.arg(FMAD_LLC);
             }
             cmd.arg("-O3").arg(&optimized).arg("-o").arg(out);
-            runner.run(cmd, "llc", "generating PTX")?;
+            runner.run(cmd, "llc", "generating PTX").map_err(|e| explain_codegen_failure(e, &rewritten))?;
             let ptx = std::fs::read_to_string(out).map_err(|source| LinkError::Io { path: out.clone(), source })?;
             let entries: Vec<String> =
                 ptx_entry_names(&ptx).into_iter().filter(|e| e.starts_with(KERNEL_PREFIX)).collect();
@@ -572,7 +666,7 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
                 cmd.arg(FMAD_LLC);
             }
             cmd.arg("-O3").arg("-filetype=obj").arg(&optimized).arg("-o").arg(&obj);
-            runner.run(cmd, "llc", "generating AMD GPU machine code")?;
+            runner.run(cmd, "llc", "generating AMD GPU machine code").map_err(|e| explain_codegen_failure(e, &rewritten))?;
             let lld = tools.lld.as_ref().ok_or_else(|| ToolError::Missing {
                 tool: "ld.lld".into(),
                 major: tools.major,
@@ -592,6 +686,22 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
         let _ = std::fs::remove_file(tmp);
     }
     Ok(())
+}
+
+/// A failed `llc` whose module uses `f128` failed for that reason (the
+/// backend cannot lower it): [`LinkError::F128`], naming the functions, read
+/// from the module as it was before optimization (`ir_text`, the file), when
+/// the user's functions were not yet inlined into the kernels.
+fn explain_codegen_failure(e: LinkError, ir_text: &Path) -> LinkError {
+    if !matches!(e, LinkError::Step(_)) {
+        return e;
+    }
+    let functions = std::fs::read_to_string(ir_text).map(|t| diagnose::f128_functions(&t)).unwrap_or_default();
+    if functions.is_empty() {
+        e
+    } else {
+        LinkError::F128 { functions }
+    }
 }
 
 /// Kernel entry names in PTX text (`.entry NAME(`).
@@ -625,7 +735,11 @@ pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: offload-linker: {e}");
-            1
+            if matches!(e, LinkError::Interrupted { .. }) {
+                EXIT_INTERRUPTED
+            } else {
+                1
+            }
         }
     }
 }
@@ -670,11 +784,16 @@ mod tests {
 
     #[test]
     fn opt_levels() {
-        assert_eq!(pipeline_level("0"), "O2");
-        assert_eq!(pipeline_level("1"), "O2");
-        assert_eq!(pipeline_level("2"), "O2");
-        assert_eq!(pipeline_level("3"), "O3");
-        assert_eq!(pipeline_level("s"), "Os");
+        assert_eq!(pipeline_level("0", 22), "O2");
+        assert_eq!(pipeline_level("1", 22), "O2");
+        assert_eq!(pipeline_level("2", 22), "O2");
+        assert_eq!(pipeline_level("3", 22), "O3");
+        assert_eq!(pipeline_level("s", 22), "Os");
+        assert_eq!(pipeline_level("z", 22), "Oz");
+        // LLVM 23 has no Os/Oz pipelines.
+        assert_eq!(pipeline_level("s", 23), "O2");
+        assert_eq!(pipeline_level("z", 23), "O2");
+        assert_eq!(pipeline_level("3", 23), "O3");
     }
 
     #[test]

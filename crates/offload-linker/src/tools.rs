@@ -213,7 +213,12 @@ impl LlvmTools {
     /// `--expand-fp-convert-bits=64`). LLVM 22 merged them into
     /// `expand-ir-insts`, which needs the libcall-lowering analysis.
     pub fn expand_passes(&self) -> String {
-        if self.major >= 22 {
+        Self::expand_passes_for(self.major)
+    }
+
+    /// [`expand_passes`](Self::expand_passes) for LLVM `major`.
+    pub fn expand_passes_for(major: u32) -> String {
+        if major >= 22 {
             "require<libcall-lowering-info>,expand-ir-insts<O3>".into()
         } else {
             "expand-large-div-rem,expand-large-fp-convert".into()

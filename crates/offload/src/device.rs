@@ -59,8 +59,15 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     #[cfg(target_arch = "amdgpu")]
     {
         let _ = info;
-        // `llvm.trap`: `s_trap 2` on amdhsa, which aborts the dispatch.
-        core::intrinsics::abort()
+        extern "C" {
+            // Called, not named as a value (see tests/intrinsics.rs). Not
+            // `core::intrinsics::abort`: rustc 1.101 renamed it.
+            #[link_name = "llvm.trap"]
+            fn trap() -> !;
+        }
+        // SAFETY: `llvm.trap` is `s_trap 2` on amdhsa, which aborts the
+        // dispatch; it has no preconditions.
+        unsafe { trap() }
     }
 }
 

@@ -68,7 +68,7 @@
 )]
 #![cfg_attr(
     target_arch = "amdgpu",
-    feature(stdarch_amdgpu, allow_internal_unstable, core_intrinsics)
+    feature(stdarch_amdgpu, allow_internal_unstable, link_llvm_intrinsics)
 )]
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]
 #![deny(unsafe_op_in_unsafe_fn)]

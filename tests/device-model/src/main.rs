@@ -9,7 +9,9 @@
 //! fallback.
 
 mod atomics;
+mod casts;
 mod divergence;
+mod features;
 mod geometry;
 mod math;
 mod panics;
@@ -32,6 +34,8 @@ const CHECKS: &[Check] = &[
     ("atomics", atomics::check, true),
     ("warp", warp::check, true),
     ("math", math::check, true),
+    ("casts", casts::check, true),
+    ("features", features::check, true),
     ("print", || print::run(7), true),
     ("panics", panics::check, true),
     ("divergence", divergence::check, false),
@@ -102,6 +106,10 @@ mod tests {
     #[test]
     fn math() {
         run("math");
+    }
+    #[test]
+    fn casts() {
+        run("casts");
     }
     #[test]
     fn panics() {

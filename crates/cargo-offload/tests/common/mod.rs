@@ -200,6 +200,53 @@ impl Fixture {
     }
 }
 
+/// A directory holding a fake `rustup` whose nightly is a rustc with
+/// rust-src that reports LLVM `llvm_major` (for which no LLVM tools
+/// exist), and a cargo; put it first on `PATH`.
+pub fn fake_rustup_nightly(dir: &Path, llvm_major: u32) -> PathBuf {
+    let bin = dir.join("fake-rustup");
+    let sysroot = dir.join("fake-nightly");
+    std::fs::create_dir_all(sysroot.join("lib/rustlib/src/rust/library/core/src")).unwrap();
+    std::fs::write(sysroot.join("lib/rustlib/src/rust/library/core/src/lib.rs"), "").unwrap();
+    std::fs::create_dir_all(sysroot.join("bin")).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let rustc = sysroot.join("bin/rustc");
+    let cargo = sysroot.join("bin/cargo");
+    let scripts = [
+        (
+            rustc.clone(),
+            format!(
+                "#!/bin/sh\ncase \"$*\" in\n  *sysroot*) echo '{}' ;;\n  *-vV*) printf 'rustc 1.99.0-nightly (fake)\\nhost: x86_64-unknown-linux-gnu\\nLLVM version: {llvm_major}.1.0\\n' ;;\nesac\n",
+                sysroot.display()
+            ),
+        ),
+        (cargo.clone(), "#!/bin/sh\nexit 1\n".to_string()),
+        (
+            bin.join("rustup"),
+            format!(
+                "#!/bin/sh\ncase \"$*\" in\n  'which --toolchain nightly rustc') echo '{}' ;;\n  'which --toolchain nightly cargo') echo '{}' ;;\n  *) exit 1 ;;\nesac\n",
+                rustc.display(),
+                cargo.display()
+            ),
+        ),
+    ];
+    for (path, text) in scripts {
+        std::fs::write(&path, text).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    bin
+}
+
+/// `PATH` with `dir` first.
+pub fn path_with(dir: &Path) -> String {
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&old))).unwrap().into_string().unwrap()
+}
+
 /// The images in a host binary's `offload_images` section, as (kind, arch,
 /// sorted kernel names).
 pub fn embedded_images(exe: &Path) -> Vec<(String, String, Vec<String>)> {
@@ -248,4 +295,18 @@ pub fn run_path(exe: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(exe);
     cmd.env_remove("OFFLOAD_DEVICE").envs(env.iter().copied());
     output(&mut cmd)
+}
+
+/// The PTX text of the `arch` image embedded in a host binary.
+pub fn embedded_ptx(exe: &Path, arch: &str) -> String {
+    use object::{Object, ObjectSection};
+    let bytes = std::fs::read(exe).unwrap_or_else(|e| panic!("{}: {e}", exe.display()));
+    let file = object::File::parse(&*bytes).unwrap();
+    let sec = file.section_by_name(offload_image::SECTION_NAME).expect("an image section");
+    let images = offload_image::read_section(sec.data().unwrap()).unwrap();
+    let ptx = images
+        .iter()
+        .find(|i| i.kind == offload_image::ImageKind::Ptx && i.arch == arch)
+        .unwrap_or_else(|| panic!("no PTX for {arch} in {}", exe.display()));
+    String::from_utf8_lossy(ptx.bytes).trim_end_matches('\0').to_string()
 }

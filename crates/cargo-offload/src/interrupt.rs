@@ -1,0 +1,127 @@
+//! Ctrl-C and termination: an interrupted build is reported as one line,
+//! `error: build interrupted`, with exit code 130 (128 + SIGINT, as shells
+//! report it), never as the compile or link errors its dying children print.
+//!
+//! A terminal's Ctrl-C sends SIGINT to the whole foreground process group:
+//! `cargo offload`, its cargo, rustc, offload-linker, llc, ptxas. cargo-offload
+//! catches SIGINT and SIGTERM ([`install`]), so it outlives its children,
+//! forwards the signal to the children it started (for a signal sent to it
+//! alone), stops relaying their output, and reports the interruption once
+//! they have exited. A child that dies of SIGINT or SIGTERM on its own
+//! (a `kill` of rustc or llc) interrupts the build the same way
+//! ([`interrupting_status`], and offload-linker's `interrupted` message).
+//! Files are written to unique temporary names and renamed into place, so
+//! an interrupted build leaves nothing a later build would trust.
+
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// SIGINT and SIGTERM.
+const SIGNALS: [i32; 2] = [2, 15];
+
+/// Catches SIGINT and SIGTERM for the rest of the process (see the module docs).
+pub fn install() {
+    // An error means a handler is already set (only in tests): keep it.
+    let _ = ctrlc::set_handler(|| {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+        forward();
+    });
+}
+
+/// Sends SIGINT to the children started so far that still run.
+fn forward() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let children = CHILDREN.lock().map(|c| c.clone()).unwrap_or_default();
+    for pid in children {
+        if let Ok(pid) = i32::try_from(pid) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
+        }
+    }
+}
+
+/// Whether the build was interrupted.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Marks the build interrupted (a child reported it).
+pub fn set() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// A child to forward the signal to while it runs; removed when dropped.
+pub struct Registered(u32);
+
+/// Registers a child started with `spawn`.
+pub fn register(pid: u32) -> Registered {
+    if let Ok(mut c) = CHILDREN.lock() {
+        c.push(pid);
+    }
+    Registered(pid)
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Ok(mut c) = CHILDREN.lock() {
+            c.retain(|&p| p != self.0);
+        }
+    }
+}
+
+/// Whether a child ended by SIGINT or SIGTERM (and marks the build
+/// interrupted if so).
+pub fn interrupting_status(status: &ExitStatus) -> bool {
+    #[cfg(unix)]
+    let by_signal = std::os::unix::process::ExitStatusExt::signal(status).is_some_and(|s| SIGNALS.contains(&s));
+    #[cfg(not(unix))]
+    let by_signal = false;
+    if by_signal {
+        set();
+    }
+    by_signal
+}
+
+/// Whether cargo's report of a child says it died of SIGINT or SIGTERM
+/// (`process didn't exit successfully: `…` (signal: 2, SIGINT: interrupt)`).
+pub fn interrupting_message(line: &str) -> bool {
+    line.contains("(signal: 2, SIGINT") || line.contains("(signal: 15, SIGTERM")
+}
+
+/// Whether rustc's report of a failed device link says offload-linker (or
+/// a tool under it) was interrupted.
+pub fn interrupted_link(text: &str) -> bool {
+    text.contains(&format!("offload-linker: {}", offload_linker::INTERRUPTED))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interruptions_are_recognized() {
+        assert!(interrupting_message(
+            "  process didn't exit successfully: `rustc --crate-name x` (signal: 2, SIGINT: interrupt)"
+        ));
+        assert!(interrupting_message(
+            "  process didn't exit successfully: `rustc` (signal: 15, SIGTERM: termination signal)"
+        ));
+        assert!(!interrupting_message("  process didn't exit successfully: `rustc` (exit status: 1)"));
+        assert!(interrupted_link(
+            "error: offload-linker: interrupted: llc was killed by signal 2 while generating PTX"
+        ));
+        assert!(!interrupted_link("error: offload-linker: llc failed while generating PTX"));
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            assert!(!interrupting_status(&ExitStatus::from_raw(1 << 8)));
+            assert!(!interrupted());
+            assert!(interrupting_status(&ExitStatus::from_raw(2)));
+            assert!(interrupted());
+        }
+    }
+}
