@@ -11,7 +11,9 @@
 //! 1. `llvm-link` every bitcode input into one module, as text; rewrite it
 //!    (shared-memory statics to PTX's shared state space, see [`ir`]), and
 //!    link CUDA's libdevice (`--only-needed`) where the module calls its
-//!    math functions and [`libdevice::find`] finds it;
+//!    math functions and [`libdevice::find`] finds it; for NVPTX with LLVM
+//!    22 or older, put fences around read-modify-writes whose ordering the
+//!    backend would drop (see [`atomics`]);
 //! 2. `opt`: resolve `__nvvm_reflect` (libdevice's configuration queries:
 //!    no flush-to-zero, precise division and square root), internalize
 //!    everything except the kernels (every symbol starting with
@@ -30,6 +32,7 @@
 //! [`tools`].
 #![deny(unsafe_code)]
 
+pub mod atomics;
 pub mod ir;
 pub mod libdevice;
 pub mod panics;
@@ -445,6 +448,12 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     // The panic path inlined, so that its formatting functions' addresses
     // do not cost every kernel its registers (see `panics`).
     let (text, _) = panics::inline_panic_path(&text);
+    // Read-modify-writes keep their memory ordering (see `atomics`).
+    let text = if target == Target::Nvptx64 && atomics::needs_rmw_fences(tools.major) {
+        atomics::fence_rmw_orderings(&text).0
+    } else {
+        text
+    };
     let libdevice = if target == Target::Nvptx64 { libdevice::find() } else { None };
     let ir = ir::rewrite(&text, libdevice.is_some()).map_err(LinkError::Rewrite)?;
     std::fs::write(&rewritten, &ir.text).map_err(|source| LinkError::Io { path: rewritten.clone(), source })?;
