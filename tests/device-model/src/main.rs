@@ -12,6 +12,7 @@ mod atomics;
 mod divergence;
 mod geometry;
 mod math;
+mod orderings;
 mod panics;
 mod print;
 mod shared;
@@ -30,6 +31,7 @@ const CHECKS: &[Check] = &[
     ("geometry", geometry::check, true),
     ("shared", shared::check, true),
     ("atomics", atomics::check, true),
+    ("orderings", orderings::check, true),
     ("warp", warp::check, true),
     ("math", math::check, true),
     ("print", || print::run(7), true),
@@ -94,6 +96,10 @@ mod tests {
     #[test]
     fn atomics() {
         run("atomics");
+    }
+    #[test]
+    fn orderings() {
+        run("orderings");
     }
     #[test]
     fn warp() {
