@@ -171,11 +171,20 @@ fn immovable_argument_type_is_a_compile_error_on_the_argument() {
     assert!(out.stderr.contains("src/main.rs:2:19"), "points at the parameter: {}", out.stderr);
     assert!(out.stderr.contains("`(f32, f32)` cannot be moved to the device"), "{}", out.stderr);
     assert!(out.stderr.contains("src/main.rs:16:21"), "points at the parameter: {}", out.stderr);
+    // A by-value parameter aligned to 32 (through a field): an error at the
+    // parameter before rustc's nvptx64 ABI code would stop with an ICE.
+    let wide = "kernel parameter `h: HoldsWide` cannot be passed by value: its type is aligned to more than 16 bytes, \
+                the most a GPU kernel parameter can be (rustc's nvptx64 kernel ABI). Pass it by reference \
+                (`h: &HoldsWide`, copied to the device) or lower its `#[repr(align(N))]` to 16 or less";
+    assert!(out.stderr.contains(wide), "{}", out.stderr);
+    assert!(out.stderr.contains("src/main.rs:38:26"), "points at the parameter: {}", out.stderr);
+    assert!(!out.stderr.contains("the compiler unexpectedly panicked"), "no ICE: {}", out.stderr);
     // The host compiler (plain cargo, the IDE) reports the same errors.
     let host = f.cargo(&["build"]);
     assert_ne!(host.code, 0);
     assert!(host.stderr.contains("`Vec<f32>` cannot be moved to the device"), "{}", host.stderr);
     assert!(host.stderr.contains("`(f32, f32)` cannot be moved to the device"), "{}", host.stderr);
+    assert!(host.stderr.contains(wide), "{}", host.stderr);
 }
 
 #[test]

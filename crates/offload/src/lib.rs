@@ -50,7 +50,11 @@
 //! | `x: &mut [T]` | to the device, and back after the launch | [`DisjointSlice<T>`] |
 //! | `x: &mut T` | to the device, and back after the launch | one-element [`DisjointSlice<T>`] |
 //!
-//! Any other parameter type is a compile-time error on that parameter.
+//! Any other parameter type is a compile-time error on that parameter. A
+//! value parameter's type may be aligned to at most 16 bytes (rustc's
+//! nvptx64 kernel ABI passes it as a byte array of alignment ≤ 16): a
+//! `#[repr(align(32))]` type, or one with such a field, is an error at the
+//! parameter on both passes; pass it as `x: &T` instead.
 //!
 //! # Soundness of writes
 //!
@@ -193,7 +197,9 @@ pub mod prelude {
 /// Rules, each checked at compile time with an error on the offending token:
 /// parameters are plain names; the return type is `()`; no `async`,
 /// `const`, `unsafe`, `extern`, `self` or const generic parameters; every value or
-/// element type implements [`DeviceCopy`].
+/// element type implements [`DeviceCopy`]; a value parameter's type is
+/// aligned to at most 16 bytes (a constant assertion, evaluated before code
+/// generation, names the parameter otherwise).
 pub use offload_macros::kernel;
 
 /// Keeps an item out of the device pass: `#[offload::host] fn main() {…}`.
