@@ -192,6 +192,19 @@ impl Backend for Host {
         _args: &[ArgSpec<'_>],
         host: &(dyn Fn() + Sync),
     ) -> Result<()> {
+        // Host-only code in a kernel body (`cfg(not(offload_device))`) could
+        // launch a kernel from a simulated GPU thread; on a GPU the body has
+        // no such code and no thread can launch through offload. Running the
+        // inner launch here would also reset this worker's simulated-thread
+        // state (`thread_idx()`, barriers) under the outer kernel.
+        if IN_KERNEL.with(|k| k.get()) {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.path(),
+                reason: "it was launched from inside a kernel body (host-only code on the host fallback); \
+                         a GPU thread cannot launch kernels through offload: launch it after the outer kernel returns"
+                    .into(),
+            });
+        }
         install_panic_hook();
         let blocks = cfg.grid.volume();
         let next = AtomicU64::new(0);
