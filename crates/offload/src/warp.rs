@@ -132,18 +132,44 @@ warp_value! {
     f64: true, |v| v.to_bits(), |b| f64::from_bits(b);
 }
 
+/// The `shfl.sync` mode (PTX ISA, "Data Movement and Conversion
+/// Instructions: shfl.sync").
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+enum ShflMode {
+    Idx,
+    Up,
+    Down,
+    Bfly,
+}
+
+/// One 32-bit `shfl.sync`. Each intrinsic is *called* here, never passed
+/// as a value: an LLVM intrinsic has no address, and rustc 1.101 rejects
+/// turning one into a fn pointer (an ICE, "LlvmIntrinsic … being reified").
+/// `mode` is a constant at every call, so the match folds away.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn shfl<T: WarpValue>(f: unsafe extern "C" fn(u32, u32, u32, u32) -> u32, v: T, b: u32, c: u32) -> T {
-    let m = warp_mask();
-    let bits = v.to_bits64();
+fn shfl32(mode: ShflMode, m: u32, v: u32, b: u32, c: u32) -> u32 {
     // SAFETY: `shfl.sync` with the warp's member mask; the convergence rule
     // (module docs) is the caller's, and breaking it is not memory-unsafe.
     unsafe {
-        let lo = f(m, bits as u32, b, c) as u64;
-        let hi = if T::WIDE { (f(m, (bits >> 32) as u32, b, c) as u64) << 32 } else { 0 };
-        T::from_bits64(lo | hi)
+        match mode {
+            ShflMode::Idx => nv::shfl_idx(m, v, b, c),
+            ShflMode::Up => nv::shfl_up(m, v, b, c),
+            ShflMode::Down => nv::shfl_down(m, v, b, c),
+            ShflMode::Bfly => nv::shfl_bfly(m, v, b, c),
+        }
     }
+}
+
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn shfl<T: WarpValue>(mode: ShflMode, v: T, b: u32, c: u32) -> T {
+    let m = warp_mask();
+    let bits = v.to_bits64();
+    let lo = shfl32(mode, m, bits as u32, b, c) as u64;
+    let hi = if T::WIDE { (shfl32(mode, m, (bits >> 32) as u32, b, c) as u64) << 32 } else { 0 };
+    T::from_bits64(lo | hi)
 }
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
@@ -160,7 +186,7 @@ fn host_shfl<T: WarpValue>(op: WarpOp, v: T, b: u32) -> T {
 pub fn shuffle_idx<T: WarpValue>(v: T, src_lane: u32) -> T {
     #[cfg(target_arch = "nvptx64")]
     {
-        shfl(nv::shfl_idx, v, src_lane, 0x1f)
+        shfl(ShflMode::Idx, v, src_lane, 0x1f)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
@@ -174,7 +200,7 @@ pub fn shuffle_idx<T: WarpValue>(v: T, src_lane: u32) -> T {
 pub fn shuffle_up<T: WarpValue>(v: T, delta: u32) -> T {
     #[cfg(target_arch = "nvptx64")]
     {
-        shfl(nv::shfl_up, v, delta, 0)
+        shfl(ShflMode::Up, v, delta, 0)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
@@ -188,7 +214,7 @@ pub fn shuffle_up<T: WarpValue>(v: T, delta: u32) -> T {
 pub fn shuffle_down<T: WarpValue>(v: T, delta: u32) -> T {
     #[cfg(target_arch = "nvptx64")]
     {
-        shfl(nv::shfl_down, v, delta, 0x1f)
+        shfl(ShflMode::Down, v, delta, 0x1f)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
@@ -202,7 +228,7 @@ pub fn shuffle_down<T: WarpValue>(v: T, delta: u32) -> T {
 pub fn shuffle_xor<T: WarpValue>(v: T, lane_mask: u32) -> T {
     #[cfg(target_arch = "nvptx64")]
     {
-        shfl(nv::shfl_bfly, v, lane_mask, 0x1f)
+        shfl(ShflMode::Bfly, v, lane_mask, 0x1f)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
