@@ -87,6 +87,7 @@ mod config;
 mod device_copy;
 mod dim;
 mod disjoint;
+mod divergence;
 pub mod math;
 mod panic_record;
 #[cfg(not(target_arch = "amdgpu"))]

@@ -21,6 +21,7 @@ mod shared;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod util;
 mod warp;
+mod warp_divergence;
 
 /// The checks: name, function, whether it may run on a GPU.
 #[offload::host]
@@ -37,6 +38,7 @@ const CHECKS: &[Check] = &[
     ("print", || print::run(7), true),
     ("panics", panics::check, true),
     ("divergence", divergence::check, false),
+    ("warp_divergence", warp_divergence::check, true),
 ];
 
 #[offload::host]
@@ -116,5 +118,9 @@ mod tests {
     #[test]
     fn divergence() {
         run("divergence");
+    }
+    #[test]
+    fn warp_divergence() {
+        run("warp_divergence");
     }
 }
