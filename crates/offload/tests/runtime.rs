@@ -460,17 +460,17 @@ fn same_len_is_checked_by_the_launcher() {
 /// outer launch's own state (`thread_idx`, its `DisjointSlice`) is intact.
 #[kernel]
 fn launches_inside(out: &mut [u32]) {
-    #[allow(unused_mut)]
-    let mut code = 0u32;
+    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+    let code = 0u32;
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    {
+    let code = {
         let mut inner = [0u32; 4];
-        code = match iota_plus(LaunchConfig::new(1u32, 4u32), 1, &mut inner) {
+        match iota_plus(LaunchConfig::new(1u32, 4u32), 1, &mut inner) {
             Err(Error::InvalidLaunch { reason, .. }) if reason.contains("inside a kernel body") => 1,
             Err(_) => 2,
             Ok(()) => 3,
-        };
-    }
+        }
+    };
     if let Some((i, o)) = out.at_thread() {
         *o = code * 1000 + i as u32 + offload::thread_idx().x;
     }

@@ -95,7 +95,10 @@ pub fn check() -> Result<String, String> {
         }
         texts.push(name);
     }
-    let want = HALF_WARP.replace("shuffle_xor (shfl.sync.bfly)", "ballot (vote.sync.ballot)").replace("0-15", "0-7").replace("16-31", "8-31");
+    let want = HALF_WARP
+        .replace("shuffle_xor (shfl.sync.bfly)", "ballot (vote.sync.ballot)")
+        .replace("0-15", "0-7")
+        .replace("16-31", "8-31");
     match ballot_after_return(one_warp(), &mut out) {
         Err(offload::Error::Divergence { reason, .. }) if reason == want => {}
         r => return Err(format!("ballot after a return: {r:?}")),
@@ -104,7 +107,8 @@ pub fn check() -> Result<String, String> {
     // Not divergence: values as computed here.
     let (blocks, bs) = (4u32, 64u32);
     let mut out = vec![0u32; (blocks * bs) as usize];
-    late_reconvergence(offload::LaunchConfig::new(blocks, bs), &mut out).map_err(|e| format!("late reconvergence: {e}"))?;
+    late_reconvergence(offload::LaunchConfig::new(blocks, bs), &mut out)
+        .map_err(|e| format!("late reconvergence: {e}"))?;
     let v = |lane: u32| {
         let mut v = lane;
         if lane % 2 == 1 {
@@ -124,5 +128,8 @@ pub fn check() -> Result<String, String> {
     if let Some(g) = out.iter().position(|&o| o != both) {
         return Err(format!("reduce in both branches: thread {g} got {}, expected {both}", out[g]));
     }
-    Ok(format!("reported on this backend: {}; ballot; not reported: late reconvergence, both branches (sum {both})", texts.join(", ")))
+    Ok(format!(
+        "reported on this backend: {}; ballot; not reported: late reconvergence, both branches (sum {both})",
+        texts.join(", ")
+    ))
 }
