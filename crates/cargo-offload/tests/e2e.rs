@@ -1025,3 +1025,40 @@ fn core_atomics_keep_their_orderings_in_the_ptx() {
     }
     assert!(errors.is_empty(), "{} problem(s):\n{}", errors.len(), errors.join("\n"));
 }
+
+/// A kernel that writes a plain `static` fails the device link with the
+/// static's name and the fix; the fix (`#[offload::device_global]`) builds
+/// and reads back what the kernels counted.
+#[test]
+fn kernels_writing_a_plain_static_fail_the_link() {
+    let f = Fixture::new("bin-only");
+    f.edit("src/main.rs", |s| {
+        s.replace(
+            "#[kernel]\nfn axpy(",
+            "static CALLS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);\n\n\
+             #[kernel]\nfn count(n: u32) {\n    if (offload::global_index() as u32) < n {\n        \
+             CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);\n    }\n}\n\n#[kernel]\nfn axpy(",
+        )
+        .replace("    let n = 1000usize;\n", "    let n = 1000usize;\n    count(offload::for_len(77), 77).unwrap();\n")
+    });
+    let out = f.offload(&["build", "--arch", "sm_80"]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("kernel code writes the static(s) `fixture_bin_only::CALLS`"), "{}", out.stderr);
+    assert!(out.stderr.contains("Declare it with `#[offload::device_global]`"), "{}", out.stderr);
+    f.edit("src/main.rs", |s| {
+        s.replace("static CALLS", "#[offload::device_global]\nstatic CALLS")
+            .replace(
+                "CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);",
+                "CALLS.with(|c| c.fetch_add(1, core::sync::atomic::Ordering::Relaxed));",
+            )
+            .replace(
+                "    count(offload::for_len(77), 77).unwrap();\n",
+                "    count(offload::for_len(77), 77).unwrap();\n    println!(\"calls={}\", CALLS.read().unwrap().into_inner());\n",
+            )
+    });
+    let out = f.offload(&["build", "--arch", "sm_80"]);
+    out.assert_success();
+    let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    assert!(run.stdout.contains("calls=77"), "{}", run.stdout);
+}

@@ -36,6 +36,7 @@ pub mod atomics;
 pub mod ir;
 pub mod libdevice;
 pub mod panics;
+pub mod statics;
 pub mod tools;
 
 use std::fmt::Write as _;
@@ -189,6 +190,14 @@ pub enum LinkError {
     DuplicateKernel(String, usize),
     #[error("could not rewrite the device IR: {0}")]
     Rewrite(String),
+    #[error(
+        "kernel code writes the static(s) {}: a plain `static` written by a kernel is the host's own static on the \
+         host fallback but a copy in the device image that the host never sees on a GPU. Declare it with \
+         `#[offload::device_global]` (kernels use `NAME.with(|v| …)`, host code `NAME.read()` / `NAME.write(…)`), \
+         or pass the value to the kernel as an argument (`&AtomicU32`, `&mut T`)",
+        statics.join(", ")
+    )]
+    WrittenStatics { statics: Vec<String> },
 }
 
 /// Parses rustc's linker command line (see [`LinkArgs`]). Arguments of the
@@ -431,7 +440,8 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     let linked_text = with_ext(".linked.ll");
     let rewritten = with_ext(".rewritten.ll");
     let linked = with_ext(".linked.bc");
-    let optimized = with_ext(".opt.bc");
+    // Text, so that the statics kernels write can be found (`statics`).
+    let optimized = with_ext(".opt.ll");
 
     // 1. one module, as text (plus, for AMD GPUs, the support functions Rust
     // cannot express: see AMDGPU_SUPPORT_IR); rewrite; libdevice
@@ -484,6 +494,7 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
         .arg("--expand-div-rem-bits=64")
         .arg("--expand-fp-convert-bits=64")
         .arg(format!("--passes={passes}"))
+        .arg("-S")
         .arg("-o")
         .arg(&optimized);
     if with_libdevice && args.fast_math {
@@ -508,6 +519,14 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
         cmd.arg("--strip-debug");
     }
     runner.run(cmd, "opt", "optimizing the device module")?;
+    let opt_text = std::fs::read_to_string(&optimized).map_err(|source| LinkError::Io { path: optimized.clone(), source })?;
+    let written = statics::written_statics(&opt_text);
+    drop(opt_text);
+    if !written.is_empty() {
+        return Err(LinkError::WrittenStatics {
+            statics: written.iter().map(|s| format!("`{:#}` (symbol {s})", rustc_demangle::demangle(s))).collect(),
+        });
+    }
 
     // 3. code generation
     match target {

@@ -322,7 +322,7 @@ fn symbol(name: &Ident) -> String {
 /// A Rust identifier as a PTX/ELF-safe name: ASCII letters, digits and `_`
 /// stay; any other character becomes `u<hex>` (`größe` → `gru00f6u00dfe`).
 /// The hash in the symbol keeps distinct names distinct.
-fn ascii_name(name: &str) -> String {
+pub(crate) fn ascii_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         if c.is_ascii_alphanumeric() || c == '_' {
@@ -334,7 +334,7 @@ fn ascii_name(name: &str) -> String {
     out
 }
 
-fn location(span: Span) -> (String, usize, usize) {
+pub(crate) fn location(span: Span) -> (String, usize, usize) {
     if proc_macro::is_available() {
         let s = span.unwrap();
         (s.file(), s.line(), s.column())

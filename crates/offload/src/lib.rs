@@ -86,6 +86,7 @@ pub mod atomic;
 mod config;
 mod device_copy;
 mod dim;
+mod global;
 mod disjoint;
 mod divergence;
 pub mod math;
@@ -121,6 +122,7 @@ pub mod __private;
 
 pub use config::{for_len, LaunchConfig, DEFAULT_BLOCK};
 pub use device_copy::{DeviceCopy, MapElem};
+pub use global::DeviceGlobal;
 pub use dim::Dim3;
 pub use disjoint::{DisjointSlice, GridStride};
 #[cfg(not(target_arch = "amdgpu"))]
@@ -210,6 +212,14 @@ pub use offload_macros::kernel;
 /// imports and on anything else that needs `std`; `#[cfg(not(offload_device))]`
 /// does the same under `cargo offload`.
 pub use offload_macros::host;
+
+/// Declares a variable of the device: `#[offload::device_global] static
+/// HITS: AtomicU32 = AtomicU32::new(0);` makes `HITS` a
+/// [`DeviceGlobal<AtomicU32>`](DeviceGlobal) (CUDA's `__device__`
+/// variables). Kernels use it with [`DeviceGlobal::with`], host code with
+/// [`DeviceGlobal::read`] / [`DeviceGlobal::write`]; see [`DeviceGlobal`].
+/// `T` is plain data or an [`atomic`] type; `static mut` is rejected.
+pub use offload_macros::device_global;
 
 /// Derives [`DeviceCopy`] for a `#[repr(C)]` struct whose fields are all
 /// `DeviceCopy`; the struct must also be `Copy`.

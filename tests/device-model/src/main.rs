@@ -11,6 +11,7 @@
 mod atomics;
 mod divergence;
 mod geometry;
+mod globals;
 mod math;
 mod orderings;
 mod panics;
@@ -36,6 +37,7 @@ const CHECKS: &[Check] = &[
     ("warp", warp::check, true),
     ("math", math::check, true),
     ("print", || print::run(7), true),
+    ("globals", globals::check, true),
     ("panics", panics::check, true),
     ("divergence", divergence::check, false),
     ("warp_divergence", warp_divergence::check, true),
@@ -110,6 +112,10 @@ mod tests {
     #[test]
     fn math() {
         run("math");
+    }
+    #[test]
+    fn globals() {
+        run("globals");
     }
     #[test]
     fn panics() {

@@ -63,6 +63,16 @@ struct PanicRecord {
     location: String,
 }
 
+/// Held shared by every launch of the host fallback while its kernel runs,
+/// exclusively by `DeviceGlobal::read`/`write`, so that host code never
+/// copies a device global while kernels use it.
+pub(crate) static LAUNCHES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Whether this OS thread is running a kernel body of the host fallback.
+pub(crate) fn in_host_kernel() -> bool {
+    IN_KERNEL.with(|k| k.get())
+}
+
 std::thread_local! {
     static IN_KERNEL: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
     static LAST_PANIC: RefCell<Option<PanicRecord>> = const { RefCell::new(None) };
@@ -179,6 +189,11 @@ impl Backend for Host {
         Ok(())
     }
 
+    fn global(&self, _symbol: &str, _bytes: usize, host: *mut u8) -> Result<u64> {
+        // The host fallback's device copy is the static's own storage.
+        Ok(host as u64)
+    }
+
     unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
         // SAFETY: as above.
         unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst, bytes) };
@@ -206,6 +221,8 @@ impl Backend for Host {
             });
         }
         install_panic_hook();
+        // `DeviceGlobal::read`/`write` wait for the kernels of this backend.
+        let _running = LAUNCHES.read().unwrap_or_else(|e| e.into_inner());
         let blocks = cfg.grid.volume();
         let next = AtomicU64::new(0);
         let stop = AtomicBool::new(false);

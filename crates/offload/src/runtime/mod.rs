@@ -22,6 +22,8 @@ mod cuda_staging;
 mod host;
 mod images;
 
+pub(crate) use host::{in_host_kernel, LAUNCHES};
+
 use std::boxed::Box;
 use std::string::String;
 use std::sync::OnceLock;
@@ -117,6 +119,12 @@ pub(crate) trait Backend: Send + Sync {
     /// `src` is this backend's memory holding `bytes`; `dst` is valid for
     /// writes of `bytes`.
     unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()>;
+
+    /// The address, for [`copy_to_device`](Backend::copy_to_device) and
+    /// [`copy_from_device`](Backend::copy_from_device), of the device
+    /// image's global `symbol` of `bytes` bytes (CUDA `cuModuleGetGlobal`);
+    /// `host` is the host fallback's storage for it.
+    fn global(&self, symbol: &str, bytes: usize, host: *mut u8) -> Result<u64>;
 }
 
 pub(crate) struct Runtime {
