@@ -2,8 +2,11 @@
 //! message passing between blocks through read-modify-writes.
 //!
 //! One kernel per operation and ordering (`ord_<op>_<ordering>[_<failure>]`)
-//! applies the operation to each atomic type of `core` that has it (`u32`,
-//! `i32`, `u64`, `i64`, `usize`, `bool`, pointers); the host checks the
+//! applies the operation to each kind of atomic of `core` that lowers
+//! differently — `u32` (32-bit `atom`), `u64` (64-bit; `i32`, `i64` and
+//! `usize` take the same paths, with `.s32`/`.s64` for min/max), `bool`
+//! (8-bit: a compare-exchange loop on the enclosing word) and a pointer —
+//! when it has the operation; the host checks the
 //! final values against the operation folded over all threads with plain
 //! arithmetic. The same kernels are what `cargo-offload`'s e2e test
 //! `core_atomics_keep_their_orderings_in_the_ptx` reads in the PTX: every
@@ -11,7 +14,7 @@
 //! instruction or as fences around it; see offload-linker's `atomics`).
 
 use core::sync::atomic::Ordering::{self, AcqRel, Acquire, Relaxed, Release, SeqCst};
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64};
 use offload::{block_idx, global_index, kernel};
 
 /// A read-modify-write of `core`'s atomics.
@@ -28,36 +31,33 @@ pub enum Rmw {
     Min,
 }
 
-/// The atomic types a kernel works on, all in the arguments' cells:
-/// `u32` in `u[0]`, `bool` in byte 0 of `u[1]`, `i32` in `i[0]`, `u64` in
-/// `w[0]`, `usize` in `w[1]`, a pointer in `w[2]`, `i64` in `l[0]`.
+/// The atomics a kernel works on, each in its own argument: `u32` in `u`,
+/// `bool` in byte 0 of `b`, `u64` in `w`, a pointer in `p` (references,
+/// not slices: no bounds checks, so the kernels are small and can't panic).
 struct Cells<'a> {
-    u: &'a [AtomicU32],
-    i: &'a [AtomicI32],
-    w: &'a [AtomicU64],
-    l: &'a [AtomicI64],
+    u: &'a AtomicU32,
+    b: &'a AtomicU32,
+    w: &'a AtomicU64,
+    p: &'a AtomicU64,
 }
 
-const _: () = assert!(core::mem::size_of::<usize>() == 8 && core::mem::size_of::<*mut u8>() == 8);
+const _: () = assert!(core::mem::size_of::<*mut u8>() == 8);
 
 impl<'a> Cells<'a> {
     fn boolean(&self) -> &'a AtomicBool {
-        // SAFETY: byte 0 of `u[1]` is valid for `'a` and aligned for a
-        // `bool` (alignment 1); the host stores 0 or 1 in the cell, and
-        // during the launch the byte is only accessed through `AtomicBool`s
-        // (which keep it 0 or 1), never concurrently with the `u32` cell.
-        unsafe { AtomicBool::from_ptr(self.u[1].as_ptr() as *mut bool) }
-    }
-    fn size(&self) -> &'a AtomicUsize {
-        // SAFETY: `w[1]` is a valid, 8-byte aligned 8-byte cell for `'a`
-        // (`usize` is 8 bytes on both targets, checked above), accessed
-        // only through this `AtomicUsize` during the launch.
-        unsafe { AtomicUsize::from_ptr(self.w[1].as_ptr() as *mut usize) }
+        // SAFETY: byte 0 of `b` is valid for `'a` and aligned for a `bool`
+        // (alignment 1); the host stores 0 or 1 in the cell, and during the
+        // launch the byte is only accessed through `AtomicBool`s (which keep
+        // it 0 or 1), never concurrently with the `u32` cell.
+        unsafe { AtomicBool::from_ptr(self.b.as_ptr() as *mut bool) }
     }
     fn pointer(&self) -> &'a AtomicPtr<u8> {
-        // SAFETY: as for `size`; every bit pattern is a valid pointer value
-        // (never dereferenced: only its address is used).
-        unsafe { AtomicPtr::from_ptr(self.w[2].as_ptr() as *mut *mut u8) }
+        // SAFETY: `p` is a valid, 8-byte aligned 8-byte cell for `'a`
+        // (pointers are 8 bytes on both targets, checked above), accessed
+        // only through this `AtomicPtr` during the launch; every bit pattern
+        // is a valid pointer value (never dereferenced: only its address is
+        // used).
+        unsafe { AtomicPtr::from_ptr(self.p.as_ptr() as *mut *mut u8) }
     }
 }
 
@@ -110,11 +110,8 @@ macro_rules! int_rmw {
 fn rmw_all(c: &Cells<'_>, op: Rmw, o: Ordering) -> u64 {
     let g = global_index() as u64;
     let v = operand(op, g);
-    let mut acc = int_rmw!(&c.u[0], op, v as u32, o) as u64;
-    acc ^= int_rmw!(&c.i[0], op, (v as i32).wrapping_sub(500), o) as u64;
-    acc ^= int_rmw!(&c.w[0], op, v << 20, o);
-    acc ^= int_rmw!(c.size(), op, v as usize, o) as u64;
-    acc ^= int_rmw!(&c.l[0], op, (v as i64).wrapping_neg() << 20, o) as u64;
+    let mut acc = int_rmw!(c.u, op, v as u32, o) as u64;
+    acc ^= int_rmw!(c.w, op, v << 20, o);
     let b = bool_operand(op, g);
     acc ^= match op {
         Rmw::Swap => c.boolean().swap(b, o),
@@ -174,11 +171,8 @@ macro_rules! cas_step {
 #[allow(deprecated)]
 #[inline(always)]
 fn cas_all(c: &Cells<'_>, kind: Cas, s: Ordering, f: Ordering) -> u64 {
-    let mut acc = cas_step!(&c.u[0], kind, s, f, |x: u32| x.wrapping_add(1)) as u64;
-    acc ^= cas_step!(&c.i[0], kind, s, f, |x: i32| x.wrapping_add(1)) as u64;
-    acc ^= cas_step!(&c.w[0], kind, s, f, |x: u64| x.wrapping_add(1));
-    acc ^= cas_step!(c.size(), kind, s, f, |x: usize| x.wrapping_add(1)) as u64;
-    acc ^= cas_step!(&c.l[0], kind, s, f, |x: i64| x.wrapping_add(1)) as u64;
+    let mut acc = cas_step!(c.u, kind, s, f, |x: u32| x.wrapping_add(1)) as u64;
+    acc ^= cas_step!(c.w, kind, s, f, |x: u64| x.wrapping_add(1));
     acc ^= cas_step!(c.boolean(), kind, s, f, |x: bool| !x) as u64;
     acc ^= cas_step!(c.pointer(), kind, s, f, |x: *mut u8| x.wrapping_add(1)).addr() as u64;
     acc
@@ -187,13 +181,7 @@ fn cas_all(c: &Cells<'_>, kind: Cas, s: Ordering, f: Ordering) -> u64 {
 /// Every type loaded with ordering `o`; the xor of the values.
 #[inline(always)]
 fn load_all(c: &Cells<'_>, o: Ordering) -> u64 {
-    c.u[0].load(o) as u64
-        ^ c.i[0].load(o) as u64
-        ^ c.w[0].load(o)
-        ^ c.size().load(o) as u64
-        ^ c.l[0].load(o) as u64
-        ^ c.boolean().load(o) as u64
-        ^ c.pointer().load(o).addr() as u64
+    c.u.load(o) as u64 ^ c.w.load(o) ^ c.boolean().load(o) as u64 ^ c.pointer().load(o).addr() as u64
 }
 
 /// The value every thread stores into every type (`STORED`, as each type).
@@ -201,11 +189,8 @@ pub const STORED: u64 = 0x1234_5678;
 
 #[inline(always)]
 fn store_all(c: &Cells<'_>, o: Ordering) -> u64 {
-    c.u[0].store(STORED as u32, o);
-    c.i[0].store(STORED as i32, o);
-    c.w[0].store(STORED, o);
-    c.size().store(STORED as usize, o);
-    c.l[0].store(STORED as i64, o);
+    c.u.store(STORED as u32, o);
+    c.w.store(STORED, o);
     c.boolean().store(true, o);
     c.pointer().store(core::ptr::without_provenance_mut(STORED as usize), o);
     0
@@ -221,8 +206,8 @@ pub enum Op {
 }
 
 #[inline(always)]
-fn run(op: Op, u: &[AtomicU32], i: &[AtomicI32], w: &[AtomicU64], l: &[AtomicI64]) -> u64 {
-    let c = Cells { u, i, w, l };
+fn run(op: Op, u: &AtomicU32, b: &AtomicU32, w: &AtomicU64, p: &AtomicU64) -> u64 {
+    let c = Cells { u, b, w, p };
     match op {
         Op::Load(o) => load_all(&c, o),
         Op::Store(o) => store_all(&c, o),
@@ -233,21 +218,15 @@ fn run(op: Op, u: &[AtomicU32], i: &[AtomicI32], w: &[AtomicU64], l: &[AtomicI64
 
 /// The launcher of every kernel of the table.
 #[offload::host]
-type Launch = fn(
-    offload::LaunchConfig,
-    &[AtomicU32],
-    &[AtomicI32],
-    &[AtomicU64],
-    &[AtomicI64],
-    &mut [u64],
-) -> offload::Result<()>;
+type Launch =
+    fn(offload::LaunchConfig, &AtomicU32, &AtomicU32, &AtomicU64, &AtomicU64, &mut [u64]) -> offload::Result<()>;
 
 macro_rules! kernels {
     ($($name:ident: $op:expr;)*) => {
         $(
             #[kernel]
-            fn $name(u: &[AtomicU32], i: &[AtomicI32], w: &[AtomicU64], l: &[AtomicI64], out: &mut [u64]) {
-                let r = run($op, u, i, w, l);
+            fn $name(u: &AtomicU32, b: &AtomicU32, w: &AtomicU64, p: &AtomicU64, out: &mut [u64]) {
+                let r = run($op, u, b, w, p);
                 if let Some((_, o)) = out.at_thread() {
                     *o = r;
                 }
@@ -257,7 +236,7 @@ macro_rules! kernels {
         #[offload::host]
         #[allow(clippy::result_large_err)]
         pub const KERNELS: &[(&str, Op, Launch)] = &[
-            $((stringify!($name), $op, |c, u, i, w, l, o| $name(c, u, i, w, l, o)),)*
+            $((stringify!($name), $op, |c, u, b, w, p, o| $name(c, u, b, w, p, o)),)*
         ];
     };
 }
@@ -428,15 +407,11 @@ mod host {
     pub struct Init {
         pub u: u32,
         pub b: bool,
-        pub i: i32,
         pub w: u64,
-        pub z: usize,
         pub p: usize,
-        pub l: i64,
     }
 
-    pub const INIT: Init =
-        Init { u: 0x00ff_00f0, b: true, i: -77, w: 0x0123_4567_89ab_cdef, z: 1 << 40, p: 0x1000, l: -(1 << 50) };
+    pub const INIT: Init = Init { u: 0x00ff_00f0, b: true, w: 0x0123_4567_89ab_cdef, p: 0x1000 };
 
     /// Folds `op` over the operands of threads `0..n` with plain
     /// arithmetic: the final value for every order of the threads (`Swap`
@@ -445,8 +420,8 @@ mod host {
         (0..n).fold(init, |acc, g| f(acc, v(g)))
     }
 
-    /// The final values after `op` by `n` threads.
-    pub fn expected_rmw(op: Rmw, n: u64) -> (u32, i32, u64, usize, i64, bool) {
+    /// The final values after `op` by `n` threads: `u32`, `u64`, `bool`.
+    pub fn expected_rmw(op: Rmw, n: u64) -> (u32, u64, bool) {
         let e = |x: u64| operand(op, x);
         macro_rules! f {
             ($t:ty) => {
@@ -466,10 +441,7 @@ mod host {
             };
         }
         let u = fold(INIT.u, n, |g| e(g) as u32, f!(u32));
-        let i = fold(INIT.i, n, |g| (e(g) as i32).wrapping_sub(500), f!(i32));
         let w = fold(INIT.w, n, |g| e(g) << 20, f!(u64));
-        let z = fold(INIT.z, n, |g| e(g) as usize, f!(usize));
-        let l = fold(INIT.l, n, |g| (e(g) as i64).wrapping_neg() << 20, f!(i64));
         let b = match op {
             Rmw::Swap | Rmw::And | Rmw::Nand | Rmw::Or | Rmw::Xor => fold(
                 INIT.b,
@@ -485,7 +457,7 @@ mod host {
             ),
             _ => INIT.b,
         };
-        (u, i, w, z, l, b)
+        (u, w, b)
     }
 }
 
@@ -495,61 +467,37 @@ pub fn check() -> Result<String, String> {
     let (blocks, bs) = (2u32, 64u32);
     let n = (blocks * bs) as u64;
     for &(name, op, launch) in KERNELS {
-        let u = [AtomicU32::new(INIT.u), AtomicU32::new(INIT.b as u32)];
-        let i = [AtomicI32::new(INIT.i)];
-        let w = [AtomicU64::new(INIT.w), AtomicU64::new(INIT.z as u64), AtomicU64::new(INIT.p as u64)];
-        let l = [AtomicI64::new(INIT.l)];
+        let (u, b) = (AtomicU32::new(INIT.u), AtomicU32::new(INIT.b as u32));
+        let (w, p) = (AtomicU64::new(INIT.w), AtomicU64::new(INIT.p as u64));
         let mut out = vec![0u64; n as usize];
-        launch(offload::LaunchConfig::new(blocks, bs), &u, &i, &w, &l, &mut out).map_err(|e| format!("{name}: {e}"))?;
-        let got = (
-            u[0].load(Relaxed),
-            i[0].load(Relaxed),
-            w[0].load(Relaxed),
-            w[1].load(Relaxed) as usize,
-            l[0].load(Relaxed),
-            u[1].load(Relaxed) != 0,
-            w[2].load(Relaxed) as usize,
-        );
+        launch(offload::LaunchConfig::new(blocks, bs), &u, &b, &w, &p, &mut out).map_err(|e| format!("{name}: {e}"))?;
+        let got = (u.load(Relaxed), w.load(Relaxed), b.load(Relaxed) != 0, p.load(Relaxed) as usize);
         let want = match op {
             Op::Load(_) => {
-                let x = INIT.u as u64
-                    ^ INIT.i as u64
-                    ^ INIT.w
-                    ^ INIT.z as u64
-                    ^ INIT.l as u64
-                    ^ INIT.b as u64
-                    ^ INIT.p as u64;
+                let x = INIT.u as u64 ^ INIT.w ^ INIT.b as u64 ^ INIT.p as u64;
                 if let Some(g) = out.iter().position(|&o| o != x) {
                     return Err(format!("{name}: thread {g} loaded {:#x}, expected {x:#x}", out[g]));
                 }
-                (INIT.u, INIT.i, INIT.w, INIT.z, INIT.l, INIT.b, INIT.p)
+                (INIT.u, INIT.w, INIT.b, INIT.p)
             }
-            Op::Store(_) => {
-                (STORED as u32, STORED as i32, STORED, STORED as usize, STORED as i64, true, STORED as usize)
+            Op::Store(_) => (STORED as u32, STORED, true, STORED as usize),
+            Op::Cas(..) => {
+                (INIT.u.wrapping_add(n as u32), INIT.w.wrapping_add(n), INIT.b ^ (n % 2 == 1), INIT.p + n as usize)
             }
-            Op::Cas(..) => (
-                INIT.u.wrapping_add(n as u32),
-                INIT.i.wrapping_add(n as i32),
-                INIT.w.wrapping_add(n),
-                INIT.z.wrapping_add(n as usize),
-                INIT.l.wrapping_add(n as i64),
-                INIT.b ^ (n % 2 == 1),
-                INIT.p + n as usize,
-            ),
             Op::Rmw(Rmw::Swap, _) => {
                 // The last swap wins: some thread's operand.
                 let ok = (0..n).any(|g| got.0 == operand(Rmw::Swap, g) as u32)
-                    && (0..n).any(|g| got.2 == operand(Rmw::Swap, g) << 20)
-                    && (0..n).any(|g| got.6 == operand(Rmw::Swap, g) as usize)
-                    && (0..n).any(|g| got.5 == bool_operand(Rmw::Swap, g));
+                    && (0..n).any(|g| got.1 == operand(Rmw::Swap, g) << 20)
+                    && (0..n).any(|g| got.3 == operand(Rmw::Swap, g) as usize)
+                    && (0..n).any(|g| got.2 == bool_operand(Rmw::Swap, g));
                 if !ok {
                     return Err(format!("{name}: {got:?} is not the operand of a thread"));
                 }
                 got
             }
             Op::Rmw(r, _) => {
-                let (u, i, w, z, l, b) = expected_rmw(r, n);
-                (u, i, w, z, l, b, INIT.p)
+                let (u, w, b) = expected_rmw(r, n);
+                (u, w, b, INIT.p)
             }
         };
         if got != want {
