@@ -3,7 +3,7 @@
 # runs on a GPU machine for the hardening issue (issue 9), into
 # .carry/hardening/ (git-ignored). One function per area; each adds its own
 # binaries and is called at the bottom. Needs ./setup.sh done (device
-# toolchain, and ptxas: the image checks corrupt the embedded cubin).
+# toolchains, and ptxas: the image checks corrupt the embedded cubin).
 #
 #     scripts/build-gpu-hardening.sh        (ARCH=sm_90 by default)
 set -euo pipefail
@@ -22,6 +22,23 @@ for l in sys.stdin:
     m = json.loads(l) if l.startswith("{") else {}
     if m.get("reason") == "compiler-artifact" and m.get("executable") and sys.argv[1] in m["target"]["name"]:
         print(m["executable"])' "$1"
+}
+
+# ---------------------------------------------------------------------------
+# a: toolchains — device-model (casts, PTX ISA features, warp; and section
+# c's checks), reduction and babelstream (offload::warp, which rustc 1.101
+# ICEd on), from each device toolchain: Debian's /usr/bin/rustc (LLVM 22,
+# whose NVPTX backend drops read-modify-write orderings unless the device
+# link fences them) and rustup's nightly (LLVM 23).
+build_a_toolchain() { # name rustc
+    local name=$1 rustc=$2 target="$root/target/hardening-$1"
+    echo "== $name: $("$rustc" -V)"
+    OFFLOAD_RUSTC="$rustc" offload build -q --release --arch "$arch" --target-dir "$target" \
+        -p device-model -p reduction -p babelstream
+    mkdir -p "$out/$name"
+    for bin in device-model reduction babelstream; do
+        cp "$target/release/$bin" "$out/$name/"
+    done
 }
 
 # ---------------------------------------------------------------------------
@@ -59,6 +76,8 @@ build_b_images() {
     python3 scripts/corrupt-image.py "$out/sample_offload-ptx" "$out/sample_offload-both" cubin 0.5 16 >/dev/null
 }
 
+build_a_toolchain debian /usr/bin/rustc
+build_a_toolchain nightly "$(rustup which --toolchain nightly rustc)"
 build_b_runtime_tests
 build_b_images
 

@@ -61,6 +61,20 @@ check() {
 }
 
 # ---------------------------------------------------------------------------
+# a: toolchains. Saturating float → i128/u128 casts (exact against a
+# bit-level reference), PTX ISA features (sm_90 image: mask 0x5a5a0077),
+# warp operations, and the warp examples, from each device toolchain.
+gpu_a_toolchain() { # debian | nightly
+    local d=./$1
+    check "a $1: device-model casts, features, warp" 0 \
+        "casts +ok .*values \\(NaN, ±inf, ±2\\^127, 2\\^128, subnormals, random\\) exact" \
+        "features +ok .*ptx70\\.\\.ptx78 and sm_90 on \\(0x5a5a0077\\)" "warp +ok" \
+        -- env OFFLOAD_DEVICE="$dev" "$d/device-model" casts features warp
+    check "a $1: reduction 2^24" 0 -- env OFFLOAD_DEVICE="$dev" "$d/reduction" 24
+    check "a $1: babelstream 2^25" 0 -- env OFFLOAD_DEVICE="$dev" "$d/babelstream" -s 33554432 -n 20
+}
+
+# ---------------------------------------------------------------------------
 # b: runtime and images.
 
 # Dynamic shared memory above 48 KiB: 64 and 200 KiB reduce correctly (the
@@ -123,8 +137,61 @@ gpu_b_images() {
         "OFFLOAD_DEVICE=cuda but $why" -- env OFFLOAD_DEVICE=cuda ./sample_offload-both
 }
 
+# ---------------------------------------------------------------------------
+# c: device semantics.
+
+# core::sync::atomic with every operation x ordering (96 kernels, values
+# checked), and message passing between blocks through RMW flags: the
+# check fails on any stale read with Release/Acquire, AcqRel or SeqCst, or
+# on fewer than 80,000 observed pairs; Relaxed's count is only printed (a
+# non-zero one there shows the test can see reordering on this GPU).
+# `debian`: Debian rustc 1.96, whose RMW orderings come from the device
+# link's fences; `nightly`: rustup nightly (LLVM 23).
+gpu_c_atomics() {
+    local tc
+    for tc in debian nightly; do
+        [ -x "./$tc/device-model" ] || continue
+        check "c atomics ($tc): every op x ordering, message passing with 0 stale reads" 0 \
+            "device-model on $dev" "orderings +ok .*96 kernels \\(op x ordering\\) exact" \
+            "Release/Acquire 0/[0-9]{5,}, AcqRel 0/[0-9]{5,}, SeqCst 0/[0-9]{5,}" \
+            -- env OFFLOAD_DEVICE="$dev" "./$tc/device-model" orderings atomics
+    done
+}
+
+# A warp collective reached by part of a warp (reduce_sum after an early
+# return, inside `if lane < 16`; ballot after a return): Error::Divergence
+# with the host fallback's exact text; late reconvergence and a reduction
+# in each branch are not reported and give the host's values.
+gpu_c_warp_divergence() {
+    local tc
+    for tc in debian nightly; do
+        [ -x "./$tc/device-model" ] || continue
+        check "c warp divergence ($tc): same Error::Divergence as the host, no false reports" 0 \
+            "device-model on $dev" "warp_divergence +ok" "warp +ok" \
+            -- env OFFLOAD_DEVICE="$dev" "./$tc/device-model" warp_divergence warp
+    done
+}
+
+# Device globals: the initializer is the device's first value, kernels'
+# updates persist across launches and reach the host only through read(),
+# write() reaches the kernels.
+gpu_c_globals() {
+    local tc
+    for tc in debian nightly; do
+        [ -x "./$tc/device-model" ] || continue
+        check "c device globals ($tc): read/write through the image's symbols" 0 \
+            "device-model on $dev" "globals +ok +[0-9.]+ ms  first read 7; " \
+            -- env OFFLOAD_DEVICE="$dev" "./$tc/device-model" globals
+    done
+}
+
+gpu_a_toolchain debian
+gpu_a_toolchain nightly
 gpu_b_shared_memory
 gpu_b_stack
 gpu_b_images
+gpu_c_atomics
+gpu_c_warp_divergence
+gpu_c_globals
 
 exit $fail

@@ -199,11 +199,20 @@ fn immovable_argument_type_is_a_compile_error_on_the_argument() {
     assert!(out.stderr.contains("src/main.rs:2:19"), "points at the parameter: {}", out.stderr);
     assert!(out.stderr.contains("`(f32, f32)` cannot be moved to the device"), "{}", out.stderr);
     assert!(out.stderr.contains("src/main.rs:16:21"), "points at the parameter: {}", out.stderr);
+    // A by-value parameter aligned to 32 (through a field): an error at the
+    // parameter before rustc's nvptx64 ABI code would stop with an ICE.
+    let wide = "kernel parameter `h: HoldsWide` cannot be passed by value: its type is aligned to more than 16 bytes, \
+                the most a GPU kernel parameter can be (rustc's nvptx64 kernel ABI). Pass it by reference \
+                (`h: &HoldsWide`, copied to the device) or lower its `#[repr(align(N))]` to 16 or less";
+    assert!(out.stderr.contains(wide), "{}", out.stderr);
+    assert!(out.stderr.contains("src/main.rs:38:26"), "points at the parameter: {}", out.stderr);
+    assert!(!out.stderr.contains("the compiler unexpectedly panicked"), "no ICE: {}", out.stderr);
     // The host compiler (plain cargo, the IDE) reports the same errors.
     let host = f.cargo(&["build"]);
     assert_ne!(host.code, 0);
     assert!(host.stderr.contains("`Vec<f32>` cannot be moved to the device"), "{}", host.stderr);
     assert!(host.stderr.contains("`(f32, f32)` cannot be moved to the device"), "{}", host.stderr);
+    assert!(host.stderr.contains(wide), "{}", host.stderr);
 }
 
 #[test]
@@ -980,4 +989,332 @@ fn interrupted_builds_say_so_and_the_next_build_succeeds() {
     let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
     assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{}", run.stdout);
+/// One PTX instruction of a function body, for the ordering checks.
+struct Inst<'a> {
+    /// The opcode with its qualifiers (`atom.acq_rel.sys.global.cas.b32`).
+    op: &'a str,
+    /// Guarded by a predicate (`@%p1 …`).
+    predicated: bool,
+    /// A branch's target label.
+    target: Option<&'a str>,
+}
+
+impl Inst<'_> {
+    /// `sc` or `acq_rel` for an unpredicated fence.
+    fn fence(&self) -> Option<&'static str> {
+        if self.predicated || !self.op.starts_with("fence.") {
+            return None;
+        }
+        Some(if self.op.starts_with("fence.sc.") { "sc" } else { "acq_rel" })
+    }
+    /// A memory access other than a parameter or the stack: `'L'` load,
+    /// `'S'` store, `'A'` atom/red.
+    fn access(&self) -> Option<char> {
+        let space = |q: &str| self.op.split('.').any(|p| p == q);
+        if space("param") || space("local") {
+            return None;
+        }
+        match self.op.split('.').next() {
+            Some("ld") => Some('L'),
+            Some("st") => Some('S'),
+            Some("atom" | "red") => Some('A'),
+            _ => None,
+        }
+    }
+    /// The `.sem` qualifier; an `atom` without one is `relaxed` (PTX ISA,
+    /// "atom"), a plain `ld`/`st` is not atomic (`None`).
+    fn sem(&self) -> Option<&str> {
+        let sem = ["acq_rel", "acquire", "release", "relaxed"].into_iter().find(|s| self.op.split('.').any(|p| p == *s));
+        match (sem, self.access()) {
+            (Some(s), _) => Some(s),
+            (None, Some('A')) => Some("relaxed"),
+            _ => None,
+        }
+    }
+}
+
+/// The instructions of a PTX function body and, per instruction, its
+/// successors in the control-flow graph (fall-through, branch targets;
+/// none after `ret`/`exit`).
+fn ptx_cfg(body: &str) -> (Vec<Inst<'_>>, Vec<Vec<usize>>) {
+    let mut insts = Vec::new();
+    let mut labels = std::collections::HashMap::new();
+    for line in body.lines() {
+        let line = line.split("//").next().unwrap_or("").trim();
+        if line.is_empty() || line == "{" || line == "}" || line.starts_with('.') {
+            continue;
+        }
+        if let Some(label) = line.strip_suffix(':') {
+            labels.insert(label, insts.len());
+            continue;
+        }
+        let (predicated, rest) = match line.strip_prefix('@') {
+            Some(r) => (true, r.split_once(char::is_whitespace).map_or("", |x| x.1).trim_start()),
+            None => (false, line),
+        };
+        let mut words = rest.split_whitespace();
+        let op = words.next().unwrap_or("").trim_end_matches(';');
+        let target = op.starts_with("bra").then(|| words.next().unwrap_or("").trim_end_matches(';'));
+        insts.push(Inst { op, predicated, target });
+    }
+    let succ = (0..insts.len())
+        .map(|i| {
+            let inst = &insts[i];
+            let mut s = Vec::new();
+            if let Some(t) = inst.target {
+                s.extend(labels.get(t).copied());
+            }
+            let ends = matches!(inst.op, "ret" | "exit") || (inst.target.is_some() && !inst.predicated);
+            if !ends && i + 1 < insts.len() {
+                s.push(i + 1);
+            }
+            s
+        })
+        .collect();
+    (insts, succ)
+}
+
+/// Whether every path from `start` along `next` (successors or
+/// predecessors) reaches a fence accepted by `good` before the end of the
+/// function or a memory access for which `blocks` holds; a path that comes
+/// back to `x` (a retry loop) counts as reaching it.
+fn every_path_fenced(
+    insts: &[Inst<'_>],
+    next: &[Vec<usize>],
+    x: usize,
+    good: &dyn Fn(&str) -> bool,
+    blocks: &dyn Fn(&Inst<'_>) -> bool,
+) -> bool {
+    if next[x].is_empty() {
+        return false;
+    }
+    let mut seen = vec![false; insts.len()];
+    let mut stack: Vec<usize> = next[x].clone();
+    while let Some(i) = stack.pop() {
+        if i == x || std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        match insts[i].fence() {
+            Some(f) if good(f) => continue,
+            // A weaker fence (acq_rel where sc is needed) does not end it.
+            Some(_) => {}
+            None if blocks(&insts[i]) => return false,
+            None => {}
+        }
+        if next[i].is_empty() {
+            return false;
+        }
+        stack.extend(&next[i]);
+    }
+    true
+}
+
+/// Checks the orderings of one `ord_<op>_<ordering>[_<failure>]` kernel of
+/// `tests/device-model` (see its `orderings` module) in its PTX body; at
+/// least `min` instructions must perform the operation. Each must be
+/// - *release* (for `Release`, `AcqRel`, `SeqCst` successes and stores):
+///   `.release`/`.acq_rel` itself, or on every path to it a fence with no
+///   store or atom after it (PTX ISA, "Release and Acquire Patterns": a
+///   fence followed by a strong write);
+/// - *acquire* (`Acquire`, `AcqRel`, `SeqCst`, and compare-exchange
+///   failures `Acquire`/`SeqCst`): `.acquire`/`.acq_rel` itself, or on
+///   every path from it a fence before any other memory access;
+/// - for `SeqCst`, on every path to it a `fence.sc` with no store or atom
+///   after it (the PTX ISA's mapping of a sequentially consistent
+///   operation);
+/// - at `.sys` scope, or for an `atom` no scope (`.gpu`, LLVM 22).
+///
+/// A kernel with only `Relaxed` orderings has no fence. Returns the errors.
+fn check_ordering_kernel(kernel: &str, body: &str, min: usize) -> Vec<String> {
+    let words: Vec<&str> = kernel.split('_').collect();
+    let orders = ["relaxed", "acquire", "release", "acqrel", "seqcst"];
+    let n_orders = words.iter().rev().take_while(|w| orders.contains(w)).count();
+    let (op, ords) = words.split_at(words.len() - n_orders);
+    let op = op.join("_");
+    let (success, failure) = (ords[0], ords.get(1).copied().unwrap_or("relaxed"));
+    let kind = match op.as_str() {
+        "load" => 'L',
+        "store" => 'S',
+        _ => 'A',
+    };
+    let release = kind != 'L' && matches!(success, "release" | "acqrel" | "seqcst");
+    let acquire = kind != 'S' && (matches!(success, "acquire" | "acqrel" | "seqcst") || matches!(failure, "acquire" | "seqcst"));
+    let sc = success == "seqcst" || failure == "seqcst";
+    let (insts, succ) = ptx_cfg(body);
+    let mut pred = vec![Vec::new(); insts.len()];
+    for (i, s) in succ.iter().enumerate() {
+        for &j in s {
+            pred[j].push(i);
+        }
+    }
+    let mut errors = Vec::new();
+    for f in insts.iter().filter(|i| i.op.starts_with("fence")) {
+        if !release && !acquire && !sc {
+            errors.push(format!("{kernel}: a relaxed operation has a fence `{}`", f.op));
+        }
+        if !f.op.ends_with(".sys") {
+            errors.push(format!("{kernel}: fence `{}` is not at system scope", f.op));
+        }
+    }
+    let checked: Vec<usize> =
+        (0..insts.len()).filter(|&i| insts[i].access() == Some(kind) && insts[i].sem().is_some()).collect();
+    if checked.len() < min {
+        let ops: Vec<&str> = insts.iter().map(|i| i.op).collect();
+        errors.push(format!("{kernel}: {} instructions perform the operation, expected at least {min}: {ops:?}", checked.len()));
+    }
+    let writes = |i: &Inst<'_>| matches!(i.access(), Some('S' | 'A'));
+    let any = |i: &Inst<'_>| i.access().is_some();
+    for &x in &checked {
+        let inst = insts[x].op;
+        let sem = insts[x].sem().unwrap_or("relaxed");
+        if release
+            && !matches!(sem, "release" | "acq_rel")
+            && !every_path_fenced(&insts, &pred, x, &|_| true, &writes)
+        {
+            errors.push(format!("{kernel}: `{inst}` is not a release (no .release and no fence before it)"));
+        }
+        if acquire && !matches!(sem, "acquire" | "acq_rel") && !every_path_fenced(&insts, &succ, x, &|_| true, &any) {
+            errors.push(format!("{kernel}: `{inst}` is not an acquire (no .acquire and no fence after it)"));
+        }
+        if sc && !every_path_fenced(&insts, &pred, x, &|f| f == "sc", &writes) {
+            errors.push(format!("{kernel}: `{inst}` is SeqCst without a fence.sc before it"));
+        }
+        let scoped = inst.split('.').any(|p| p == "sys");
+        if !scoped && (kind != 'A' || inst.split('.').any(|p| matches!(p, "cta" | "gpu" | "cluster"))) {
+            errors.push(format!("{kernel}: `{inst}` is not at system scope"));
+        }
+    }
+    errors
+}
+
+/// The checker itself rejects what LLVM 22 emitted before the device link
+/// fenced read-modify-writes, and accepts the fixed forms, fences in other
+/// blocks included.
+#[test]
+fn ordering_checker_tells_right_from_wrong() {
+    let dropped = "\tatom.global.add.u32 \t%r1, [%rd1], 1;\n\tret;\n";
+    assert_eq!(check_ordering_kernel("fetch_add_acqrel", dropped, 1).len(), 2);
+    assert_eq!(check_ordering_kernel("fetch_add_seqcst", dropped, 1).len(), 3);
+    assert!(check_ordering_kernel("fetch_add_relaxed", dropped, 1).is_empty());
+    assert_eq!(check_ordering_kernel("fetch_add_relaxed", dropped, 2).len(), 1, "too few instructions");
+    let fenced = "\tfence.sc.sys;\n\tatom.global.add.u32 \t%r1, [%rd1], 1;\n\tfence.acq_rel.sys;\n\tret;\n";
+    assert!(check_ordering_kernel("fetch_add_seqcst", fenced, 1).is_empty());
+    assert_eq!(check_ordering_kernel("fetch_add_relaxed", fenced, 1).len(), 2, "fences in a relaxed kernel");
+    let weak_leading = "\tfence.acq_rel.sys;\n\tatom.global.add.u32 \t%r1, [%rd1], 1;\n\tfence.acq_rel.sys;\n\tret;\n";
+    assert_eq!(check_ordering_kernel("fetch_add_seqcst", weak_leading, 1).len(), 1, "no fence.sc");
+    let between = "\tfence.acq_rel.sys;\n\tst.global.b32 \t[%rd2], %r3;\n\tatom.global.add.u32 \t%r1, [%rd1], 1;\n\tld.global.b32 \t%r4, [%rd3];\n\tfence.acq_rel.sys;\n\tret;\n";
+    assert_eq!(check_ordering_kernel("fetch_add_acqrel", between, 1).len(), 2, "accesses between fence and atom");
+    let sem = "\tfence.sc.sys;\n\tatom.acquire.sys.global.cas.b64 \t%rd2, [%rd1], %rd3, %rd4;\n\tret;\n";
+    assert!(check_ordering_kernel("compare_exchange_weak_relaxed_seqcst", sem, 1).is_empty());
+    assert!(check_ordering_kernel("compare_exchange_weak_release_relaxed", sem, 1).is_empty(), "fence before");
+    let loop_ = "\tld.relaxed.sys.global.b32 \t%r1, [%rd1];\n$L__BB0_1:\n\tatom.acq_rel.gpu.global.cas.b32 \t%r2, [%rd1], %r1, %r3;\n\tret;\n";
+    assert_eq!(check_ordering_kernel("fetch_update_acqrel_acquire", loop_, 1).len(), 1, "device scope");
+    let stores = "\tfence.sc.sys;\n\tst.release.sys.global.b32 \t[%rd1], %r1;\n\tst.relaxed.sys.global.b8 \t[%rd2], %rs1;\n\tret;\n";
+    assert_eq!(check_ordering_kernel("store_seqcst", stores, 2).len(), 2, "second store: no release, no fence.sc");
+    assert!(check_ordering_kernel("load_acquire", "\tld.acquire.sys.global.b8 \t%rs1, [%rd1];\n\tret;\n", 1).is_empty());
+    // LLVM's layout of a partword compare-exchange: the fence after the
+    // `atom` is in a block placed before it; one exit path lacks it.
+    let partword = "\
+\tfence.acq_rel.sys;
+\tld.relaxed.sys.global.b8 \t%rs5, [%rd1+4];
+\tbra.uni \t$L__BB7_18;
+$L__BB7_21:                             // %partword.cmpxchg.end
+\tfence.acq_rel.sys;
+\t@%p42 bra \t$L__BB7_18;
+\tbra.uni \t$L__BB7_22;
+$L__BB7_18:
+\tsetp.ne.b16 \t%p39, %rs3, 0;
+$L__BB7_19:
+\tatom.relaxed.sys.global.cas.b32 \t%r7, [%rd12], %r55, %r54;
+\tsetp.eq.b32 \t%p1, %r7, %r55;
+\t@%p1 bra \t$L__BB7_21;
+\t@%p41 bra \t$L__BB7_19;
+\tbra.uni \t$L__BB7_21;
+$L__BB7_22:
+\tret;
+";
+    assert!(check_ordering_kernel("compare_exchange_acqrel_acquire", partword, 1).is_empty());
+    let leaky = partword.replace("\t@%p41 bra \t$L__BB7_19;\n", "\t@%p41 bra \t$L__BB7_22;\n");
+    assert_eq!(check_ordering_kernel("compare_exchange_acqrel_acquire", &leaky, 1).len(), 1, "an exit path without the fence");
+}
+
+/// Every `core::sync::atomic` operation with every ordering keeps its
+/// ordering in the PTX of `tests/device-model` (its `orderings` kernels),
+/// whichever device toolchain builds it (`OFFLOAD_RUSTC=/usr/bin/rustc`
+/// selects Debian's rustc 1.96 / LLVM 22, whose NVPTX backend drops the
+/// ordering of read-modify-writes unless the device link fences them).
+#[test]
+fn core_atomics_keep_their_orderings_in_the_ptx() {
+    let root = repo_root();
+    let target = shared_target_dir();
+    // The PTX is all this test reads: no cubin (ptxas takes minutes on the
+    // device-model image).
+    let out = offload_cmd(
+        &root,
+        &["build", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "-p", "device-model"],
+        &[("OFFLOAD_PTXAS", "")],
+    );
+    out.assert_success();
+    let path = target.join("offload/nvptx64-nvidia-cuda-sm_90/nvptx64-nvidia-cuda/release/device-model.ptx");
+    let ptx = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // The kernels the source declares, with the types each operation has.
+    let src = std::fs::read_to_string(root.join("tests/device-model/src/orderings.rs")).unwrap();
+    let declared: Vec<&str> =
+        src.lines().filter_map(|l| l.trim().strip_prefix("ord_")).filter_map(|l| l.split(':').next()).collect();
+    assert_eq!(declared.len(), 96, "the orderings table");
+    let mut errors = Vec::new();
+    for k in &declared {
+        let prefix = format!(".entry __offload_kernel_device_model_ord_{k}_");
+        let Some(start) = ptx.find(&prefix) else {
+            errors.push(format!("ord_{k} is not in the PTX"));
+            continue;
+        };
+        let body = &ptx[start..];
+        let body = &body[..body.find("\n}\n").unwrap_or(body.len())];
+        // Types per operation: the `_all` functions of the module.
+        let min = match k.split('_').take(2).collect::<Vec<_>>().join("_").as_str() {
+            "fetch_add" | "fetch_sub" | "fetch_max" | "fetch_min" => 2,
+            "fetch_and" | "fetch_nand" | "fetch_or" | "fetch_xor" => 3,
+            _ => 4,
+        };
+        errors.extend(check_ordering_kernel(k, body, min));
+    }
+    assert!(errors.is_empty(), "{} problem(s):\n{}", errors.len(), errors.join("\n"));
+}
+
+/// A kernel that writes a plain `static` fails the device link with the
+/// static's name and the fix; the fix (`#[offload::device_global]`) builds
+/// and reads back what the kernels counted.
+#[test]
+fn kernels_writing_a_plain_static_fail_the_link() {
+    let f = Fixture::new("bin-only");
+    f.edit("src/main.rs", |s| {
+        s.replace(
+            "#[kernel]\nfn axpy(",
+            "static CALLS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);\n\n\
+             #[kernel]\nfn count(n: u32) {\n    if (offload::global_index() as u32) < n {\n        \
+             CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);\n    }\n}\n\n#[kernel]\nfn axpy(",
+        )
+        .replace("    let n = 1000usize;\n", "    let n = 1000usize;\n    count(offload::for_len(77), 77).unwrap();\n")
+    });
+    let out = f.offload(&["build", "--arch", "sm_80"]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("kernel code writes the static(s) `fixture_bin_only::CALLS`"), "{}", out.stderr);
+    assert!(out.stderr.contains("Declare it with `#[offload::device_global]`"), "{}", out.stderr);
+    f.edit("src/main.rs", |s| {
+        s.replace("static CALLS", "#[offload::device_global]\nstatic CALLS")
+            .replace(
+                "CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);",
+                "CALLS.with(|c| c.fetch_add(1, core::sync::atomic::Ordering::Relaxed));",
+            )
+            .replace(
+                "    count(offload::for_len(77), 77).unwrap();\n",
+                "    count(offload::for_len(77), 77).unwrap();\n    println!(\"calls={}\", CALLS.read().unwrap().into_inner());\n",
+            )
+    });
+    let out = f.offload(&["build", "--arch", "sm_80"]);
+    out.assert_success();
+    let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    assert!(run.stdout.contains("calls=77"), "{}", run.stdout);
 }

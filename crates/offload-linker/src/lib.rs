@@ -11,7 +11,9 @@
 //! 1. `llvm-link` every bitcode input into one module, as text; rewrite it
 //!    (shared-memory statics to PTX's shared state space, see [`ir`]), and
 //!    link CUDA's libdevice (`--only-needed`) where the module calls its
-//!    math functions and [`libdevice::find`] finds it;
+//!    math functions and [`libdevice::find`] finds it; for NVPTX with LLVM
+//!    22 or older, put fences around read-modify-writes whose ordering the
+//!    backend would drop (see [`atomics`]);
 //! 2. `opt`: resolve `__nvvm_reflect` (libdevice's configuration queries:
 //!    no flush-to-zero, precise division and square root), internalize
 //!    everything except the kernels (every symbol starting with
@@ -36,11 +38,13 @@
 //! [`tools`].
 #![deny(unsafe_code)]
 
+pub mod atomics;
 pub mod diagnose;
 pub mod ir;
 pub mod libdevice;
 pub mod panics;
 pub mod recursion;
+pub mod statics;
 pub mod tools;
 pub mod wide;
 
@@ -211,6 +215,14 @@ pub enum LinkError {
     DuplicateKernel(String, usize),
     #[error("could not rewrite the device IR: {0}")]
     Rewrite(String),
+    #[error(
+        "kernel code writes the static(s) {}: a plain `static` written by a kernel is the host's own static on the \
+         host fallback but a copy in the device image that the host never sees on a GPU. Declare it with \
+         `#[offload::device_global]` (kernels use `NAME.with(|v| …)`, host code `NAME.read()` / `NAME.write(…)`), \
+         or pass the value to the kernel as an argument (`&AtomicU32`, `&mut T`)",
+        statics.join(", ")
+    )]
+    WrittenStatics { statics: Vec<String> },
 }
 
 /// What offload-linker prints (after `error: offload-linker: `) when a
@@ -525,9 +537,11 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     let linked_text = with_ext(".linked.ll");
     let rewritten = with_ext(".rewritten.ll");
     let linked = with_ext(".linked.bc");
-    let optimized = with_ext(".opt.bc");
+    // Text, so that the statics kernels write can be found (`statics`) and
+    // recursion guards inserted (`recursion`).
     let optimized_text = with_ext(".opt.ll");
     let guarded = with_ext(".guarded.ll");
+    let optimized = with_ext(".opt.bc");
 
     // 1. one module, as text (plus, for AMD GPUs, the support functions Rust
     // cannot express: see AMDGPU_SUPPORT_IR); rewrite; libdevice
@@ -544,6 +558,12 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     // The panic path inlined, so that its formatting functions' addresses
     // do not cost every kernel its registers (see `panics`).
     let (text, _) = panics::inline_panic_path(&text);
+    // Read-modify-writes keep their memory ordering (see `atomics`).
+    let text = if target == Target::Nvptx64 && atomics::needs_rmw_fences(tools.major) {
+        atomics::fence_rmw_orderings(&text).0
+    } else {
+        text
+    };
     let libdevice = if target == Target::Nvptx64 { libdevice::find() } else { None };
     let ir = ir::rewrite(&text, libdevice.is_some()).map_err(LinkError::Rewrite)?;
     // Saturating float → 128-bit integer casts, expanded inline (see `wide`).
@@ -580,12 +600,10 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
         .arg(format!("--internalize-public-api-list={KERNEL_PREFIX}*,{GLOBAL_PREFIX}*{guard_fn}"))
         .arg("--expand-div-rem-bits=64")
         .arg("--expand-fp-convert-bits=64")
-        .arg(format!("--passes={passes}"));
-    if recursive {
-        cmd.arg("-S").arg("-o").arg(&optimized_text);
-    } else {
-        cmd.arg("-o").arg(&optimized);
-    }
+        .arg(format!("--passes={passes}"))
+        .arg("-S")
+        .arg("-o")
+        .arg(&optimized_text);
     if with_libdevice && args.fast_math {
         // libdevice asks `__nvvm_reflect("__CUDA_FTZ")` whether f32 denormals
         // flush to zero, as they do under --fast-math (nvcc's --ftz=true).
@@ -608,11 +626,18 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
         cmd.arg("--strip-debug");
     }
     runner.run(cmd, "opt", "optimizing the device module")?;
-    if recursive {
-        let text = std::fs::read_to_string(&optimized_text)
-            .map_err(|source| LinkError::Io { path: optimized_text.clone(), source })?;
-        let with_guards = recursion::insert_guards(&text);
-        drop(text);
+    let opt_text =
+        std::fs::read_to_string(&optimized_text).map_err(|source| LinkError::Io { path: optimized_text.clone(), source })?;
+    let written = statics::written_statics(&opt_text);
+    if !written.is_empty() {
+        return Err(LinkError::WrittenStatics {
+            statics: written.iter().map(|s| format!("`{:#}` (symbol {s})", rustc_demangle::demangle(s))).collect(),
+        });
+    }
+    // The module code generation reads: with recursion, the guarded one.
+    let codegen_input = if recursive {
+        let with_guards = recursion::insert_guards(&opt_text);
+        drop(opt_text);
         for c in &with_guards.cycles {
             record("OFFLOAD_LINK_LOG", &format!("# recursion guarded ({} bytes reserve): {}", c.reserve, c.functions.join(", ")));
         }
@@ -627,7 +652,10 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
             .arg("-o")
             .arg(&optimized);
         runner.run(cmd, "opt", "inlining the recursion guards")?;
-    }
+        &optimized
+    } else {
+        &optimized_text
+    };
 
     // 3. code generation
     match target {
@@ -642,7 +670,7 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
             } else if args.fmad {
                 cmd.arg(FMAD_LLC);
             }
-            cmd.arg("-O3").arg(&optimized).arg("-o").arg(out);
+            cmd.arg("-O3").arg(codegen_input).arg("-o").arg(out);
             runner.run(cmd, "llc", "generating PTX").map_err(|e| explain_codegen_failure(e, &rewritten))?;
             let ptx = std::fs::read_to_string(out).map_err(|source| LinkError::Io { path: out.clone(), source })?;
             let entries: Vec<String> =
@@ -665,7 +693,7 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
             } else if args.fmad {
                 cmd.arg(FMAD_LLC);
             }
-            cmd.arg("-O3").arg("-filetype=obj").arg(&optimized).arg("-o").arg(&obj);
+            cmd.arg("-O3").arg("-filetype=obj").arg(codegen_input).arg("-o").arg(&obj);
             runner.run(cmd, "llc", "generating AMD GPU machine code").map_err(|e| explain_codegen_failure(e, &rewritten))?;
             let lld = tools.lld.as_ref().ok_or_else(|| ToolError::Missing {
                 tool: "ld.lld".into(),

@@ -322,7 +322,7 @@ fn symbol(name: &Ident) -> String {
 /// A Rust identifier as a PTX/ELF-safe name: ASCII letters, digits and `_`
 /// stay; any other character becomes `u<hex>` (`größe` → `gru00f6u00dfe`).
 /// The hash in the symbol keeps distinct names distinct.
-fn ascii_name(name: &str) -> String {
+pub(crate) fn ascii_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         if c.is_ascii_alphanumeric() || c == '_' {
@@ -334,7 +334,7 @@ fn ascii_name(name: &str) -> String {
     out
 }
 
-fn location(span: Span) -> (String, usize, usize) {
+pub(crate) fn location(span: Span) -> (String, usize, usize) {
     if proc_macro::is_available() {
         let s = span.unwrap();
         (s.file(), s.line(), s.column())
@@ -502,13 +502,48 @@ fn respan(ty: &Type, span: Span) -> Type {
     syn::parse2(tokens).unwrap_or_else(|_| ty.clone())
 }
 
+/// The largest alignment, in bytes, of a kernel parameter passed by value:
+/// rustc's `gpu-kernel` ABI for nvptx64 passes an aggregate as a byte array
+/// aligned to at most 16 (`compiler/rustc_target/src/callconv/nvptx64.rs`,
+/// `compute_ptx_kernel_abi_info`) and stops with an internal compiler error
+/// ("Align is given as power of 2 no larger than 16 bytes") on a larger
+/// alignment.
+const MAX_BY_VALUE_ALIGN: usize = 16;
+
+/// A constant that fails to evaluate, with a message naming the parameter,
+/// if the by-value parameter `name: ty` is aligned to more than
+/// [`MAX_BY_VALUE_ALIGN`] bytes. Alignment can come from any field's type,
+/// so only the compiler knows it: the assertion is evaluated with the other
+/// constants of the crate, before code generation, in the host pass and in
+/// the device pass (where it must come before rustc computes the entry
+/// point's ABI). `written` is the type as the user wrote it, `ty` the one
+/// checked (a generic kernel's instantiation on the device).
+fn by_value_align_check(name: &Ident, written: &Type, ty: &Type, span: Span, item: bool) -> TokenStream {
+    let written = quote!(#written).to_string().replace(" < ", "<").replace(" >", ">").replace(" ,", ",");
+    let checked = quote!(#ty).to_string().replace(" < ", "<").replace(" >", ">").replace(" ,", ",");
+    let with = if checked == written { String::new() } else { format!(" (here `{checked}`)") };
+    let msg = format!(
+        "kernel parameter `{name}: {written}`{with} cannot be passed by value: its type is aligned to more than \
+         {MAX_BY_VALUE_ALIGN} bytes, the most a GPU kernel parameter can be (rustc's nvptx64 kernel ABI). Pass it by \
+         reference (`{name}: &{written}`, copied to the device) or lower its `#[repr(align(N))]` to 16 or less"
+    );
+    let assert = quote_spanned!(span=> ::core::assert!(::core::mem::align_of::<#ty>() <= #MAX_BY_VALUE_ALIGN, #msg));
+    if item {
+        quote_spanned!(span=> const _: () = #assert;)
+    } else {
+        quote_spanned!(span=> const { #assert };)
+    }
+}
+
 /// The device entry point's parameters, the arguments it passes to the
-/// body, and the compile-time checks of the mapped types; with the types of
+/// body, the compile-time checks of the mapped types (statements), and
+/// constants to evaluate before code generation (items); with the types of
 /// `subst` in place of the type parameters of a generic kernel.
-fn entry_parts(k: &Kernel, subst: &[(Ident, Type)]) -> (Vec<TokenStream>, Vec<TokenStream>, Vec<TokenStream>) {
+fn entry_parts(k: &Kernel, subst: &[(Ident, Type)]) -> EntryParts {
     let mut entry_params = Vec::new();
     let mut entry_args = Vec::new();
     let mut entry_checks = Vec::new();
+    let mut entry_consts = Vec::new();
     let sub = |t: &Type| {
         let mut t = t.clone();
         Subst(subst).visit_type_mut(&mut t);
@@ -525,6 +560,10 @@ fn entry_parts(k: &Kernel, subst: &[(Ident, Type)]) -> (Vec<TokenStream>, Vec<To
                 entry_params.push(quote!(#n: #ty));
                 entry_args.push(quote!(#n));
                 entry_checks.push(quote_spanned!(span=> ::offload::__private::assert_device_copy::<#ty>();));
+                // Concrete here (a generic kernel's entries are per
+                // instantiation), so an item: evaluated before rustc
+                // computes the entry's ABI.
+                entry_consts.push(by_value_align_check(n, &p.ty, &ty, span, true));
             }
             Mapping::SliceTo(elem) => {
                 let elem = sub(elem);
@@ -576,8 +615,11 @@ fn entry_parts(k: &Kernel, subst: &[(Ident, Type)]) -> (Vec<TokenStream>, Vec<To
             unsafe { #(::core::hint::assert_unchecked(#first == #rest);)* }
         });
     }
-    (entry_params, entry_args, entry_checks)
+    (entry_params, entry_args, entry_checks, entry_consts)
 }
+
+/// What [`entry_parts`] returns.
+type EntryParts = (Vec<TokenStream>, Vec<TokenStream>, Vec<TokenStream>, Vec<TokenStream>);
 
 fn generate(k: &Kernel) -> TokenStream {
     let func = &k.func;
@@ -656,7 +698,7 @@ fn generate(k: &Kernel) -> TokenStream {
             .iter()
             .map(|inst| {
                 let subst: Vec<(Ident, Type)> = type_params.iter().cloned().zip(inst.types.iter().cloned()).collect();
-                let (params, args, checks) = entry_parts(k, &subst);
+                let (params, args, checks, consts) = entry_parts(k, &subst);
                 let isym = &inst.symbol;
                 let types = &inst.types;
                 let test_only = inst.test_only.then(|| quote!(#[cfg(test)]));
@@ -664,6 +706,7 @@ fn generate(k: &Kernel) -> TokenStream {
                     #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
                     #test_only
                     const _: () = {
+                        #(#consts)*
                         ::offload::__private::kernel_entry! {
                             #isym, #entry, (#(#params),*), {
                                 #(#checks)*
@@ -675,10 +718,11 @@ fn generate(k: &Kernel) -> TokenStream {
             })
             .collect()
     } else {
-        let (params, args, checks) = entry_parts(k, &[]);
+        let (params, args, checks, consts) = entry_parts(k, &[]);
         vec![quote! {
             #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
             const _: () = {
+                #(#consts)*
                 ::offload::__private::kernel_entry! {
                     #sym, #entry, (#(#params),*), {
                         #(#checks)*
@@ -719,6 +763,10 @@ fn generate(k: &Kernel) -> TokenStream {
                 user_params.push(quote!(#n: #ty));
                 specs.push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::value(&#n)));
                 call_args.push(quote!(#n));
+                // The same limit on the host, so that the error does not
+                // depend on the pass (an inline constant where the type
+                // mentions the kernel's type parameters).
+                prep.push(by_value_align_check(n, ty, ty, ty.span(), !mentions(ty, &type_params)));
             }
             Mapping::RefTo(_) => {
                 user_params.push(quote!(#n: #ty));

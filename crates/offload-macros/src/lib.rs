@@ -9,6 +9,7 @@
 //! type-checks.
 
 mod derive;
+mod global;
 mod kernel;
 
 use proc_macro::TokenStream;
@@ -18,6 +19,13 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()
+}
+
+/// Declares a device global (`static NAME: T = value;` becomes an
+/// `offload::DeviceGlobal<T>`). See `offload::device_global`.
+#[proc_macro_attribute]
+pub fn device_global(attr: TokenStream, item: TokenStream) -> TokenStream {
+    global::expand(attr.into(), item.into()).into()
 }
 
 /// Keeps an item out of the device pass. See `offload::host`.

@@ -15,23 +15,41 @@
 //! # Operations
 //!
 //! `core::sync::atomic`'s `AtomicI32`, `AtomicU32`, `AtomicI64`,
-//! `AtomicU64` are used as they are: their `fetch_add`, `fetch_sub`,
-//! `fetch_min`, `fetch_max`, `fetch_and`, `fetch_or`, `fetch_xor`, `swap`,
-//! `compare_exchange`, `load`, `store` lower on nvptx to `atom` / `ld` /
-//! `st` with PTX's `.sys` scope and the requested ordering (checked by the
-//! `atomics_lowering` test of `tests/device-model`, which reads the PTX).
-//! [`AtomicF32`] and [`AtomicF64`] add floating-point `fetch_add`
+//! `AtomicU64` (and `AtomicBool`, `AtomicUsize`, `AtomicPtr`, …, on memory
+//! a kernel can reach) are used as they are, with the meaning `core`
+//! documents for every ordering. What they become in PTX (checked for every
+//! operation and ordering by the e2e test
+//! `core_atomics_keep_their_orderings_in_the_ptx`, which reads the PTX of
+//! `tests/device-model`'s `orderings` kernels):
+//!
+//! | `core` | PTX (sm_70+) |
+//! | --- | --- |
+//! | `load` | `ld.relaxed.sys` / `ld.acquire.sys`; `SeqCst`: `fence.sc.sys` first |
+//! | `store` | `st.relaxed.sys` / `st.release.sys`; `SeqCst`: `fence.sc.sys` first |
+//! | `compare_exchange`, `compare_exchange_weak`, `fetch_update` | `atom.<sem>.sys.cas` (`.relaxed`, `.acquire`, `.release`, `.acq_rel`; `SeqCst`: `fence.sc.sys` + `.acquire`) |
+//! | `swap`, `fetch_add/sub/and/or/xor/max/min`, LLVM 23 (rustup nightly) | `atom.<sem>.sys.<op>`, as `cas` |
+//! | the same, LLVM 22 (Debian's rustc 1.96) | `atom.<op>` (relaxed, `.gpu` scope) with the device link's fences: `fence.acq_rel.sys` before it for `Release`/`AcqRel`, `fence.sc.sys` before it for `SeqCst`, `fence.acq_rel.sys` after it for `Acquire`/`AcqRel`/`SeqCst` |
+//! | `fetch_nand`, 8- and 16-bit types (`AtomicBool`) | a loop of `atom.relaxed.sys.cas` between the same fences |
+//!
+//! LLVM 22's NVPTX backend drops the ordering of read-modify-writes (an
+//! `AcqRel` `fetch_add` is a plain relaxed `atom.add`); offload's device
+//! link puts the fences back (see offload-linker's `atomics`). Its
+//! read-modify-writes stay at `.gpu` scope: atomic with respect to every
+//! thread of the device, which is where kernel atomics live during a
+//! launch. [`AtomicF32`] and [`AtomicF64`] add floating-point `fetch_add`
 //! (`atom.add.f32` / `.f64`), which `core` lacks.
 //!
 //! # Scopes
 //!
-//! `core`'s operations are system-scoped: correct everywhere, but a
-//! block-scoped atomic on shared memory or a device-scoped counter can be
-//! cheaper. [`ScopedAtomic`] takes a [`Scope`] explicitly (PTX `.cta`,
+//! `core`'s operations are system-scoped (device-scoped read-modify-writes
+//! with LLVM 22, see above), and their non-relaxed orderings fence at
+//! system scope: correct everywhere, but a block-scoped atomic on shared
+//! memory or a device-scoped counter can be much cheaper. [`ScopedAtomic`] takes a [`Scope`] explicitly (PTX `.cta`,
 //! `.gpu`, `.sys`). On the host fallback every scope is the system scope,
 //! which is at least as strong, so results are the same.
 //!
-//! Orderings map as in the PTX ISA's C++ mapping: `Relaxed` → `.relaxed`,
+//! [`ScopedAtomic`]'s orderings map as in the PTX ISA's C++ mapping, in
+//! inline PTX (so whatever the LLVM version): `Relaxed` → `.relaxed`,
 //! `Acquire` → `.acquire`, `Release` → `.release`, `AcqRel` → `.acq_rel`,
 //! `SeqCst` → `fence.sc` followed by `.acq_rel`.
 

@@ -71,11 +71,31 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     }
 }
 
+/// A warp collective that part of a warp reached while the rest had
+/// exited (see [`warp`](crate::warp)'s module docs): records
+/// [`Error::Divergence`](crate::Error)'s text for the host (the first
+/// record of the launch wins, as for panics) and ends the thread with PTX
+/// `exit`. `waiting`: the lanes at the collective; `returned`: the lanes of
+/// the warp that have exited. Out of line and cold: a kernel pays only the
+/// ballot and the branch to it.
+#[cfg(target_arch = "nvptx64")]
+#[cold]
+#[inline(never)]
+pub(crate) fn warp_divergence(op: &'static str, warp: u32, waiting: u32, returned: u32) -> ! {
+    record(None, Message::Warp { op, warp, waiting, returned });
+    // SAFETY: as in `panic`: `exit` ends this thread only.
+    unsafe { core::arch::asm!("exit;", options(noreturn, nostack)) }
+}
+
 /// A panic's message as the recorder gets it.
 #[cfg(target_arch = "nvptx64")]
 enum Message<'a> {
     /// A string constant of the image, recorded by address.
     Literal(&'static str),
+    /// A warp collective in divergent code: the message is
+    /// [`divergence::PREFIX`](crate::divergence::PREFIX) and the reason,
+    /// written into the record.
+    Warp { op: &'static str, warp: u32, waiting: u32, returned: u32 },
     /// Formatted into the record (builds with debug assertions only).
     #[cfg(debug_assertions)]
     Format(&'a core::panic::PanicInfo<'a>),
@@ -126,6 +146,20 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
             Message::Literal(m) => {
                 (*rec).message_addr = m.as_ptr() as u64;
                 (*rec).message_len = m.len() as u32;
+            }
+            Message::Warp { op, warp, waiting, returned } => {
+                // The record's `MESSAGE_BYTES`-byte message buffer, which
+                // this thread alone writes (it won the compare-exchange).
+                let buf = core::ptr::addr_of_mut!((*rec).message) as *mut u8;
+                let mut w = crate::divergence::Bytes {
+                    buf: core::slice::from_raw_parts_mut(buf, MESSAGE_BYTES),
+                    len: 0,
+                };
+                w.str(crate::divergence::PREFIX);
+                crate::divergence::write_reason(&mut w, op, warp, waiting, returned, 0);
+                (*rec).message_addr = 0;
+                (*rec).message_len = w.len as u32;
+                (*rec).truncated = 0;
             }
             #[cfg(not(debug_assertions))]
             Message::Never(_, never) => match never {},

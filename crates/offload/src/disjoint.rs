@@ -27,30 +27,41 @@ use crate::thread::{global_index, global_size};
 ///
 /// On the host fallback the same rule holds, so a kernel that is correct on
 /// one backend is correct on the other.
+///
+/// **One GPU thread's view.** The owner is fixed when the slice is made for
+/// its thread (the launch makes one per thread): its [`global_index`] and
+/// [`global_size`] are read then and kept, so what the slice reaches never
+/// depends on which thread later calls it. A `DisjointSlice` and its
+/// iterators are neither `Send` nor `Sync`: the view of one GPU thread does
+/// not move to another OS thread (host-only code in a kernel body that
+/// spawns threads cannot take it along; a `&mut T` element it handed out
+/// can go, as any exclusive reference).
 pub struct DisjointSlice<'a, T> {
     ptr: *mut T,
     len: usize,
+    /// The owner's `global_index()`, read when the slice was made.
+    index: usize,
+    /// The launch's `global_size()`, read when the slice was made.
+    stride: usize,
+    /// (`ptr`, a raw pointer, makes the type neither `Send` nor `Sync`.)
     _borrow: PhantomData<&'a mut [T]>,
 }
 
-// SAFETY: a `DisjointSlice` only reaches elements owned by the thread that
-// uses it; moving it to another OS thread (the host fallback runs blocks on
-// worker threads) moves that access with it, which needs `T: Send`.
-unsafe impl<T: Send> Send for DisjointSlice<'_, T> {}
-
 impl<'a, T> DisjointSlice<'a, T> {
-    /// Wraps `len` elements at `ptr`.
+    /// Wraps `len` elements at `ptr` for the calling GPU thread: the slice
+    /// reaches the elements that [`global_index`] owns in a launch of
+    /// [`global_size`] threads, both read now.
     ///
     /// # Safety
     ///
     /// - `ptr` is valid for reads and writes of `len` initialized `T`s for `'a`
     ///   (or `len == 0`; then `ptr` may be null);
     /// - during `'a`, the memory is reached only through `DisjointSlice`s
-    ///   created for the threads of one launch, at most one per thread, each
-    ///   used only by its thread (so the ownership rule above holds).
+    ///   created by the threads of one launch, at most one per thread (so
+    ///   the ownership rule above holds).
     #[inline(always)]
     pub unsafe fn from_raw_parts(ptr: *mut T, len: usize) -> Self {
-        DisjointSlice { ptr, len, _borrow: PhantomData }
+        DisjointSlice { ptr, len, index: global_index(), stride: global_size(), _borrow: PhantomData }
     }
 
     /// Number of elements in the whole slice (all threads' elements).
@@ -68,19 +79,19 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// Whether this thread owns element `i` (see the ownership rule).
     #[inline(always)]
     pub fn owns(&self, i: usize) -> bool {
-        i < self.len && i % global_size() == global_index()
+        i < self.len && i % self.stride == self.index
     }
 
-    /// This thread's element, `global_index()`, with its index; `None` if the
+    /// The owner's element, `global_index()`, with its index; `None` if the
     /// slice is shorter than that (the usual `if (i < n)` guard of a kernel
     /// launched with more threads than elements).
     #[inline(always)]
     pub fn at_thread(&mut self) -> Option<(usize, &mut T)> {
-        let i = global_index();
+        let i = self.index;
         if i < self.len {
-            // SAFETY: `i` is in bounds and owned by this thread (i < S, so
-            // i % S == i == global_index()); `&mut self` prevents a second
-            // reference from this thread.
+            // SAFETY: `i` is in bounds and owned by this slice's thread
+            // (`i == index < len`; `index < stride`, so `i % stride ==
+            // index`); `&mut self` prevents a second reference through it.
             Some((i, unsafe { &mut *self.ptr.add(i) }))
         } else {
             None
@@ -103,13 +114,7 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// grid-stride loop of CUDA kernels, yielding `(index, &mut element)`.
     #[inline(always)]
     pub fn grid_stride(&mut self) -> GridStride<'_, T> {
-        GridStride {
-            ptr: self.ptr,
-            len: self.len,
-            next: global_index(),
-            stride: global_size(),
-            _borrow: PhantomData,
-        }
+        GridStride { ptr: self.ptr, len: self.len, next: self.index, stride: self.stride, _borrow: PhantomData }
     }
 
     /// The slice's base pointer, for access patterns the ownership rule does
@@ -123,7 +128,7 @@ impl<'a, T> DisjointSlice<'a, T> {
 }
 
 /// Iterator over the elements a thread owns; see
-/// [`DisjointSlice::grid_stride`].
+/// [`DisjointSlice::grid_stride`]. Neither `Send` nor `Sync`, as the slice.
 pub struct GridStride<'s, T> {
     ptr: *mut T,
     len: usize,
@@ -149,9 +154,10 @@ impl<'s, T> Iterator for GridStride<'s, T> {
                 // as short as CUDA's.
                 i + self.stride
             };
-            // SAFETY: `i` is in bounds and `i % stride == global_index()`, so
-            // this thread owns it; the iterator yields each index once and
-            // borrows the `DisjointSlice` mutably for its whole life.
+            // SAFETY: `i` is in bounds and `i % stride == index` (the
+            // slice's owner), so the owner owns it; the iterator yields each
+            // index once and borrows the `DisjointSlice` mutably for its
+            // whole life.
             Some((i, unsafe { &mut *self.ptr.add(i) }))
         } else {
             None

@@ -72,15 +72,16 @@ pub(crate) enum WarpOp {
 
 impl WarpOp {
     fn name(self) -> &'static str {
+        use crate::warp::names;
         match self {
-            WarpOp::ShflIdx => "shuffle_idx (shfl.sync.idx)",
-            WarpOp::ShflUp => "shuffle_up (shfl.sync.up)",
-            WarpOp::ShflDown => "shuffle_down (shfl.sync.down)",
-            WarpOp::ShflXor => "shuffle_xor (shfl.sync.bfly)",
-            WarpOp::All => "all (vote.sync.all)",
-            WarpOp::Any => "any (vote.sync.any)",
-            WarpOp::Ballot => "ballot (vote.sync.ballot)",
-            WarpOp::Sync => "sync_warp (bar.warp.sync)",
+            WarpOp::ShflIdx => names::SHUFFLE_IDX,
+            WarpOp::ShflUp => names::SHUFFLE_UP,
+            WarpOp::ShflDown => names::SHUFFLE_DOWN,
+            WarpOp::ShflXor => names::SHUFFLE_XOR,
+            WarpOp::All => names::ALL,
+            WarpOp::Any => names::ANY,
+            WarpOp::Ballot => names::BALLOT,
+            WarpOp::Sync => names::SYNC_WARP,
         }
     }
 }
@@ -496,15 +497,22 @@ impl Executor {
                 continue;
             }
             let op = b.input[lanes.start + waiting[0]].get().0;
-            let exited: Vec<usize> = lanes.clone().filter(|&t| b.wait[t].get() == Wait::Done).map(|t| t - lanes.start).collect();
-            let barrier: Vec<usize> = lanes.clone().filter(|&t| b.wait[t].get() == Wait::Barrier).map(|t| t - lanes.start).collect();
-            return Err(format!(
-                "warp collective {} in divergent code: in warp {w}, lanes {} wait for it, lanes {} have returned and lanes {} wait at sync_threads; every existing lane of the warp must reach the same collective (PTX ISA: shfl.sync/vote.sync membermask)",
+            // The same text as a GPU thread writes (`divergence`).
+            let mask = |want: Wait| {
+                lanes.clone().filter(|&t| b.wait[t].get() == want).fold(0u32, |m, t| m | 1 << (t - lanes.start))
+            };
+            let mut buf = [0u8; 512];
+            let mut text = crate::divergence::Bytes { buf: &mut buf, len: 0 };
+            crate::divergence::write_reason(
+                &mut text,
                 op.name(),
-                ranges(&waiting),
-                ranges(&exited),
-                ranges(&barrier)
-            ));
+                w as u32,
+                mask(Wait::Warp),
+                mask(Wait::Done),
+                mask(Wait::Barrier),
+            );
+            let n = text.len;
+            return Err(String::from_utf8_lossy(&buf[..n]).into_owned());
         }
         Err(format!("{at_barrier} thread(s) wait at sync_threads while {at_warp} wait at warp collectives; the block cannot proceed"))
     }
@@ -525,31 +533,6 @@ impl Drop for Executor {
         );
         arena.give_back();
     }
-}
-
-/// `0-3, 7, 9-31` for a sorted list of lane numbers; `none` if empty.
-fn ranges(v: &[usize]) -> String {
-    if v.is_empty() {
-        return "none".into();
-    }
-    let mut out = String::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push_str(", ");
-        }
-        if i == j {
-            out.push_str(&format!("{}", v[i]));
-        } else {
-            out.push_str(&format!("{}-{}", v[i], v[j]));
-        }
-        i = j + 1;
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------
@@ -685,11 +668,5 @@ mod tests {
         assert_eq!(warp_result(WarpOp::Any, &v, 3), 1);
         assert_eq!(warp_result(WarpOp::All, &v, 3), 0);
         assert_eq!(warp_result(WarpOp::All, &lanes(&[2, 3]), 1), 1);
-    }
-
-    #[test]
-    fn lane_ranges() {
-        assert_eq!(ranges(&[0, 1, 2, 5, 7, 8]), "0-2, 5, 7-8");
-        assert_eq!(ranges(&[]), "none");
     }
 }

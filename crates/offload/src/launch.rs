@@ -105,7 +105,7 @@ pub fn launch(
     }
     let rt = runtime::get()?;
     let start = rt.trace.then(std::time::Instant::now);
-    let result = rt.backend.launch_impl(kernel, &cfg, args, host);
+    let result = rt.backend.launch_impl(kernel, &cfg, args, host).map_err(divergence_from_record);
     if let Some(start) = start {
         let status = match &result {
             Ok(()) => "ok",
@@ -122,6 +122,19 @@ pub fn launch(
         );
     }
     result
+}
+
+/// A GPU thread reports a warp collective in divergent code through the
+/// panic record, with a message that starts with
+/// [`divergence::PREFIX`](crate::divergence::PREFIX) (see `device`); such a
+/// "panic" is [`Error::Divergence`], with the text the host fallback gives.
+fn divergence_from_record(e: Error) -> Error {
+    match e {
+        Error::KernelPanic { kernel, message, block, .. } if message.starts_with(crate::divergence::PREFIX) => {
+            Error::Divergence { kernel, block, reason: message[crate::divergence::PREFIX.len()..].into() }
+        }
+        e => e,
+    }
 }
 
 /// The instantiations of one generic kernel that this process launched:

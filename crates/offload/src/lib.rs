@@ -50,7 +50,11 @@
 //! | `x: &mut [T]` | to the device, and back after the launch | [`DisjointSlice<T>`] |
 //! | `x: &mut T` | to the device, and back after the launch | one-element [`DisjointSlice<T>`] |
 //!
-//! Any other parameter type is a compile-time error on that parameter.
+//! Any other parameter type is a compile-time error on that parameter. A
+//! value parameter's type may be aligned to at most 16 bytes (rustc's
+//! nvptx64 kernel ABI passes it as a byte array of alignment ≤ 16): a
+//! `#[repr(align(32))]` type, or one with such a field, is an error at the
+//! parameter on both passes; pass it as `x: &T` instead.
 //!
 //! # Soundness of writes
 //!
@@ -82,7 +86,9 @@ pub mod atomic;
 mod config;
 mod device_copy;
 mod dim;
+mod global;
 mod disjoint;
+mod divergence;
 pub mod math;
 mod panic_record;
 #[cfg(not(target_arch = "amdgpu"))]
@@ -118,6 +124,7 @@ pub mod __private;
 
 pub use config::{for_len, LaunchConfig, DEFAULT_BLOCK};
 pub use device_copy::{DeviceCopy, MapElem};
+pub use global::DeviceGlobal;
 pub use dim::Dim3;
 pub use disjoint::{DisjointSlice, GridStride};
 #[cfg(not(target_arch = "amdgpu"))]
@@ -195,7 +202,9 @@ pub mod prelude {
 /// Rules, each checked at compile time with an error on the offending token:
 /// parameters are plain names; the return type is `()`; no `async`,
 /// `const`, `unsafe`, `extern`, `self` or const generic parameters; every value or
-/// element type implements [`DeviceCopy`].
+/// element type implements [`DeviceCopy`]; a value parameter's type is
+/// aligned to at most 16 bytes (a constant assertion, evaluated before code
+/// generation, names the parameter otherwise).
 pub use offload_macros::kernel;
 
 /// Keeps an item out of the device pass: `#[offload::host] fn main() {…}`.
@@ -205,6 +214,14 @@ pub use offload_macros::kernel;
 /// imports and on anything else that needs `std`; `#[cfg(not(offload_device))]`
 /// does the same under `cargo offload`.
 pub use offload_macros::host;
+
+/// Declares a variable of the device: `#[offload::device_global] static
+/// HITS: AtomicU32 = AtomicU32::new(0);` makes `HITS` a
+/// [`DeviceGlobal<AtomicU32>`](DeviceGlobal) (CUDA's `__device__`
+/// variables). Kernels use it with [`DeviceGlobal::with`], host code with
+/// [`DeviceGlobal::read`] / [`DeviceGlobal::write`]; see [`DeviceGlobal`].
+/// `T` is plain data or an [`atomic`] type; `static mut` is rejected.
+pub use offload_macros::device_global;
 
 /// Derives [`DeviceCopy`] for a `#[repr(C)]` struct whose fields are all
 /// `DeviceCopy`; the struct must also be `Copy`.

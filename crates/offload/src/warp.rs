@@ -8,12 +8,33 @@
 //! of 32 is partial.
 //!
 //! **Convergence rule.** A collective (shuffle, vote, [`sync_warp`],
-//! [`reduce_sum`], …) must be reached by *every* existing lane of the warp,
-//! at the same call: the functions pass the warp's full member mask, as
-//! `__shfl_sync(0xffffffff, …)` does for full warps. On a GPU, breaking the
-//! rule (a collective inside `if lane < 16`, or after some lanes returned)
-//! has undefined results or hangs; the host fallback reports it as
-//! [`Error::Divergence`](crate::Error).
+//! [`reduce_sum`], …) must be reached by *every* existing lane of the warp
+//! that has not returned: the functions pass the warp's full member mask,
+//! as `__shfl_sync(0xffffffff, …)` does for full warps. PTX ISA
+//! (`shfl.sync`, `vote.sync`, `bar.warp.sync`), sm_70 and later: the
+//! executing thread waits until every *non-exited* thread of the mask
+//! executes the instruction; exited threads do not block it (and give
+//! undefined values to shuffles that read them).
+//!
+//! Both backends report a collective that part of the warp reaches while
+//! the rest has returned (a reduction after an early `return`, or inside
+//! `if lane < 16` with no collective in the other branch): the launch
+//! returns [`Error::Divergence`](crate::Error), with the same text on both.
+//! On the GPU each collective first takes a `vote.sync.ballot` of `true`
+//! over the member mask: it waits for the lanes that have not exited (so
+//! lanes that are only not yet reconverged, with independent thread
+//! scheduling, are waited for, not reported), and if the lanes that voted
+//! are not all of the warp's, the thread records the error (as a panic
+//! record does) and exits. A reduction ([`reduce_sum`], …) is checked once,
+//! before its first shuffle. Lanes that reach *another* collective of the
+//! same kind (`shuffle_xor` here, `shuffle_xor` in the other branch, or a
+//! reduction in each branch) meet as on sm_70+ GPUs, on both backends.
+//! Still undefined on a GPU (the host fallback reports them): lanes
+//! waiting at [`sync_threads`](crate::sync_threads) while the others wait
+//! at a collective (a hang), lanes at collectives of different kinds, and
+//! lanes that leave a reduction's partners after some of its shuffles.
+//! Cost: one `vote.sync`, a compare and a branch per collective (see
+//! `docs/device-model.md` for `examples/reduction`).
 //!
 //! **Host fallback.** The lanes of a warp run independently between
 //! collectives and meet at each one, which is exactly the independent
@@ -70,6 +91,36 @@ pub fn warp_mask() -> u32 {
     } else {
         (1u32 << lanes) - 1
     }
+}
+
+/// The collectives' names in divergence reports (both backends).
+pub(crate) mod names {
+    pub const SHUFFLE_IDX: &str = "shuffle_idx (shfl.sync.idx)";
+    pub const SHUFFLE_UP: &str = "shuffle_up (shfl.sync.up)";
+    pub const SHUFFLE_DOWN: &str = "shuffle_down (shfl.sync.down)";
+    pub const SHUFFLE_XOR: &str = "shuffle_xor (shfl.sync.bfly)";
+    pub const ALL: &str = "all (vote.sync.all)";
+    pub const ANY: &str = "any (vote.sync.any)";
+    pub const BALLOT: &str = "ballot (vote.sync.ballot)";
+    pub const SYNC_WARP: &str = "sync_warp (bar.warp.sync)";
+}
+
+/// The start of every collective on the GPU: waits (`vote.sync.ballot`)
+/// until every lane of the warp that has not exited is at a collective,
+/// then, if some lane of the warp has exited, records
+/// [`Error::Divergence`](crate::Error) for collective `op` and ends the
+/// thread (see the module docs). Returns the member mask.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn converged(op: &'static str) -> u32 {
+    let m = warp_mask();
+    // SAFETY: `vote.sync` with the warp's member mask, which holds this
+    // lane; exited lanes do not block it (sm_70+).
+    let arrived = unsafe { nv::vote_ballot(m, true) };
+    if arrived != m {
+        crate::device::warp_divergence(op, warp_id(), arrived, m & !arrived);
+    }
+    m
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -165,7 +216,19 @@ fn shfl32(mode: ShflMode, m: u32, v: u32, b: u32, c: u32) -> u32 {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn shfl<T: WarpValue>(mode: ShflMode, v: T, b: u32, c: u32) -> T {
-    let m = warp_mask();
+    let m = converged(match mode {
+        ShflMode::Idx => names::SHUFFLE_IDX,
+        ShflMode::Up => names::SHUFFLE_UP,
+        ShflMode::Down => names::SHUFFLE_DOWN,
+        ShflMode::Bfly => names::SHUFFLE_XOR,
+    });
+    shfl_masked(mode, m, v, b, c)
+}
+
+/// One shuffle of a value with member mask `m`, without the check.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn shfl_masked<T: WarpValue>(mode: ShflMode, m: u32, v: T, b: u32, c: u32) -> T {
     let bits = v.to_bits64();
     let lo = shfl32(mode, m, bits as u32, b, c) as u64;
     let hi = if T::WIDE { (shfl32(mode, m, (bits >> 32) as u32, b, c) as u64) << 32 } else { 0 };
@@ -243,7 +306,7 @@ pub fn all(pred: bool) -> bool {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `shfl`.
     unsafe {
-        nv::vote_all(warp_mask(), pred)
+        nv::vote_all(converged(names::ALL), pred)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
@@ -258,7 +321,7 @@ pub fn any(pred: bool) -> bool {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `shfl`.
     unsafe {
-        nv::vote_any(warp_mask(), pred)
+        nv::vote_any(converged(names::ANY), pred)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
@@ -273,7 +336,7 @@ pub fn ballot(pred: bool) -> u32 {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `shfl`.
     unsafe {
-        nv::vote_ballot(warp_mask(), pred)
+        nv::vote_ballot(converged(names::BALLOT), pred)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
@@ -288,11 +351,43 @@ pub fn sync_warp() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `shfl`.
     unsafe {
-        nv::bar_warp_sync(warp_mask())
+        nv::bar_warp_sync(converged(names::SYNC_WARP))
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
         warp_collective(WarpOp::Sync, 0, 0);
+    }
+}
+
+/// The shuffles of a reduction: on the GPU the warp is checked once
+/// ([`converged`]), before the first, then the five `shfl.sync.bfly` go
+/// unchecked (a check before each would let ptxas prove convergence of
+/// none of them: about 12 SASS instructions per shuffle instead of 2 on
+/// sm_90). The host fallback meets at each shuffle.
+struct Butterfly {
+    #[cfg(target_arch = "nvptx64")]
+    m: u32,
+}
+
+impl Butterfly {
+    #[inline(always)]
+    fn new() -> Self {
+        Butterfly {
+            #[cfg(target_arch = "nvptx64")]
+            m: converged(names::SHUFFLE_XOR),
+        }
+    }
+
+    #[inline(always)]
+    fn xor<T: WarpValue>(&self, v: T, lane_mask: u32) -> T {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            shfl_masked(ShflMode::Bfly, self.m, v, lane_mask, 0x1f)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            shuffle_xor(v, lane_mask)
+        }
     }
 }
 
@@ -303,9 +398,10 @@ pub fn sync_warp() {
 /// partner value), so use full warps (block sizes that are multiples of 32).
 #[inline(always)]
 pub fn reduce_sum<T: WarpValue + Add<Output = T>>(mut v: T) -> T {
+    let lanes = Butterfly::new();
     let mut offset = WARP_SIZE / 2;
     while offset > 0 {
-        v = v + shuffle_xor(v, offset);
+        v = v + lanes.xor(v, offset);
         offset /= 2;
     }
     v
@@ -315,9 +411,10 @@ pub fn reduce_sum<T: WarpValue + Add<Output = T>>(mut v: T) -> T {
 /// [`reduce_sum`]); for floats a NaN loses against numbers (as `f32::max`).
 #[inline(always)]
 pub fn reduce_max<T: WarpValue + PartialOrd>(mut v: T) -> T {
+    let lanes = Butterfly::new();
     let mut offset = WARP_SIZE / 2;
     while offset > 0 {
-        let o = shuffle_xor(v, offset);
+        let o = lanes.xor(v, offset);
         // `x != x` only for a NaN: `T` is any `PartialOrd` value.
         #[allow(clippy::eq_op)]
         if o > v || (v != v && o == o) {
@@ -331,9 +428,10 @@ pub fn reduce_max<T: WarpValue + PartialOrd>(mut v: T) -> T {
 /// Minimum of `v` over the warp, to every lane; see [`reduce_max`].
 #[inline(always)]
 pub fn reduce_min<T: WarpValue + PartialOrd>(mut v: T) -> T {
+    let lanes = Butterfly::new();
     let mut offset = WARP_SIZE / 2;
     while offset > 0 {
-        let o = shuffle_xor(v, offset);
+        let o = lanes.xor(v, offset);
         // `x != x` only for a NaN: `T` is any `PartialOrd` value.
         #[allow(clippy::eq_op)]
         if o < v || (v != v && o == o) {

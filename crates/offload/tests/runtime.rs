@@ -712,4 +712,34 @@ fn other_faults_still_reach_the_previous_handler() {
         }
         Err(_) => {} // the handler is the host fallback's
     }
+/// Host-only code in a kernel body that launches a kernel: an error on the
+/// host fallback (a GPU thread cannot launch through offload), and the
+/// outer launch's own state (`thread_idx`, its `DisjointSlice`) is intact.
+#[kernel]
+fn launches_inside(out: &mut [u32]) {
+    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+    let code = 0u32;
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    let code = {
+        let mut inner = [0u32; 4];
+        match iota_plus(LaunchConfig::new(1u32, 4u32), 1, &mut inner) {
+            Err(Error::InvalidLaunch { reason, .. }) if reason.contains("inside a kernel body") => 1,
+            Err(_) => 2,
+            Ok(()) => 3,
+        }
+    };
+    if let Some((i, o)) = out.at_thread() {
+        *o = code * 1000 + i as u32 + offload::thread_idx().x;
+    }
+}
+
+#[test]
+fn a_launch_from_inside_a_kernel_is_an_error() {
+    if offload::backend().is_ok_and(|b| b.kind == offload::BackendKind::Cuda) {
+        return; // the host-only code that launches is not on the GPU
+    }
+    let mut out = vec![0u32; 64];
+    launches_inside(LaunchConfig::new(2u32, 32u32), &mut out).unwrap();
+    let want: Vec<u32> = (0..64).map(|i| 1000 + i + i % 32).collect();
+    assert_eq!(out, want);
 }

@@ -13,7 +13,9 @@ mod casts;
 mod divergence;
 mod features;
 mod geometry;
+mod globals;
 mod math;
+mod orderings;
 mod panics;
 mod print;
 mod shared;
@@ -22,6 +24,7 @@ mod shared;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod util;
 mod warp;
+mod warp_divergence;
 
 /// The checks: name, function, whether it may run on a GPU.
 #[offload::host]
@@ -32,13 +35,16 @@ const CHECKS: &[Check] = &[
     ("geometry", geometry::check, true),
     ("shared", shared::check, true),
     ("atomics", atomics::check, true),
+    ("orderings", orderings::check, true),
     ("warp", warp::check, true),
     ("math", math::check, true),
     ("casts", casts::check, true),
     ("features", features::check, true),
     ("print", || print::run(7), true),
+    ("globals", globals::check, true),
     ("panics", panics::check, true),
     ("divergence", divergence::check, false),
+    ("warp_divergence", warp_divergence::check, true),
 ];
 
 #[offload::host]
@@ -100,6 +106,10 @@ mod tests {
         run("atomics");
     }
     #[test]
+    fn orderings() {
+        run("orderings");
+    }
+    #[test]
     fn warp() {
         run("warp");
     }
@@ -112,11 +122,19 @@ mod tests {
         run("casts");
     }
     #[test]
+    fn globals() {
+        run("globals");
+    }
+    #[test]
     fn panics() {
         run("panics");
     }
     #[test]
     fn divergence() {
         run("divergence");
+    }
+    #[test]
+    fn warp_divergence() {
+        run("warp_divergence");
     }
 }

@@ -542,6 +542,31 @@ impl Backend for Cuda {
             .map_err(|e| driver_error("cuMemcpyHtoD", None, e))
     }
 
+    fn global(&self, symbol: &str, bytes: usize, _host: *mut u8) -> Result<u64> {
+        let guard = self.enter("cuCtxSetCurrent")?;
+        let missing = |reason: String| Error::Memory { op: "copy a DeviceGlobal", reason };
+        let name = std::ffi::CString::new(symbol).map_err(|_| missing(format!("`{symbol}` is not a symbol name")))?;
+        let mut addr: sys::CUdeviceptr = 0;
+        let mut size = 0usize;
+        // SAFETY: the module is loaded in the current context (`enter`);
+        // the out-pointers are valid.
+        unsafe { sys::cuModuleGetGlobal_v2(&mut addr, &mut size, guard.module, name.as_ptr()) }.result().map_err(
+            |e| {
+                missing(format!(
+                    "the device image has no global `{symbol}` (cuModuleGetGlobal: {e:?}); rebuild with `cargo offload` so \
+                     that the image and the binary come from the same source"
+                ))
+            },
+        )?;
+        if size != bytes {
+            return Err(missing(format!(
+                "the device image's global `{symbol}` has {size} bytes, the host's type {bytes}: the image was built \
+                 from other source; rebuild with `cargo offload`"
+            )));
+        }
+        Ok(addr)
+    }
+
     unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
         let mut guard = self.enter("cuCtxSetCurrent")?;
         let st = &mut *guard;

@@ -85,6 +85,16 @@ struct PanicRecord {
     location: String,
 }
 
+/// Held shared by every launch of the host fallback while its kernel runs,
+/// exclusively by `DeviceGlobal::read`/`write`, so that host code never
+/// copies a device global while kernels use it.
+pub(crate) static LAUNCHES: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Whether this OS thread is running a kernel body of the host fallback.
+pub(crate) fn in_host_kernel() -> bool {
+    IN_KERNEL.with(|k| k.get())
+}
+
 std::thread_local! {
     static IN_KERNEL: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
     static LAST_PANIC: RefCell<Option<PanicRecord>> = const { RefCell::new(None) };
@@ -201,6 +211,11 @@ impl Backend for Host {
         Ok(())
     }
 
+    fn global(&self, _symbol: &str, _bytes: usize, host: *mut u8) -> Result<u64> {
+        // The host fallback's device copy is the static's own storage.
+        Ok(host as u64)
+    }
+
     unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
         // SAFETY: as above.
         unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst, bytes) };
@@ -214,6 +229,19 @@ impl Backend for Host {
         _args: &[ArgSpec<'_>],
         host: &(dyn Fn() + Sync),
     ) -> Result<()> {
+        // Host-only code in a kernel body (`cfg(not(offload_device))`) could
+        // launch a kernel from a simulated GPU thread; on a GPU the body has
+        // no such code and no thread can launch through offload. Running the
+        // inner launch here would also reset this worker's simulated-thread
+        // state (`thread_idx()`, barriers) under the outer kernel.
+        if IN_KERNEL.with(|k| k.get()) {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.path(),
+                reason: "it was launched from inside a kernel body (host-only code on the host fallback); \
+                         a GPU thread cannot launch kernels through offload: launch it after the outer kernel returns"
+                    .into(),
+            });
+        }
         let (shared_limit, limit_source) = (self.shared_limit.0, &self.shared_limit.1);
         if cfg.shared_mem_bytes > shared_limit {
             return Err(Error::InvalidLaunch {
@@ -222,6 +250,8 @@ impl Backend for Host {
             });
         }
         install_panic_hook();
+        // `DeviceGlobal::read`/`write` wait for the kernels of this backend.
+        let _running = LAUNCHES.read().unwrap_or_else(|e| e.into_inner());
         let blocks = cfg.grid.volume();
         let next = AtomicU64::new(0);
         let stop = AtomicBool::new(false);

@@ -23,6 +23,8 @@ mod host;
 mod images;
 mod limits;
 
+pub(crate) use host::{in_host_kernel, LAUNCHES};
+
 use std::boxed::Box;
 use std::string::String;
 use std::sync::OnceLock;
@@ -128,6 +130,12 @@ pub(crate) trait Backend: Send + Sync {
     /// `src` is this backend's memory holding `bytes`; `dst` is valid for
     /// writes of `bytes`.
     unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()>;
+
+    /// The address, for [`copy_to_device`](Backend::copy_to_device) and
+    /// [`copy_from_device`](Backend::copy_from_device), of the device
+    /// image's global `symbol` of `bytes` bytes (CUDA `cuModuleGetGlobal`);
+    /// `host` is the host fallback's storage for it.
+    fn global(&self, symbol: &str, bytes: usize, host: *mut u8) -> Result<u64>;
 }
 
 pub(crate) struct Runtime {

@@ -1,0 +1,63 @@
+//! `#[offload::device_global]`: parse → check → generate.
+//!
+//! `static NAME: T = init;` becomes a `static NAME: offload::DeviceGlobal<T>`
+//! in both passes; in the device pass it is exported under a deterministic
+//! symbol `__offload_global_<crate>_<name>_<hash>` (hash of the crate, the
+//! file, line and column of the name, and the name, as for kernels), which
+//! the device link keeps external and the CUDA backend finds with
+//! `cuModuleGetGlobal`.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::ItemStatic;
+
+use crate::kernel::{ascii_name, location};
+use offload_image::symbol::hash32;
+
+pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let e = syn::Error::new_spanned(&attr, "`#[offload::device_global]` takes no arguments").to_compile_error();
+        return quote! { #e #item };
+    }
+    let st: ItemStatic = match syn::parse2(item.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            let mut err = syn::Error::new(
+                e.span(),
+                "`#[offload::device_global]` applies to a `static NAME: T = value;` (T: plain data or an \
+                 `offload::atomic` type)",
+            );
+            err.combine(e);
+            let err = err.to_compile_error();
+            return quote! { #err #item };
+        }
+    };
+    if let syn::StaticMutability::Mut(m) = &st.mutability {
+        return syn::Error::new_spanned(
+            m,
+            "a device global cannot be `static mut`: kernels update it through atomics (`AtomicU32`, …), host code \
+             with `write()`",
+        )
+        .to_compile_error();
+    }
+    let ItemStatic { attrs, vis, ident, ty, expr, .. } = &st;
+    let symbol = symbol(ident);
+    quote! {
+        #(#attrs)*
+        #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+        #[unsafe(export_name = #symbol)]
+        #vis static #ident: ::offload::DeviceGlobal<#ty> = ::offload::DeviceGlobal::__device(#expr);
+        #(#attrs)*
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        #vis static #ident: ::offload::DeviceGlobal<#ty> = ::offload::DeviceGlobal::__host(#expr, #symbol);
+    }
+}
+
+fn symbol(name: &syn::Ident) -> String {
+    let krate = std::env::var("CARGO_CRATE_NAME").unwrap_or_else(|_| "crate".to_string());
+    let (file, line, col) = location(name.span());
+    let n = name.to_string();
+    let n = n.trim_start_matches("r#");
+    let h = hash32(&[&krate, &file, &line.to_string(), &col.to_string(), n]);
+    format!("__offload_global_{krate}_{}_{h:08x}", ascii_name(n))
+}
