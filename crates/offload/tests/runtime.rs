@@ -712,6 +712,8 @@ fn other_faults_still_reach_the_previous_handler() {
         }
         Err(_) => {} // the handler is the host fallback's
     }
+}
+
 /// Host-only code in a kernel body that launches a kernel: an error on the
 /// host fallback (a GPU thread cannot launch through offload), and the
 /// outer launch's own state (`thread_idx`, its `DisjointSlice`) is intact.
