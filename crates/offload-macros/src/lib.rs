@@ -12,6 +12,9 @@ mod derive;
 mod global;
 mod kernel;
 
+#[cfg(test)]
+mod expand_tests;
+
 use proc_macro::TokenStream;
 
 /// Turns an ordinary `fn` into a GPU kernel. See `offload::kernel` for the
