@@ -70,56 +70,71 @@ fn take_derive(attrs: &mut [syn::Attribute]) -> bool {
     false
 }
 
+/// The attributes of `item`, for the kinds of item the macros apply to.
+fn attrs_mut(item: &mut syn::Item) -> Option<&mut Vec<syn::Attribute>> {
+    Some(match item {
+        syn::Item::Fn(i) => &mut i.attrs,
+        syn::Item::Static(i) => &mut i.attrs,
+        syn::Item::Struct(i) => &mut i.attrs,
+        syn::Item::Enum(i) => &mut i.attrs,
+        syn::Item::Union(i) => &mut i.attrs,
+        syn::Item::Mod(i) => &mut i.attrs,
+        syn::Item::Impl(i) => &mut i.attrs,
+        syn::Item::Use(i) => &mut i.attrs,
+        syn::Item::Const(i) => &mut i.attrs,
+        _ => return None,
+    })
+}
+
 /// The expansions of the macros on `item` and the items inside it, in order.
 fn expand_item(item: &syn::Item, out: &mut Vec<(String, TokenStream)>) {
     let mut item = item.clone();
-    match &mut item {
-        syn::Item::Fn(f) => {
-            if let Some(attr) = take_attr(&mut f.attrs, "kernel") {
-                out.push((
-                    format!("kernel {}", f.sig.ident),
-                    crate::kernel::expand(attr, f.to_token_stream()),
-                ));
-            }
-        }
-        syn::Item::Static(s) => {
-            if let Some(attr) = take_attr(&mut s.attrs, "device_global") {
-                out.push((
-                    format!("device_global {}", s.ident),
-                    crate::global::expand(attr, s.to_token_stream()),
-                ));
-            }
-        }
-        syn::Item::Struct(s) => {
-            if take_derive(&mut s.attrs) {
-                out.push((
-                    format!("derive {}", s.ident),
-                    crate::derive::expand(s.to_token_stream()),
-                ));
-            }
-        }
-        syn::Item::Enum(e) => {
-            if take_derive(&mut e.attrs) {
-                out.push((
-                    format!("derive {}", e.ident),
-                    crate::derive::expand(e.to_token_stream()),
-                ));
-            }
-        }
-        syn::Item::Union(u) => {
-            if take_derive(&mut u.attrs) {
-                out.push((
-                    format!("derive {}", u.ident),
-                    crate::derive::expand(u.to_token_stream()),
-                ));
-            }
-        }
+    let name = |item: &syn::Item| match item {
+        syn::Item::Fn(f) => f.sig.ident.to_string(),
+        syn::Item::Static(s) => s.ident.to_string(),
+        syn::Item::Struct(s) => s.ident.to_string(),
+        syn::Item::Enum(e) => e.ident.to_string(),
+        syn::Item::Union(u) => u.ident.to_string(),
+        syn::Item::Mod(m) => m.ident.to_string(),
+        _ => String::from("_"),
+    };
+    let Some(attrs) = attrs_mut(&mut item) else {
+        return;
+    };
+    if let Some(attr) = take_attr(attrs, "host") {
+        out.push((
+            format!("host {}", name(&item)),
+            crate::host::expand(attr, item.to_token_stream()),
+        ));
+        return;
+    }
+    let expanded = match &mut item {
+        syn::Item::Fn(f) => take_attr(&mut f.attrs, "kernel")
+            .map(|a| ("kernel", crate::kernel::expand(a, f.to_token_stream()))),
+        syn::Item::Static(s) => take_attr(&mut s.attrs, "device_global").map(|a| {
+            (
+                "device_global",
+                crate::global::expand(a, s.to_token_stream()),
+            )
+        }),
         syn::Item::Mod(m) => {
             for i in m.content.iter().flat_map(|(_, items)| items) {
                 expand_item(i, out);
             }
+            None
         }
-        _ => {}
+        _ => None,
+    };
+    let expanded = expanded.or_else(|| {
+        let adt = matches!(
+            item,
+            syn::Item::Struct(_) | syn::Item::Enum(_) | syn::Item::Union(_)
+        );
+        let derive = adt && attrs_mut(&mut item).is_some_and(|a| take_derive(a));
+        derive.then(|| ("derive", crate::derive::expand(item.to_token_stream())))
+    });
+    if let Some((what, ts)) = expanded {
+        out.push((format!("{what} {}", name(&item)), ts));
     }
 }
 

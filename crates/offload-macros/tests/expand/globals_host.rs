@@ -1,4 +1,4 @@
-//! `#[device_global]`. (Expanded by `src/expand_tests.rs`; not compiled.)
+//! `#[device_global]` and `#[host]`. (Expanded by `src/expand_tests.rs`; not compiled.)
 use offload::atomic::AtomicU32;
 
 /// A counter.
@@ -13,3 +13,14 @@ static ARGS: u32 = 0;
 
 #[device_global]
 static mut MUTABLE: u32 = 0;
+
+#[offload::host]
+fn host_only() -> Vec<u32> {
+    Vec::new()
+}
+
+#[host]
+mod host_module {}
+
+#[host(all)]
+fn host_with_arguments() {}
