@@ -10,7 +10,7 @@ use crate::symbol;
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Ident, WhereClause};
+use syn::{Ident, PredicateType, Token, WhereClause, WherePredicate};
 
 /// The pieces of one kernel that both sides generate from.
 pub(super) struct Body<'a> {
@@ -72,16 +72,22 @@ fn bounded_where(k: &Kernel, type_params: &[Ident]) -> WhereClause {
         });
     let mut seen = std::collections::HashSet::new();
     for p in &k.params {
-        let bound = match &p.mapping {
+        let bound: syn::TypeParamBound = match &p.mapping {
             Mapping::Value | Mapping::SliceToFrom(_) | Mapping::RefToFrom(_) => {
-                quote!(::offload::DeviceCopy)
+                syn::parse_quote!(::offload::DeviceCopy)
             }
-            Mapping::SliceTo(_) | Mapping::RefTo(_) => quote!(::offload::MapElem),
+            Mapping::SliceTo(_) | Mapping::RefTo(_) => syn::parse_quote!(::offload::MapElem),
         };
         let moved = p.mapping.moved(&p.ty);
         if mentions(moved, type_params) && seen.insert(quote!(#moved: #bound).to_string()) {
-            wc.predicates
-                .push(syn::parse_quote_spanned!(moved.span()=> #moved: #bound));
+            // `moved: bound`, built rather than parsed so that no type can
+            // make the macro panic; the `:` at the type, as the error span.
+            wc.predicates.push(WherePredicate::Type(PredicateType {
+                lifetimes: None,
+                bounded_ty: moved.clone(),
+                colon_token: Token![:](moved.span()),
+                bounds: std::iter::once(bound).collect(),
+            }));
         }
     }
     wc
