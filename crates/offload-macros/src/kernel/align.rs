@@ -1,8 +1,9 @@
 //! The alignment limit of by-value kernel parameters, checked at compile
 //! time in both passes.
 
+use super::param::spelled;
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::quote_spanned;
 use syn::{Ident, Type};
 
 /// The largest alignment, in bytes, of a kernel parameter passed by value:
@@ -57,13 +58,4 @@ pub(super) fn check(
         Place::Item => quote_spanned!(span=> const _: () = #assert;),
         Place::Inline => quote_spanned!(span=> const { #assert };),
     }
-}
-
-/// The type as the message shows it (`Pair<f32>`).
-fn spelled(ty: &Type) -> String {
-    quote!(#ty)
-        .to_string()
-        .replace(" < ", "<")
-        .replace(" >", ">")
-        .replace(" ,", ",")
 }

@@ -68,7 +68,9 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// only: the device pass may not even resolve its types.
 fn stub(err: syn::Error, mut func: ItemFn) -> TokenStream {
     let err = err.to_compile_error();
-    *func.block = syn::parse_quote!({ ::core::unreachable!("this kernel did not compile") });
+    // `panic!` with a literal is allowed in a `const fn`, so a `const`
+    // kernel gets only its own error.
+    *func.block = syn::parse_quote!({ ::core::panic!("this kernel did not compile") });
     quote! {
         #err
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

@@ -99,15 +99,20 @@ pub(super) fn classify(cx: &mut Ctxt, i: usize, input: &FnArg) -> Option<Param> 
     })
 }
 
-/// The type as an error message shows it (`&mut [Box<u8>]`).
-fn spelled(ty: &Type) -> String {
+/// The type as an error message shows it, close to how it was written
+/// (`&mut [Box<u8>]`, `std::collections::HashMap<u32, u32>`, `[Rc<u8>; 2]`)
+/// rather than as spaced tokens.
+pub(super) fn spelled(ty: &Type) -> String {
     quote!(#ty)
         .to_string()
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
         .replace(" < ", "<")
         .replace(" >", ">")
         .replace("< ", "<")
         .replace("& ", "&")
         .replace(" ,", ",")
+        .replace(" ;", ";")
 }
 
 /// The mapping of a parameter of type `ty`, and the lifetime written on its
@@ -199,6 +204,19 @@ mod tests {
         assert_eq!(kind("&S"), ("ref to", "S".into()));
         assert_eq!(kind("&mut u32"), ("ref to/from", "u32".into()));
         assert_eq!(kind("(&u32)"), ("ref to", "u32".into()));
+    }
+
+    #[test]
+    fn spells_types_as_written() {
+        let spelled = |t: &str| spelled(&syn::parse_str(t).unwrap());
+        assert_eq!(spelled("&mut [Box<u8>]"), "&mut [Box<u8>]");
+        assert_eq!(
+            spelled("std::collections::HashMap<u32, u32>"),
+            "std::collections::HashMap<u32, u32>"
+        );
+        assert_eq!(spelled("[Rc<u8>; 2]"), "[Rc<u8>; 2]");
+        assert_eq!(spelled("::dep::Pair<Vec<f32>>"), "::dep::Pair<Vec<f32>>");
+        assert_eq!(spelled("&'a T"), "&'a T");
     }
 
     #[test]
