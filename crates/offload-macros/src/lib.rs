@@ -8,7 +8,9 @@
 //! `syn::Error` on the offending token, collected in a [`ctxt::Ctxt`] so that
 //! all of an item's errors come at once, and emitted next to the user's item
 //! so that the rest of the crate still type-checks. The macros never panic.
-//! Each diagnostic has a UI test in `crates/offload/tests/ui/macros/`.
+//! Each diagnostic has a UI test in `crates/offload/tests/ui/{kernel,derive,
+//! device_global,host}/` (trybuild), and `tests/expand/` pins the generated
+//! code (see `expand_tests`).
 
 mod ctxt;
 mod derive;
