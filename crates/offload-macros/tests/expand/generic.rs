@@ -28,3 +28,8 @@ pub fn pairs<'a, T: Copy>(p: Pair<T>, q: Pair<T>, a: &'a [[T; 2]], b: &mut [T], 
 
 #[kernel]
 fn unlisted<T: Copy>(x: &mut [T]) {}
+
+/// Its list is a directory (`instances/<symbol>.txt/`): an error for the
+/// device pass, at the kernel's name.
+#[kernel]
+fn unreadable<T: Copy>(x: &mut [T]) {}
