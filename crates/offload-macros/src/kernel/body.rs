@@ -14,7 +14,9 @@ use syn::{Ident, PredicateType, Token, WhereClause, WherePredicate};
 
 /// The pieces of one kernel that both sides generate from.
 pub(super) struct Body<'a> {
+    /// The checked kernel.
     pub(super) kernel: &'a Kernel,
+    /// Its name (the body's and the launcher's).
     pub(super) name: &'a Ident,
     /// The device symbol (`symbol::kernel`); a generic kernel's base symbol.
     pub(super) sym: String,

@@ -35,6 +35,7 @@ pub(super) struct Instances {
     /// this crate's device pass when the list changes; `None` outside
     /// `cargo offload`.
     pub(super) list_file: Option<String>,
+    /// The usable instantiations, in the order of their type arguments' text.
     pub(super) instances: Vec<Instance>,
     /// Lines that cannot be used, and an unreadable list.
     pub(super) errors: Option<syn::Error>,

@@ -48,6 +48,7 @@ pub(super) struct Param {
     pub(super) mutable: bool,
     /// The type as written.
     pub(super) ty: Type,
+    /// How its argument travels.
     pub(super) mapping: Mapping,
     /// Lifetime written on the reference, if any (kept on `DisjointSlice`).
     pub(super) lifetime: Option<syn::Lifetime>,
