@@ -4,10 +4,13 @@
 //! generated code names only `::offload::__private::…` and `::offload::…`.
 //!
 //! This file is the entry only. Each macro is a module split parse → check →
-//! generate ([`kernel`] has one module per role); every diagnostic is a
-//! `syn::Error` on the offending token, collected in a [`ctxt::Ctxt`] so that
-//! all of an item's errors come at once, and emitted next to the user's item
-//! so that the rest of the crate still type-checks. The macros never panic.
+//! generate ([`kernel`] has one module per role; [`symbol`] names the
+//! exported symbols of kernels and device globals). Every diagnostic is a
+//! `syn::Error` on the offending token; a kernel's are collected in a
+//! [`ctxt::Ctxt`] so that all of them come at once. Errors are emitted next
+//! to the user's item (a rejected kernel keeps a host-only stub of its
+//! signature) so that the rest of the crate still type-checks. The macros
+//! never panic.
 //! Each diagnostic has a UI test in `crates/offload/tests/ui/{kernel,derive,
 //! device_global,host}/` (trybuild), and `tests/expand/` pins the generated
 //! code (see `expand_tests`).
