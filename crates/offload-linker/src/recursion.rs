@@ -31,24 +31,25 @@
 //!    driver-chosen local address `T` (SASS `LDC R1, c[0x0][0x28]` at every
 //!    entry) and the stack grows down from there. `T` is not `L`
 //!    (= `CU_LIMIT_STACK_SIZE`, the stack's size) with the stack growing
-//!    down to local address 0, as the guard first assumed: an H200
-//!    (sm_90, driver 580) starts every kernel at `T` = 0xFFFDC0, near the
-//!    top of a 16 MiB local window, whatever `L` is; the stack is taken
-//!    to be `[T - L, T)` (`bench/probe/stack.cu` measures both). So a module with guards also gets a kernel
+//!    down to local address 0, as the guard first assumed: an H200 (sm_90,
+//!    driver 580) starts kernels at `T` = 0xFFFDC0, near the top of a
+//!    16 MiB local window, with `L` = 1 and 64 KiB alike; the stack is
+//!    taken to be `[T - L, T)`. So a module with guards also gets a kernel
 //!    [`PROBE_KERNEL`]`(ptr out)` ([`probe_ir`]), which writes the local
-//!    address of a local of its own (8-byte) frame, `T' <= T`, to `*out`;
-//!    after loading such a module (and after every context rebuild or
-//!    change of `CU_LIMIT_STACK_SIZE`) the CUDA backend launches it on one
-//!    thread and stores `T' - L` (plus a slack for the probe's own frame;
-//!    0 if `T' < L`, the stack-grows-to-0 layout) in [`FLOOR_GLOBAL`].
-//!    The floor is 0 until the host sets it; with 0 the check is the old
-//!    one (stack left = local address), which never fires where `T` is
-//!    near 16 MiB: a module loaded by something other than `offload`'s
-//!    CUDA backend is unprotected. The probe assumes that every kernel of
-//!    a context starts at the same `T` (the driver's constant, not the
-//!    kernel's), which `bench/probe/stack.cu` checks too. The probe is
-//!    not a user kernel: its name lacks [`crate::KERNEL_PREFIX`], so the
-//!    entry checks and the image's kernel list leave it out.
+//!    address of a local of its own 8-byte frame, `T' = T - 8`, to `*out`.
+//!    Whenever `offload`'s CUDA backend loads such a module (at start-up
+//!    and after a context rebuild, the only times it sets `L`), it
+//!    launches the probe on one thread and stores `T' + 64 - L` (64 for the
+//!    probe's frame; 0 if negative, the stack-ends-at-0 layout) in
+//!    [`FLOOR_GLOBAL`]. The floor is 0 until the host sets it; then the
+//!    check is the old one (stack left = local address), which never fires
+//!    where `T` is near 16 MiB: a module loaded by something other than
+//!    `offload`'s CUDA backend is unprotected. Probing once per context
+//!    assumes that every kernel of a context starts at the same `T` (the
+//!    driver's constant, not the kernel's); `bench/probe/stack.cu` measures
+//!    that, and that `[T - L, T)` is writable and below it is not. The
+//!    probe is not a user kernel: its name lacks [`crate::KERNEL_PREFIX`],
+//!    so the entry checks and the image's kernel list leave it out.
 //!
 //! `reserve` must cover what one more level of the cycle may need before
 //! its own check runs: the largest frame in the cycle plus the deepest
