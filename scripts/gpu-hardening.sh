@@ -5,6 +5,7 @@
 # exits non-zero if any failed. One function per area.
 #
 #     scripts/gpu-hardening.sh              on a GPU (the kernels run there)
+#     scripts/gpu-hardening.sh b_stack ...  only these sections (gpu_<name>)
 #     DEVICE=host scripts/gpu-hardening.sh  the same checks on the host
 #                                           fallback, where they apply
 set -uo pipefail
@@ -209,6 +210,14 @@ gpu_c_globals() {
             -- env OFFLOAD_DEVICE="$dev" "./$tc/device-model" globals
     done
 }
+
+# With arguments, only those sections: `scripts/gpu-hardening.sh b_stack`.
+if [ $# -gt 0 ]; then
+    for section in "$@"; do
+        "gpu_$section"
+    done
+    exit $fail
+fi
 
 gpu_a_toolchain debian
 gpu_a_toolchain nightly
