@@ -17,8 +17,9 @@
 //
 // A fault (CUDA_ERROR_ILLEGAL_ADDRESS) leaves a process's context unusable,
 // so every launch that may fault runs in a child process (this program with
-// `write L D` or `rec L N`), several at a time; the searches narrow down in
-// rounds, printing each. Local addresses are `cvta.to.local` of a generic
+// `write L ADDRESS` or `rec L DEPTH`), several at a time; the searches
+// narrow down in rounds (the first one around the expected answers, which
+// settles them if they are right), printing each. Local addresses are `cvta.to.local` of a generic
 // address, as offload computes them.
 #include <cstdio>
 #include <cstdlib>
@@ -186,6 +187,7 @@ struct Search {
     const char* mode;   // "write" or "rec"
     size_t L;
     long long lo, hi, step;  // lo: known ok; hi: known bad once `hi_known`
+    long long hint;          // the expected answer: round 1 tries around it
     bool hi_known = false, done = false, inconsistent = false;
     std::function<long long(long long)> arg;  // value -> child argument
 };
@@ -228,11 +230,11 @@ int main(int argc, char** argv) {
     // T - U) and in recursion depth.
     std::vector<Search> s;
     for (size_t L : {(size_t)1024, (size_t)8192}) {
-        Search w{"write", "write", L, 8, (long long)(4 * L + 4096), 8};
+        Search w{"write", "write", L, 8, (long long)(4 * L + 4096), 8, (long long)L};
         w.arg = [T](long long d) { return T - d; };
         s.push_back(w);
     }
-    Search r{"rec", "rec", 8192, 0, (long long)(2 * 8192 / F + 8), 1};
+    Search r{"rec", "rec", 8192, 0, (long long)(2 * 8192 / F + 8), 1, 8192 / F - 1};
     r.arg = [](long long n) { return n; };
     s.push_back(r);
     std::string self = argv[0];
@@ -245,12 +247,20 @@ int main(int argc, char** argv) {
             if (x.done) continue;
             std::vector<long long> pts;
             if (!x.hi_known) pts.push_back(x.hi);
-            long long gap = (x.hi - x.lo) / x.step;
-            int n = (int)std::min<long long>(K - (int)pts.size(), gap - 1);
-            for (int k = 1; k <= n; k++) {
-                long long v = x.lo + (x.hi - x.lo) * k / (n + 1);
-                v -= (v - x.lo) % x.step;
-                if (v > x.lo && v < x.hi && (pts.empty() || pts.back() != v)) pts.push_back(v);
+            if (round == 1) {
+                // Around the expected answer: done in one round if right.
+                for (long long d : {-32, -1, 0, 1, 32}) {
+                    long long v = x.hint + d * x.step;
+                    if (v > x.lo && v < x.hi) pts.push_back(v);
+                }
+            } else {
+                long long gap = (x.hi - x.lo) / x.step;
+                int n = (int)std::min<long long>(K - (int)pts.size(), gap - 1);
+                for (int k = 1; k <= n; k++) {
+                    long long v = x.lo + (x.hi - x.lo) * k / (n + 1);
+                    v -= (v - x.lo) % x.step;
+                    if (v > x.lo && v < x.hi && (pts.empty() || pts.back() != v)) pts.push_back(v);
+                }
             }
             for (long long v : pts) kids.push_back({i, {v, spawn_child(self, x.mode, x.L, x.arg(v))}});
         }
@@ -327,8 +337,8 @@ int main(int argc, char** argv) {
         const char* how = U == (long long)x.L ? "exactly L: the floor T - L is exact"
                           : U > (long long)x.L ? "more than L: the floor T - L is conservative"
                                                : "LESS than L: the floor T - L is too low";
-        printf("(2) L=%zu: lowest writable local address T - %lld = %lld (%#llx): usable stack %lld bytes, %s\n", x.L,
-               U, T - U, T - U, U, how);
+        printf("(2) L=%zu: lowest writable local address T - %lld = %lld (%#llx)%s: usable stack %lld bytes, %s\n", x.L,
+               U, T - U, T - U, x.hi_known ? "" : " or lower", U, how);
         if (U < (long long)x.L) pass = false;
         // offload's floor: the probe's T' (k_small's slot: T - 8) + 64 - L.
         long long floor = T - 8 + 64 - (long long)x.L;
