@@ -295,7 +295,7 @@ fn examples_run_on_the_host_fallback_with_right_results() {
 
     // The same binary with a corrupted image (the cubin if ptxas made one):
     // one warning naming it, and the kernels still give the right results
-    // (on the host here; on a GPU from the PTX: scripts/gpu-hardening.sh).
+    // (on the host here; on a GPU from the PTX: scripts/gpu.sh run hardening).
     let exe = target.join("debug/sample_offload");
     let kind = if embedded_images(&exe).iter().any(|i| i.0 == "cubin") { "cubin" } else { "PTX" };
     let bad = target.join("sample_offload-corrupted");
