@@ -180,7 +180,7 @@ impl Executor {
             } else if b.next.get() < b.n {
                 let rid = runners.len() as u32;
                 let stack = self.stack();
-                let limit = stack.limit().get();
+                let (limit, base) = (stack.limit().get(), stack.base().get());
                 let body_ptr: *const (dyn Fn() + Sync) = body;
                 let f = move |y: &Yielder<(), ()>, ()| {
                     YIELDER.with(|c| c.set(y));
@@ -212,7 +212,7 @@ impl Executor {
                 // completion or dropped (which unwinds it) before this
                 // function returns.
                 let co = unsafe { Runner::with_stack_unchecked(stack, f) };
-                guards.push(stack_guard::Armed::new(co.trap_handler(), limit));
+                guards.push(stack_guard::Armed::new(co.trap_handler(), limit, base, self.stack_size));
                 runners.push(Some(co));
                 b.sequencer.set(rid);
                 rid

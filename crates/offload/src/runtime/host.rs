@@ -36,6 +36,7 @@ use crate::device::dim::Dim3;
 use crate::device::thread::{ThreadCtx, CTX};
 use crate::hostsim::block::Executor;
 use crate::hostsim::failure::{Abort, BlockFailure};
+use crate::hostsim::stack_guard::{self, KernelName};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::spec::{ArgSpec, KernelInfo};
 
@@ -156,6 +157,7 @@ impl Drop for CtxGuard {
     fn drop(&mut self) {
         CTX.with(|c| c.set(ThreadCtx::SINGLE));
         IN_KERNEL.with(|k| k.set(false));
+        stack_guard::set_kernel(None);
     }
 }
 
@@ -263,9 +265,14 @@ impl Backend for Host {
         let work = || {
             // Stack overflows of the simulated threads become errors (see
             // `stack_guard`).
-            crate::hostsim::stack_guard::prepare_thread();
+            stack_guard::prepare_thread();
             let _guard = CtxGuard;
             IN_KERNEL.with(|k| k.set(true));
+            stack_guard::set_kernel(Some(KernelName {
+                module_path: kernel.module_path,
+                name: kernel.name,
+                instance: kernel.instance,
+            }));
             let mut exec = Executor::new(cfg.block, cfg.grid, stack_size, shared_limit as usize);
             loop {
                 if stop.load(Ordering::Relaxed) {
