@@ -875,17 +875,34 @@ fn recurse_print(depth: u64, mode: u32, out: &mut [u64]) {
 }
 
 /// Runs this test binary again as a child that runs test `test` with
-/// `OFFLOAD_RUNTIME_TEST_CHILD=what` on the host fallback; kills it after
-/// `limit` (a hang is a failure, not a stuck test run). Returns the exit
-/// status (`None`: it had to be killed) and stderr.
+/// `OFFLOAD_RUNTIME_TEST_CHILD=what` on the host fallback, with `env` set
+/// and, if `address_space_kib`, that limit on its address space (`ulimit
+/// -v`); kills it after `limit` (a hang is a failure, not a stuck test
+/// run). Returns the exit status (`None`: it had to be killed) and stderr.
 #[offload::host]
-fn child(test: &str, what: &str, limit: std::time::Duration) -> (Option<std::process::ExitStatus>, String) {
+fn child(
+    test: &str,
+    what: &str,
+    limit: std::time::Duration,
+    env: &[(&str, &str)],
+    address_space_kib: Option<u64>,
+) -> (Option<std::process::ExitStatus>, String) {
     use std::io::Read;
-    let mut c = std::process::Command::new(std::env::current_exe().unwrap())
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = match address_space_kib {
+        Some(kib) => {
+            let mut c = std::process::Command::new("sh");
+            c.args(["-c", &format!("ulimit -v {kib} && exec \"$0\" \"$@\"")]).arg(exe);
+            c
+        }
+        None => std::process::Command::new(exe),
+    };
+    let mut c = cmd
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env("OFFLOAD_RUNTIME_TEST_CHILD", what)
         .env("OFFLOAD_DEVICE", "host")
         .env_remove("OFFLOAD_HOST_STACK_KIB")
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -973,13 +990,13 @@ fn an_overflow_in_c_library_code_ends_the_process_with_a_message() {
                     assert!(line.contains(part), "no {part:?} in the message:\n{stderr}");
                 }
             };
-            let (status, stderr) = child(test, "qsort", limit);
+            let (status, stderr) = child(test, "qsort", limit, &[], None);
             let status = status.unwrap_or_else(|| panic!("the child hung:\n{stderr}"));
             assert_eq!(status.signal(), Some(SIGABRT), "{status:?}\n{stderr}");
             message(&stderr);
             assert!(!stderr.contains("launch:"), "{stderr}");
 
-            let (status, stderr) = child(test, "malloc", limit);
+            let (status, stderr) = child(test, "malloc", limit, &[], None);
             let status = status.unwrap_or_else(|| panic!("the child hung:\n{stderr}"));
             if status.signal() == Some(SIGABRT) {
                 message(&stderr);
@@ -989,5 +1006,55 @@ fn an_overflow_in_c_library_code_ends_the_process_with_a_message() {
             println!("malloc repro: {status:?}\n{stderr}");
         }
         Err(_) => {} // the host fallback's handler only
+    }
+}
+
+/// `OFFLOAD_HOST_STACK_KIB` out of its range (64 to 1048576) is one warning
+/// naming the range, and the launch runs with the default stack; a stack
+/// the system cannot allocate fails the launch with `Error::Memory` naming
+/// the kernel and the setting. Before, both ended the program with a panic
+/// inside the launch, whose message the kernel-panic hook swallowed (exit
+/// 101, no message). Host fallback only (children with the setting; the
+/// second under a 3 GiB address-space limit, where a block of 64 threads
+/// that all wait at a barrier needs 64 stacks of 1 GiB).
+#[test]
+fn host_stack_setting_out_of_range_or_unallocatable_is_reported() {
+    let (grid, block, bytes, seed) = (2u32, 64u32, 1024u32, 7u32);
+    match std::env::var("OFFLOAD_RUNTIME_TEST_CHILD").as_deref() {
+        Ok("huge" | "unallocatable") => {
+            let mut cfg = LaunchConfig::new(grid, block);
+            cfg.shared_mem_bytes = bytes;
+            let mut out = vec![0u64; (grid * block) as usize];
+            match dynamic_shared_sum(cfg, seed, &mut out) {
+                Ok(()) => {
+                    for b in 0..grid {
+                        assert_eq!(out[(b * block) as usize], dynamic_shared_sum_on_host(bytes, seed, b), "block {b}");
+                    }
+                    eprintln!("launch ok");
+                }
+                Err(e) => eprintln!("launch: {e}"),
+            }
+        }
+        Ok(_) => {}
+        Err(_) if offload::backend().unwrap().kind == offload::BackendKind::Host => {
+            let test = "host_stack_setting_out_of_range_or_unallocatable_is_reported";
+            let limit = std::time::Duration::from_secs(120);
+            let (status, stderr) = child(test, "huge", limit, &[("OFFLOAD_HOST_STACK_KIB", "100000000")], None);
+            assert!(status.is_some_and(|s| s.success()), "{status:?}\n{stderr}");
+            let warning = "offload: warning: OFFLOAD_HOST_STACK_KIB=\"100000000\" is not a stack size from 64 to 1048576 \
+                           (KiB); using 256";
+            assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+            assert!(stderr.contains("launch ok"), "{stderr}");
+
+            let env = [("OFFLOAD_HOST_STACK_KIB", "1048576"), ("OFFLOAD_HOST_THREADS", "1")];
+            let (status, stderr) = child(test, "unallocatable", limit, &env, Some(3 << 20));
+            assert!(status.is_some_and(|s| s.success()), "{status:?}\n{stderr}");
+            let error = "launch: cannot allocate the stack of a simulated GPU thread on the host fallback: kernel \
+                         `runtime::dynamic_shared_sum` needs one stack of 1048576 KiB (OFFLOAD_HOST_STACK_KIB) for each \
+                         thread of a block that waits at sync_threads or a warp collective, and the system refused one: ";
+            assert!(stderr.contains(error), "{stderr}");
+            assert!(stderr.contains("lower OFFLOAD_HOST_STACK_KIB (from 64 to 1048576) or launch smaller blocks"), "{stderr}");
+        }
+        Err(_) => {}
     }
 }

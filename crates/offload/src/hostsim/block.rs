@@ -35,7 +35,7 @@ use core::cell::{Cell, RefCell};
 use std::boxed::Box;
 use std::collections::VecDeque;
 use std::format;
-use std::string::String;
+use std::string::{String, ToString};
 use std::vec::Vec;
 
 use corosensei::stack::{DefaultStack, Stack as _};
@@ -124,12 +124,12 @@ impl Executor {
         Executor { block, stacks: Vec::new(), stack_size }
     }
 
-    fn stack(&mut self) -> DefaultStack {
+    /// A coroutine stack: a used one, or a new one (which the system may
+    /// refuse).
+    fn stack(&mut self) -> std::io::Result<DefaultStack> {
         match self.stacks.pop() {
-            Some(s) => s,
-            None => {
-                DefaultStack::new(self.stack_size).expect("could not allocate a coroutine stack for the host fallback")
-            }
+            Some(s) => Ok(s),
+            None => DefaultStack::new(self.stack_size),
         }
     }
 
@@ -179,7 +179,13 @@ impl Executor {
                 r
             } else if b.next.get() < b.n {
                 let rid = runners.len() as u32;
-                let stack = self.stack();
+                let stack = match self.stack() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        b.dirty.set(true);
+                        break Err(BlockFailure::NoStack { error: e.to_string() });
+                    }
+                };
                 let (limit, base) = (stack.limit().get(), stack.base().get());
                 let body_ptr: *const (dyn Fn() + Sync) = body;
                 let f = move |y: &Yielder<(), ()>, ()| {

@@ -14,6 +14,9 @@ pub(crate) enum BlockFailure {
     /// No thread can make progress (barrier or warp collective in divergent
     /// code); the text says who waits where.
     Divergence { reason: String },
+    /// The system could not allocate a simulated thread's stack (`mmap` or
+    /// `mprotect` failed: address space or memory); the OS error.
+    NoStack { error: String },
     /// The runtime stopped thread `thread` (`threadIdx`) (see [`Abort`]).
     Aborted { abort: Abort, thread: Dim3 },
 }

@@ -126,6 +126,12 @@ pub(crate) fn take_tripped() -> bool {
     TRIPPED.with(|t| t.replace(false))
 }
 
+/// Whether this OS thread is running a simulated GPU thread (a coroutine
+/// armed by its scheduler), not the scheduler or other runtime code.
+pub(crate) fn in_simulated_thread() -> bool {
+    ARMED.with(|c| c.get()).is_some()
+}
+
 /// The bytes of stack left to the running coroutine, above its guard page;
 /// `None` outside one.
 pub(crate) fn remaining() -> Option<usize> {

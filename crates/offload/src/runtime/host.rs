@@ -12,9 +12,10 @@
 //!
 //! `OFFLOAD_HOST_THREADS` sets the number of workers (default: the CPUs),
 //! `OFFLOAD_HOST_STACK_KIB` the stack of each simulated GPU thread (default
-//! 256 KiB, at least 64; reserved lazily): far more than the GPU's 8 KiB
-//! (`OFFLOAD_CUDA_STACK_BYTES`), because host frames, unoptimized ones
-//! above all, are larger than the GPU's.
+//! 256 KiB, from [`MIN_STACK_KIB`] to [`MAX_STACK_KIB`]; reserved lazily):
+//! far more than the GPU's 8 KiB (`OFFLOAD_CUDA_STACK_BYTES`), because host
+//! frames, unoptimized ones above all, are larger than the GPU's. A stack
+//! the system cannot allocate fails the launch with [`Error::Memory`].
 //!
 //! A panic in the body stops the launch; the launcher returns
 //! [`Error::KernelPanic`] with the message, location, block and thread, and
@@ -40,6 +41,17 @@ use crate::hostsim::stack_guard::{self, KernelName};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::spec::{ArgSpec, KernelInfo};
 
+/// The smallest `OFFLOAD_HOST_STACK_KIB`: the runtime's own calls from a
+/// simulated thread need 32 KiB (`stack_guard::MARGIN`) besides the
+/// kernel's frames.
+pub(crate) const MIN_STACK_KIB: usize = 64;
+/// The largest `OFFLOAD_HOST_STACK_KIB`, 1 GiB: a GPU thread has at most
+/// 512 KiB of local memory (CUDA C++ Programming Guide, "Technical
+/// Specifications per Compute Capability"), host frames are larger, and the
+/// host fallback reserves one such stack per thread of a block that waits
+/// at a barrier or warp collective at the same time.
+pub(crate) const MAX_STACK_KIB: usize = 1 << 20;
+
 pub(crate) struct Host {
     info: BackendInfo,
     workers: usize,
@@ -58,11 +70,17 @@ impl Host {
         }
         let workers = workers.or_else(|| std::thread::available_parallelism().ok().map(|n| n.get())).unwrap_or(1);
         let setting = std::env::var("OFFLOAD_HOST_STACK_KIB").ok();
-        let kib = setting.as_deref().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n >= 64);
+        let kib = setting
+            .as_deref()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| (MIN_STACK_KIB..=MAX_STACK_KIB).contains(n));
         if let (Some(v), None) = (&setting, kib) {
-            std::eprintln!("offload: warning: OFFLOAD_HOST_STACK_KIB={v:?} is not a stack size of at least 64 (KiB); using 256");
+            std::eprintln!(
+                "offload: warning: OFFLOAD_HOST_STACK_KIB={v:?} is not a stack size from {MIN_STACK_KIB} to \
+                 {MAX_STACK_KIB} (KiB); using 256"
+            );
         }
-        let stack_size = kib.unwrap_or(256).saturating_mul(1024);
+        let stack_size = kib.unwrap_or(256) * 1024;
         // The host runs no image, but takes the shared-memory limit from the
         // architectures the images were built for (and a corrupted image
         // means a damaged binary: `embedded` says so, once).
@@ -104,14 +122,15 @@ std::thread_local! {
 }
 
 /// Installs (once) a panic hook that records panics raised inside kernel
-/// bodies instead of printing them, and defers to the previous hook for every
-/// other panic.
+/// bodies (on a simulated GPU thread) instead of printing them, and defers
+/// to the previous hook for every other panic, the runtime's own on a
+/// worker thread included, so that none is swallowed.
 fn install_panic_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(std::boxed::Box::new(move |info| {
-            if IN_KERNEL.with(|k| k.get()) {
+            if IN_KERNEL.with(|k| k.get()) && stack_guard::in_simulated_thread() {
                 let message = info
                     .payload()
                     .downcast_ref::<&str>()
@@ -299,6 +318,17 @@ impl Backend for Host {
                             thread: fmt3(thread),
                         }
                     }
+                    Err(BlockFailure::NoStack { error }) => Error::Memory {
+                        op: "allocate the stack of a simulated GPU thread on the host fallback",
+                        reason: format!(
+                            "kernel `{}` needs one stack of {} KiB (OFFLOAD_HOST_STACK_KIB) for each thread of a \
+                             block that waits at sync_threads or a warp collective, and the system refused one: \
+                             {error}; lower OFFLOAD_HOST_STACK_KIB (from {MIN_STACK_KIB} to {MAX_STACK_KIB}) or \
+                             launch smaller blocks",
+                            kernel.path(),
+                            stack_size / 1024
+                        ),
+                    },
                     Err(BlockFailure::Divergence { reason }) => {
                         Error::Divergence { kernel: kernel.path(), block: fmt3(block), reason }
                     }
@@ -338,8 +368,12 @@ impl Backend for Host {
             work();
         } else {
             std::thread::scope(|s| {
+                // A worker the system cannot start leaves its blocks to the
+                // others (every worker takes blocks until none is left).
                 for _ in 1..workers {
-                    s.spawn(&work);
+                    if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
+                        break;
+                    }
                 }
                 work();
             });
