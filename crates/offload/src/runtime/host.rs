@@ -82,12 +82,10 @@ impl Host {
         }
         let stack_size = kib.unwrap_or(256) * 1024;
         // The host runs no image, but takes the shared-memory limit from the
-        // architectures the images were built for (and a corrupted image
-        // means a damaged binary: `embedded` says so, once).
-        let arches: Vec<(offload_image::ImageKind, &str)> = match images::embedded() {
-            Ok(e) => e.intact.iter().map(|i| (i.kind, i.arch)).collect(),
-            Err(_) => Vec::new(),
-        };
+        // architectures the images were built for (and a corrupted image or
+        // a damaged section means a damaged binary: `embedded` says so, once).
+        let arches: Vec<(offload_image::ImageKind, &str)> =
+            images::embedded().intact.iter().map(|i| (i.kind, i.arch)).collect();
         let shared_limit = limits::host_shared_limit(arches);
         let description = format!("host CPU fallback, {workers} worker thread(s)");
         let info = BackendInfo {

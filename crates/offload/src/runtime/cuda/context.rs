@@ -120,16 +120,21 @@ impl Cuda {
         let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
         let device = format!("{name} (sm_{major}{minor})");
 
-        // Corrupted images are left out here (with a warning), before any
-        // of their bytes reach the driver.
-        let embedded = images::embedded().map_err(|e| Unusable::Failed(Error::BadImage(e.to_string())))?;
+        // Corrupted images (and a damaged section) are left out here (with
+        // a warning), before any of their bytes reach the driver.
+        let embedded = images::embedded();
         let all = &embedded.intact;
         let skipped = match embedded.corrupted {
             0 => String::new(),
             n => format!(" ({n} corrupted image(s) left out: see the warning above)"),
         };
         if all.is_empty() {
-            let reason = if embedded.corrupted == 0 {
+            let reason = if let Some(e) = &embedded.damaged {
+                format!(
+                    "the device image section of this binary is damaged ({e}: see the warning above); rebuild it \
+                     with `cargo offload build`"
+                )
+            } else if embedded.corrupted == 0 {
                 "this binary carries no device image (it was built without `cargo offload`); build it with `cargo offload build` or run it with `cargo offload run`".into()
             } else {
                 format!(
