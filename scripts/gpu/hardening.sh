@@ -118,12 +118,15 @@ build_b_images() {
 # ---------------------------------------------------------------------------
 # a: toolchains. Saturating float → i128/u128 casts (exact against a
 # bit-level reference), PTX ISA features (sm_90 image: mask 0x5a5a0077),
-# warp operations, and the warp examples, from each device toolchain.
+# warp operations (reductions in partial warps included: blocks of 16 and
+# 48 threads, exact against the host), and the warp examples, from each
+# device toolchain.
 gpu_a_toolchain() { # debian | nightly
     local d=./$1
     gpu_check "a $1: device-model casts, features, warp" 0 \
         "casts +ok .*values \\(NaN, ±inf, ±2\\^127, 2\\^128, subnormals, random\\) exact" \
-        "features +ok .*ptx70\\.\\.ptx78 and sm_90 on \\(0x5a5a0077\\)" "warp +ok" \
+        "features +ok .*ptx70\\.\\.ptx78 and sm_90 on \\(0x5a5a0077\\)" \
+        "warp +ok .*reductions over 16-, 48- and 64-thread blocks exact" \
         -- env OFFLOAD_DEVICE="$dev" "$d/device-model" casts features warp
     gpu_check "a $1: reduction 2^24" 0 -- env OFFLOAD_DEVICE="$dev" "$d/reduction" 24
     gpu_check "a $1: babelstream 2^25" 0 -- env OFFLOAD_DEVICE="$dev" "$d/babelstream" -s 33554432 -n 20

@@ -1058,3 +1058,15 @@ fn host_stack_setting_out_of_range_or_unallocatable_is_reported() {
         Err(_) => {}
     }
 }
+
+/// Outside a kernel a warp is the calling thread alone (a kernel body
+/// called from host code is a one-thread launch): a reduction gives the
+/// value itself (it was 32 times it: the butterfly read the thread's own
+/// value for each of the 31 lanes that do not exist).
+#[test]
+fn a_warp_reduction_outside_a_kernel_is_the_value() {
+    assert_eq!(offload::warp::reduce_sum(5u32), 5);
+    assert_eq!(offload::warp::reduce_sum(0.1f32).to_bits(), 0.1f32.to_bits());
+    assert_eq!(offload::warp::reduce_max(-3i64), -3);
+    assert_eq!(offload::warp::reduce_min(7u64), 7);
+}
