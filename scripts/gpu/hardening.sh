@@ -112,6 +112,7 @@ build_b_images() {
     done
     python3 scripts/corrupt-image.py "$exe" "$out/sample_offload-ptx" ptx 0.5 16 >/dev/null
     python3 scripts/corrupt-image.py "$out/sample_offload-ptx" "$out/sample_offload-both" cubin 0.5 16 >/dev/null
+    python3 scripts/corrupt-image.py "$exe" "$out/sample_offload-header" header version >/dev/null
 }
 
 
@@ -218,6 +219,17 @@ gpu_b_images() {
     [ "$dev" = cuda ] && why="no usable CUDA GPU: no device image for .*every device image in this binary is corrupted"
     gpu_check "b images: cubin and PTX corrupted, OFFLOAD_DEVICE=cuda: a one-line error, no crash" error \
         "OFFLOAD_DEVICE=cuda but $why" -- env OFFLOAD_DEVICE=cuda ./sample_offload-both
+    # A damaged bundle header (the format version; no checksum covers it):
+    # one warning, never silence; the host fallback runs the kernels (with
+    # the limits of a binary without images); OFFLOAD_DEVICE=cuda is an
+    # error naming the damage.
+    local damaged="1*offload: warning: the device image section of this binary is damaged \\(device image bundle has format version"
+    gpu_check "b images: damaged bundle header: one warning, the host fallback, right results" 0 "$damaged" \
+        "offload backend: host" "$right" -- env OFFLOAD_DEVICE="${dev/cuda/}" ./sample_offload-header
+    why="no usable CUDA GPU: "
+    [ "$dev" = cuda ] && why="no usable CUDA GPU: no device image for .*: the device image section of this binary is damaged"
+    gpu_check "b images: damaged bundle header, OFFLOAD_DEVICE=cuda: a one-line error, no crash" error \
+        "OFFLOAD_DEVICE=cuda but $why" -- env OFFLOAD_DEVICE=cuda ./sample_offload-header
 }
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ use core::hash::BuildHasherDefault;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::format;
-use std::string::{String, ToString};
+use std::string::String;
 use std::sync::Mutex;
 use std::vec;
 use std::vec::Vec;
