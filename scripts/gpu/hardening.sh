@@ -269,13 +269,15 @@ gpu_c_warp_divergence() {
 
 # Device globals: the initializer is the device's first value, kernels'
 # updates persist across launches and reach the host only through read(),
-# write() reaches the kernels.
+# write() reaches the kernels; a 1 MiB global goes through read_into /
+# write_from on a thread with a 64 KiB stack.
 gpu_c_globals() {
     local tc
     for tc in debian nightly; do
         [ -x "./$tc/device-model" ] || continue
         gpu_check "c device globals ($tc): read/write through the image's symbols" 0 \
             "device-model on $dev" "globals +ok +[0-9.]+ ms  first read 7; " \
+            "1 MiB table through read_into/write_from" \
             -- env OFFLOAD_DEVICE="$dev" "./$tc/device-model" globals
     done
 }
