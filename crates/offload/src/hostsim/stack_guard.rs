@@ -103,7 +103,7 @@ pub(crate) fn remaining() -> Option<usize> {
 #[inline]
 pub(crate) fn check() {
     if remaining().is_some_and(|r| r < MARGIN) {
-        std::panic::resume_unwind(std::boxed::Box::new(crate::hostsim::Abort::StackOverflow));
+        std::panic::resume_unwind(std::boxed::Box::new(crate::hostsim::failure::Abort::StackOverflow));
     }
 }
 

@@ -12,6 +12,18 @@
 /// How a GPU thread's record says "divergence" instead of "panic".
 pub(crate) const PREFIX: &str = "offload: warp collective in divergent code: ";
 
+/// The collectives' names in divergence reports (both backends).
+pub(crate) mod names {
+    pub const SHUFFLE_IDX: &str = "shuffle_idx (shfl.sync.idx)";
+    pub const SHUFFLE_UP: &str = "shuffle_up (shfl.sync.up)";
+    pub const SHUFFLE_DOWN: &str = "shuffle_down (shfl.sync.down)";
+    pub const SHUFFLE_XOR: &str = "shuffle_xor (shfl.sync.bfly)";
+    pub const ALL: &str = "all (vote.sync.all)";
+    pub const ANY: &str = "any (vote.sync.any)";
+    pub const BALLOT: &str = "ballot (vote.sync.ballot)";
+    pub const SYNC_WARP: &str = "sync_warp (bar.warp.sync)";
+}
+
 /// Writes into a byte buffer, dropping what does not fit.
 pub(crate) struct Bytes<'a> {
     pub buf: &'a mut [u8],

@@ -39,7 +39,7 @@
 
 use core::cell::UnsafeCell;
 
-use crate::MapElem;
+use crate::device::device_copy::MapElem;
 
 /// A variable of the device; declare one with
 /// [`#[offload::device_global]`](crate::device_global) on a `static`.
@@ -87,7 +87,7 @@ impl<T: MapElem> DeviceGlobal<T> {
     #[inline(always)]
     pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-        if !crate::runtime::in_host_kernel() {
+        if !crate::runtime::host::in_host_kernel() {
             panic!(
                 "offload: DeviceGlobal `{}` used outside a kernel: host code reads it with `read()` and changes it with `write()`",
                 self.symbol
@@ -142,16 +142,16 @@ impl<T: MapElem> DeviceGlobal<T> {
         &'static self,
         f: impl FnOnce(&dyn crate::runtime::Backend, u64, usize) -> crate::Result<()>,
     ) -> crate::Result<()> {
-        if crate::runtime::in_host_kernel() {
+        if crate::runtime::host::in_host_kernel() {
             return Err(crate::Error::InvalidLaunch {
                 kernel: self.symbol.into(),
                 reason: "a DeviceGlobal was read or written by host code inside a kernel body; kernels use `with()`"
                     .into(),
             });
         }
-        let rt = crate::runtime::get()?;
+        let rt = crate::runtime::select::get()?;
         // No kernel of the host fallback runs while this is held.
-        let _no_kernels = crate::runtime::LAUNCHES.write().unwrap_or_else(|e| e.into_inner());
+        let _no_kernels = crate::runtime::host::LAUNCHES.write().unwrap_or_else(|e| e.into_inner());
         let bytes = core::mem::size_of::<T>();
         let addr = rt.backend.global(self.symbol, bytes, self.value.get() as *mut u8)?;
         if bytes == 0 {

@@ -45,7 +45,9 @@
 use core::ops::Add;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-use crate::hostsim::{warp_collective, WarpOp};
+use crate::hostsim::{collective::WarpOp, entry::warp_collective};
+#[cfg(target_arch = "nvptx64")]
+use crate::report::divergence::names;
 
 /// Threads per warp (CUDA `warpSize`): 32 on every NVIDIA GPU.
 pub const WARP_SIZE: u32 = 32;
@@ -93,18 +95,6 @@ pub fn warp_mask() -> u32 {
     }
 }
 
-/// The collectives' names in divergence reports (both backends).
-pub(crate) mod names {
-    pub const SHUFFLE_IDX: &str = "shuffle_idx (shfl.sync.idx)";
-    pub const SHUFFLE_UP: &str = "shuffle_up (shfl.sync.up)";
-    pub const SHUFFLE_DOWN: &str = "shuffle_down (shfl.sync.down)";
-    pub const SHUFFLE_XOR: &str = "shuffle_xor (shfl.sync.bfly)";
-    pub const ALL: &str = "all (vote.sync.all)";
-    pub const ANY: &str = "any (vote.sync.any)";
-    pub const BALLOT: &str = "ballot (vote.sync.ballot)";
-    pub const SYNC_WARP: &str = "sync_warp (bar.warp.sync)";
-}
-
 /// The start of every collective on the GPU: waits (`vote.sync.ballot`)
 /// until every lane of the warp that has not exited is at a collective,
 /// then, if some lane of the warp has exited, records
@@ -118,7 +108,7 @@ fn converged(op: &'static str) -> u32 {
     // lane; exited lanes do not block it (sm_70+).
     let arrived = unsafe { nv::vote_ballot(m, true) };
     if arrived != m {
-        crate::device::warp_divergence(op, warp_id(), arrived, m & !arrived);
+        crate::report::gpu::warp_divergence(op, warp_id(), arrived, m & !arrived);
     }
     m
 }
