@@ -101,7 +101,6 @@ mod tests {
     use super::*;
     use offload_image::{ImageKind, OwnedImage};
     use std::vec;
-    use std::vec::Vec;
 
     /// A section (padding, then a bundle of one PTX image), leaked as the
     /// real one lives for the whole program.
