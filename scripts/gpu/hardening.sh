@@ -27,8 +27,12 @@ run() { # dir
     local dev=${DEVICE:-cuda} section
     for section in ${SECTIONS:-a_toolchain b_shared_memory b_stack b_images c_atomics c_warp_divergence c_globals}; do
         if [ "$section" = a_toolchain ]; then
-            gpu_a_toolchain debian
-            gpu_a_toolchain nightly
+            local tc
+            for tc in debian nightly; do
+                # A run may carry one toolchain's build at a time (the
+                # two together are ~50 MB): say so, never skip silently.
+                if [ -d "./$tc" ]; then gpu_a_toolchain "$tc"; else echo "--- a $tc: not in this run ($tc/ absent)"; fi
+            done
         else
             "gpu_$section"
         fi
