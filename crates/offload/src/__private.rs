@@ -11,6 +11,10 @@ pub use crate::print::print_fmt;
 pub use crate::args::{MapIn, MapInOut};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use crate::launch::{launch, ArgSpec, Instances, KernelInfo};
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use crate::queue::enqueue::{launch_to, HostReferences, InScope, OutsideScope, Target};
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use crate::queue::track::graveyard_holds;
 
 /// The check of `#[kernel(same_len(a, b, …))]`, made by the launcher before
 /// anything is mapped: every named slice argument has the length of the

@@ -7,7 +7,10 @@ use core::marker::PhantomData;
 use std::format;
 use std::string::String;
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
+use crate::queue::track::Resource;
 use crate::runtime;
 use crate::{LaunchConfig, MapElem};
 
@@ -62,7 +65,11 @@ pub(crate) enum ArgKind {
     /// Memory already resident on the device (a [`DeviceBuffer`](crate::DeviceBuffer)):
     /// no copy; the kernel gets `addr` (a device address on GPU backends, a
     /// host address on the host fallback), and the element count if `pass_len`.
-    Resident { addr: u64, len: usize, pass_len: bool },
+    /// `res` is the buffer's memory, whose pending queued work the launch
+    /// is ordered with (`queue::track`), read or, if `write`, written; null
+    /// for memory that is not tracked (mapped pinned memory). It points into
+    /// the buffer the launcher borrows for the `ArgSpec`'s lifetime.
+    Resident { addr: u64, len: usize, pass_len: bool, write: bool, res: *const Arc<Resource> },
 }
 
 impl<'a> ArgSpec<'a> {
@@ -103,7 +110,14 @@ pub fn launch(
     if cfg.threads() == 0 {
         return Ok(());
     }
+    crate::queue::graph::refuse_blocking_in_capture(kernel)?;
     let rt = runtime::get()?;
+    // Buffers with pending queued work: the launch comes after it (and a
+    // graph replay enqueued meanwhile after the launch: see `queue::graph`).
+    let _replays = crate::queue::graph::hold();
+    for (res, write) in crate::queue::enqueue::tracked(args) {
+        res.tracker.wait_host(write);
+    }
     let start = rt.trace.then(std::time::Instant::now);
     let result = rt.backend.launch_impl(kernel, &cfg, args, host).map_err(divergence_from_record);
     if let Some(start) = start {
@@ -128,7 +142,7 @@ pub fn launch(
 /// panic record, with a message that starts with
 /// [`divergence::PREFIX`](crate::divergence::PREFIX) (see `device`); such a
 /// "panic" is [`Error::Divergence`], with the text the host fallback gives.
-fn divergence_from_record(e: Error) -> Error {
+pub(crate) fn divergence_from_record(e: Error) -> Error {
     match e {
         Error::KernelPanic { kernel, message, block, .. } if message.starts_with(crate::divergence::PREFIX) => {
             Error::Divergence { kernel, block, reason: message[crate::divergence::PREFIX.len()..].into() }

@@ -117,6 +117,8 @@ mod launch;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod pinned;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+mod queue;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod runtime;
 
 #[doc(hidden)]
@@ -144,6 +146,8 @@ pub use error::{Error, Result};
 pub use pinned::{Mapped, MappedMut, PinnedBuffer};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use runtime::{backend, BackendInfo, BackendKind};
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use queue::{scope, Capture, Enqueue, Event, Graph, Queue, QueueSliceArg, QueueSliceArgMut, Scope, Wait};
 
 /// The names most kernels and launchers need, importable on both sides:
 /// `use offload::prelude::*;` compiles in the device pass too, where the
@@ -157,7 +161,7 @@ pub mod prelude {
     #[cfg(not(target_arch = "amdgpu"))]
     pub use crate::{dynamic_shared, shared_array, sync_threads};
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    pub use crate::{DeviceBuffer, PinnedBuffer, SliceArg, SliceArgMut};
+    pub use crate::{DeviceBuffer, Event, PinnedBuffer, Queue, SliceArg, SliceArgMut};
 }
 
 /// Turns an ordinary `fn` into a GPU kernel.

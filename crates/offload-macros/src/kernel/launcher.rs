@@ -44,11 +44,23 @@ pub(super) fn generate(b: &Body) -> TokenStream {
     // in the binary's symbols).
     let record_tail = if b.generic() { "\tgeneric\0" } else { "\0" };
     let (select, marker_fn) = select(b);
+    let shared = format_ident!("__offload_launch_{}", name);
+    let target_ident = Ident::new("__offload_target", Span::mixed_site());
+    let arg_names: Vec<&Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
+    let type_args = &b.type_params;
+    let queued = queued(b, &shared);
     quote! {
-        #(#attrs)*
+        // The launch itself, shared by the blocking launcher and the queued
+        // form (`#name::on`); at module level, so that the body's paths
+        // (`super::…`, `self::…`) mean what they mean at the kernel.
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
-        #vis fn #name #generics (
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes, non_snake_case, dead_code)]
+        /// # Safety
+        /// For a queued target, the arguments' memory stays valid until the
+        /// launch has finished (`offload::__private::launch_to`).
+        unsafe fn #shared #generics (
+            #target_ident: ::offload::__private::Target<'_>,
             #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
             #(#user_params),*
         ) -> ::offload::Result<()> #where_clause {
@@ -67,15 +79,130 @@ pub(super) fn generate(b: &Body) -> TokenStream {
             #same_len_check
             let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
             let __offload_host = move || __offload_body(#(#call_args),*);
-            ::offload::__private::launch(
-                __offload_kernel,
-                ::core::convert::Into::into(#launch_ident),
-                __offload_args,
-                &__offload_host,
-            )
+            // SAFETY: the caller's contract.
+            unsafe {
+                ::offload::__private::launch_to(
+                    #target_ident,
+                    __offload_kernel,
+                    ::core::convert::Into::into(#launch_ident),
+                    __offload_args,
+                    __offload_host,
+                )
+            }
         }
 
+        #(#attrs)*
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
+        #vis fn #name #generics (
+            #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
+            #(#user_params),*
+        ) -> ::offload::Result<()> #where_clause {
+            // SAFETY: a blocking launch returns after the kernel has
+            // finished, while the arguments are still borrowed.
+            unsafe { #shared::<#(#type_args),*>(::offload::__private::Target::blocking(), #launch_ident, #(#arg_names),*) }
+        }
+
+        #queued
+
         #marker_fn
+    }
+}
+
+/// The queued form: `mod <name> { pub fn on(q, cfg, …) }`, in the type
+/// namespace beside the launcher (docs/async.md, section 2). `q` is any
+/// `offload::Enqueue` target (a queue, a scope, a capture), whose
+/// `Memory` decides which slice arguments are accepted; `&T` / `&mut T`
+/// parameters (host memory) need a scope. Host memory is borrowed for
+/// `'__q`, the target's lifetime (for a scope, until it ends); a
+/// `DeviceBuffer` only for the call (its pending work is tracked).
+fn queued(b: &Body, shared: &Ident) -> TokenStream {
+    let func = &b.kernel.func;
+    let (vis, name) = (&func.vis, b.name);
+    let q_lt = syn::Lifetime::new("'__q", Span::mixed_site());
+    let q_ty = Ident::new("__Q", Span::mixed_site());
+    let q_arg = Ident::new("__offload_queue", Span::mixed_site());
+    let cfg_arg = Ident::new("__offload_launch", Span::mixed_site());
+    let memory = quote!(<#q_ty as ::offload::Enqueue<#q_lt>>::Memory);
+    let mut params = Vec::new();
+    let mut unwrap = Vec::new();
+    let mut host_refs = false;
+    for p in &b.kernel.params {
+        let (n, ty) = (&p.name, &p.ty);
+        params.push(match &p.mapping {
+            Mapping::Value => quote!(#n: #ty),
+            Mapping::RefTo(elem) => {
+                host_refs = true;
+                quote_spanned!(ty.span()=> #n: &#q_lt #elem)
+            }
+            Mapping::RefToFrom(elem) => {
+                host_refs = true;
+                quote_spanned!(ty.span()=> #n: &#q_lt mut #elem)
+            }
+            Mapping::SliceTo(elem) => {
+                unwrap.push(quote!(let #n = ::offload::QueueSliceArg::arg(&#n);));
+                quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArg<#q_lt, #elem, #memory>)
+            }
+            Mapping::SliceToFrom(elem) => {
+                unwrap.push(quote!(let mut #n = #n; let #n = ::offload::QueueSliceArgMut::arg_mut(&mut #n);));
+                quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArgMut<#q_lt, #elem, #memory>)
+            }
+        });
+    }
+    // Lifetimes first, then the kernel's type parameters (so that
+    // `scale::on::<f32, _>` names them), then the target's type.
+    let generics = &func.sig.generics;
+    let lifetimes = generics.lifetimes();
+    let types = generics.type_params();
+    let type_args = &b.type_params;
+    let mut wc = b.where_clause.clone().unwrap_or_else(|| syn::WhereClause {
+        where_token: Default::default(),
+        predicates: Default::default(),
+    });
+    if host_refs {
+        wc.predicates
+            .push(syn::parse_quote!(#memory: ::offload::__private::HostReferences));
+    }
+    let names: Vec<&Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
+    let cfgs = func.attrs.iter().filter(|a| a.path().is_ident("cfg"));
+    let doc = format!(
+        "Queued form of the kernel `{name}`: `{name}::on(&queue, cfg, …)` enqueues a launch and returns at once \
+         (docs/async.md)."
+    );
+    let on_doc = format!(
+        "Enqueues a launch of `{name}` on `q` (a `&Queue`, a scope or a capture) and returns at once; the \
+         kernel's arguments follow the launch configuration. Outside a scope, slices must be `DeviceBuffer`s. \
+         Errors of the launch's checks are returned now; errors while it runs arrive at the queue's next \
+         synchronization."
+    );
+    quote! {
+        #(#cfgs)*
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        #[doc = #doc]
+        #[allow(non_snake_case, unused_imports, clippy::wildcard_imports)]
+        #vis mod #name {
+            use super::*;
+            #[doc = #on_doc]
+            #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
+            pub fn on<#q_lt, #(#lifetimes,)* #(#types,)* #q_ty: ::offload::Enqueue<#q_lt> + ?::core::marker::Sized>(
+                #q_arg: &#q_lt #q_ty,
+                #cfg_arg: impl ::core::convert::Into<::offload::LaunchConfig>,
+                #(#params),*
+            ) -> ::offload::Result<()> #wc {
+                #(#unwrap)*
+                // SAFETY: every argument that refers to memory is a tracked
+                // buffer (outside a scope, `QueueSliceArg` admits nothing
+                // else), or borrowed for `'__q`, the scope's lifetime, and
+                // the scope waits for the launch before it ends.
+                unsafe {
+                    super::#shared::<#(#type_args),*>(
+                        ::offload::Enqueue::target(#q_arg),
+                        #cfg_arg,
+                        #(#names),*
+                    )
+                }
+            }
+        }
     }
 }
 

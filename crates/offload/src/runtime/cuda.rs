@@ -468,6 +468,10 @@ impl Backend for Cuda {
         &self.info
     }
 
+    fn concrete(&self) -> super::Concrete<'_> {
+        super::Concrete::Cuda(self)
+    }
+
     fn alloc_zeroed(&self, bytes: usize) -> Result<u64> {
         if bytes == 0 {
             return Ok(0);
@@ -782,6 +786,9 @@ impl State {
             self.ctx = result::primary_ctx::retain(self.dev).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", None, e))?;
             result::ctx::set_current(self.ctx).map_err(|e| driver_error("cuCtxSetCurrent", None, e))?;
         }
+        // Queues' streams, fences and buffers of the old context are
+        // forgotten from now on (see `cuda_queue`).
+        super::GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         self.functions.clear();
         self.panic = None;
         self.module = load_module(&self.image)?;
@@ -793,5 +800,63 @@ impl State {
         cuda_recover::install_stack_floor(self.module, self.stream)?;
         self.panic = PanicSlot::install(self.module);
         Ok(())
+    }
+}
+
+/// What queues (`cuda_queue`) need of the backend's state.
+impl Cuda {
+    /// Makes the context current on this thread.
+    pub(super) fn make_current(&self) -> Result<()> {
+        drop(self.enter("cuCtxSetCurrent")?);
+        Ok(())
+    }
+
+    /// The function of `kernel`, allowed `shared` bytes of dynamic shared
+    /// memory: the checks a blocking launch makes before it maps anything
+    /// (`Error::KernelNotFound`, `Error::InstanceNotBuilt`,
+    /// `Error::InvalidLaunch`).
+    pub(super) fn prepare(&self, kernel: &'static KernelInfo, shared: u32) -> Result<sys::CUfunction> {
+        let mut st = self.enter("cuCtxSetCurrent")?;
+        let function = st.function(kernel)?;
+        st.allow_dynamic_shared(kernel, function, shared)?;
+        Ok(function.f)
+    }
+
+    /// The panic the device recorded, if any, as the error of `kernel`
+    /// (a name, or candidates), and the record emptied. Call after waiting
+    /// for the work that may have recorded it.
+    pub(super) fn take_panic(&self, kernel: &str) -> Option<Error> {
+        let st = self.enter("cuCtxSetCurrent").ok()?;
+        let recorded = st.panic.as_ref().and_then(|p| p.take())?;
+        Some(crate::launch::divergence_from_record(recorded.into_error(kernel, st.stack_bytes)))
+    }
+
+    /// A sticky fault `e` seen while waiting for queued work of `kernel`:
+    /// its error (the recorded panic, or the driver's), after which the
+    /// context is rebuilt as after a failed blocking launch.
+    pub(super) fn fault(&self, kernel: &str, e: DriverError) -> Error {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let err = crate::launch::divergence_from_record(cuda_recover::failed_launch_error(
+            st.panic.as_ref(),
+            kernel,
+            e,
+            st.stack_bytes,
+        ));
+        st.cache.free.clear();
+        st.cache.bytes = 0;
+        match st.rebuild() {
+            Ok(()) => err,
+            Err(rebuild) => Error::Driver {
+                op: "rebuilding the CUDA context after a failed kernel",
+                kernel: Some(kernel.into()),
+                code: 0,
+                name: "CUDA_ERROR_UNKNOWN".into(),
+                text: format!(
+                    "{rebuild}; the kernel's own failure was: {err}. CUDA leaves a context in this state unusable \
+                     until the process ends: restart the program"
+                ),
+                log: None,
+            },
+        }
     }
 }

@@ -17,9 +17,11 @@
 //! time) to stderr.
 
 mod cuda;
+pub(crate) mod cuda_queue;
 mod cuda_recover;
 mod cuda_staging;
 mod host;
+pub(crate) mod host_queue;
 mod images;
 mod limits;
 
@@ -82,10 +84,24 @@ impl core::fmt::Display for BackendInfo {
     }
 }
 
+/// Incremented when the CUDA context is rebuilt after a sticky fault:
+/// handles of queues (streams, events) and buffers from an older
+/// generation are dead and never used again (see `cuda_queue`).
+pub(crate) static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A backend as its concrete type, for the queues (`queue`), whose two
+/// implementations differ too much to share one interface.
+pub(crate) enum Concrete<'a> {
+    Host(&'a host::Host),
+    Cuda(&'a cuda::Cuda),
+}
+
 /// The backend interface: the generic front in `launch.rs` validates and
 /// traces; a backend maps arguments and runs the kernel.
 pub(crate) trait Backend: Send + Sync {
     fn info(&self) -> &BackendInfo;
+    /// This backend as its concrete type.
+    fn concrete(&self) -> Concrete<'_>;
     fn launch_impl(
         &self,
         kernel: &'static KernelInfo,
