@@ -34,6 +34,8 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         specs,
         call_args,
         user_params,
+        shared_params,
+        pass,
     } = parts;
     let same_len_check = same_len_check(&b.kernel.same_len);
     let launch_ident = Ident::new("__offload_launch", Span::mixed_site());
@@ -46,7 +48,6 @@ pub(super) fn generate(b: &Body) -> TokenStream {
     let (select, marker_fn) = select(b);
     let shared = format_ident!("__offload_launch_{}", name);
     let target_ident = Ident::new("__offload_target", Span::mixed_site());
-    let arg_names: Vec<&Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
     let type_args = &b.type_params;
     let queued = queued(b, &shared);
     quote! {
@@ -62,7 +63,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         unsafe fn #shared #generics (
             #target_ident: ::offload::__private::Target<'_>,
             #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
-            #(#user_params),*
+            #(#shared_params),*
         ) -> ::offload::Result<()> #where_clause {
             #[allow(unused_mut, clippy::needless_lifetimes)]
             fn __offload_body #generics (#(#body_params),*) #where_clause #body
@@ -100,7 +101,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         ) -> ::offload::Result<()> #where_clause {
             // SAFETY: a blocking launch returns after the kernel has
             // finished, while the arguments are still borrowed.
-            unsafe { #shared::<#(#type_args),*>(::offload::__private::Target::blocking(), #launch_ident, #(#arg_names),*) }
+            unsafe { #shared::<#(#type_args),*>(::offload::__private::Target::blocking(), #launch_ident, #(#pass),*) }
         }
 
         #queued
@@ -140,11 +141,11 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
                 quote_spanned!(ty.span()=> #n: &#q_lt mut #elem)
             }
             Mapping::SliceTo(elem) => {
-                unwrap.push(quote!(let #n = ::offload::QueueSliceArg::arg(&#n);));
+                unwrap.push(quote!(let #n = ::offload::QueueSliceArg::map_in(&#n);));
                 quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArg<#q_lt, #elem, #memory>)
             }
             Mapping::SliceToFrom(elem) => {
-                unwrap.push(quote!(let mut #n = #n; let #n = ::offload::QueueSliceArgMut::arg_mut(&mut #n);));
+                unwrap.push(quote!(let mut #n = #n; let #n = ::offload::QueueSliceArgMut::map_inout(&mut #n);));
                 quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArgMut<#q_lt, #elem, #memory>)
             }
         });
@@ -217,6 +218,13 @@ struct Parts {
     call_args: Vec<TokenStream>,
     /// The launcher's parameters after the launch configuration.
     user_params: Vec<TokenStream>,
+    /// The shared launch function's parameters: slices arrive mapped
+    /// (`MapIn` / `MapInOut`), so that its signature puts no bound on the
+    /// element type (a wrong element type is reported once, at the
+    /// launcher's parameter).
+    shared_params: Vec<TokenStream>,
+    /// What the launcher passes the shared function for each parameter.
+    pass: Vec<TokenStream>,
 }
 
 impl Parts {
@@ -232,6 +240,8 @@ impl Parts {
         match &p.mapping {
             Mapping::Value => {
                 self.user_params.push(quote!(#n: #ty));
+                self.shared_params.push(quote!(#n: #ty));
+                self.pass.push(quote!(#n));
                 self.specs
                     .push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::value(&#n)));
                 self.call_args.push(quote!(#n));
@@ -247,6 +257,8 @@ impl Parts {
             }
             Mapping::RefTo(_) => {
                 self.user_params.push(quote!(#n: #ty));
+                self.shared_params.push(quote!(#n: #ty));
+                self.pass.push(quote!(#n));
                 self.specs
                     .push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::reference(#n)));
                 self.call_args.push(quote!(#n));
@@ -255,7 +267,10 @@ impl Parts {
                 self.user_params.push(
                     quote_spanned!(ty.span()=> #n: &#lt (impl ::offload::SliceArg<#elem> + ?Sized)),
                 );
-                self.prep.push(quote_spanned!(ty.span()=> let #mapped = ::offload::SliceArg::<#elem>::map_in(#n);));
+                let lt = lt.clone().unwrap_or_else(|| quote!('_));
+                self.shared_params.push(quote!(#n: ::offload::__private::MapIn<#lt, #elem>));
+                self.pass.push(quote_spanned!(ty.span()=> ::offload::SliceArg::<#elem>::map_in(#n)));
+                self.prep.push(quote!(let #mapped = #n;));
                 self.specs.push(quote!(#mapped.spec()));
                 // SAFETY: only the host fallback calls the closure, and there
                 // every address is host memory.
@@ -264,8 +279,10 @@ impl Parts {
             Mapping::SliceToFrom(elem) => {
                 self.user_params
                     .push(quote_spanned!(ty.span()=> #n: &#lt mut (impl ::offload::SliceArgMut<#elem> + ?Sized)));
-                self.prep
-                    .push(quote_spanned!(ty.span()=> let #mapped = ::offload::SliceArgMut::<#elem>::map_inout(#n);));
+                let lt = lt.clone().unwrap_or_else(|| quote!('_));
+                self.shared_params.push(quote!(#n: ::offload::__private::MapInOut<#lt, #elem>));
+                self.pass.push(quote_spanned!(ty.span()=> ::offload::SliceArgMut::<#elem>::map_inout(#n)));
+                self.prep.push(quote!(let #mapped = #n;));
                 self.specs.push(quote!(#mapped.spec()));
                 // SAFETY: only the host fallback calls the closure, once per
                 // simulated GPU thread, while the launch holds the exclusive
@@ -275,6 +292,8 @@ impl Parts {
             }
             Mapping::RefToFrom(_) => {
                 self.user_params.push(quote!(#n: #ty));
+                self.shared_params.push(quote!(#n: #ty));
+                self.pass.push(quote!(#n));
                 self.prep
                     .push(quote_spanned!(ty.span()=> let #mapped = ::offload::__private::MapInOut::reference(#n);));
                 self.specs.push(quote!(#mapped.spec()));

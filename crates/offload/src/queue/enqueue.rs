@@ -9,7 +9,7 @@ use super::graph::Capture;
 use super::scope::{Scope, ScopeState};
 use super::track::{self, Resource, Tracker};
 use super::{Imp, Queue, QueueInner};
-use crate::args::{SliceArg, SliceArgMut};
+use crate::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
 use crate::error::{Error, Result};
 use crate::launch::{ArgKind, ArgSpec, KernelInfo};
 use crate::runtime::{self, Concrete};
@@ -96,12 +96,10 @@ impl Target<'_> {
     label = "host memory in a queued launch outside `offload::scope`, or not a slice of `{T}`",
     note = "outside `offload::scope(&q, |s| …)` a queued launch takes only `&DeviceBuffer<{T}>`: host memory must stay borrowed until the launch has finished, which only a scope guarantees (docs/async.md, sections 2 and 4)"
 )]
-pub trait QueueSliceArg<'q, T: MapElem, M> {
-    /// What the launch maps.
+pub trait QueueSliceArg<'q, T, M> {
+    /// The view the launch maps.
     #[doc(hidden)]
-    type Arg: SliceArg<T> + ?Sized;
-    #[doc(hidden)]
-    fn arg(&self) -> &Self::Arg;
+    fn map_in(&self) -> MapIn<'_, T>;
 }
 
 /// Accepted where a kernel takes `&mut [T]` in a queued launch; see
@@ -113,24 +111,22 @@ pub trait QueueSliceArg<'q, T: MapElem, M> {
     label = "host memory in a queued launch outside `offload::scope`, or not a mutable slice of `{T}`",
     note = "outside `offload::scope(&q, |s| …)` a queued launch takes only `&mut DeviceBuffer<{T}>`: host memory must stay borrowed until the launch has finished, which only a scope guarantees (docs/async.md, sections 2 and 4)"
 )]
-pub trait QueueSliceArgMut<'q, T: DeviceCopy, M> {
-    /// What the launch maps.
+// No bound on `T` here: a kernel whose element type is not `DeviceCopy` is
+// reported once, at its blocking launcher's parameter.
+pub trait QueueSliceArgMut<'q, T, M> {
+    /// The view the launch maps.
     #[doc(hidden)]
-    type Arg: SliceArgMut<T> + ?Sized;
-    #[doc(hidden)]
-    fn arg_mut(&mut self) -> &mut Self::Arg;
+    fn map_inout(&mut self) -> MapInOut<'_, T>;
 }
 
 impl<'q, T: DeviceCopy, M> QueueSliceArg<'q, T, M> for &DeviceBuffer<T> {
-    type Arg = DeviceBuffer<T>;
-    fn arg(&self) -> &DeviceBuffer<T> {
-        self
+    fn map_in(&self) -> MapIn<'_, T> {
+        SliceArg::map_in(*self)
     }
 }
 impl<'q, T: DeviceCopy, M> QueueSliceArgMut<'q, T, M> for &mut DeviceBuffer<T> {
-    type Arg = DeviceBuffer<T>;
-    fn arg_mut(&mut self) -> &mut DeviceBuffer<T> {
-        self
+    fn map_inout(&mut self) -> MapInOut<'_, T> {
+        SliceArgMut::map_inout(*self)
     }
 }
 
@@ -138,27 +134,24 @@ impl<'q, T: DeviceCopy, M> QueueSliceArgMut<'q, T, M> for &mut DeviceBuffer<T> {
 macro_rules! host_memory {
     ($($ty:ty $(, $n:ident)?);* $(;)?) => {$(
         impl<'q, T: MapElem $(, const $n: usize)?> QueueSliceArg<'q, T, InScope> for &'q $ty {
-            type Arg = $ty;
-            fn arg(&self) -> &$ty {
-                self
+            fn map_in(&self) -> MapIn<'_, T> {
+                SliceArg::map_in(*self)
             }
         }
     )*};
 }
 host_memory!([T]; std::vec::Vec<T>; [T; N], N; Box<[T]>);
 impl<'q, T: DeviceCopy> QueueSliceArg<'q, T, InScope> for &'q crate::PinnedBuffer<T> {
-    type Arg = crate::PinnedBuffer<T>;
-    fn arg(&self) -> &crate::PinnedBuffer<T> {
-        self
+    fn map_in(&self) -> MapIn<'_, T> {
+        SliceArg::map_in(*self)
     }
 }
 
 macro_rules! host_memory_mut {
     ($($ty:ty $(, $n:ident)?);* $(;)?) => {$(
         impl<'q, T: DeviceCopy $(, const $n: usize)?> QueueSliceArgMut<'q, T, InScope> for &'q mut $ty {
-            type Arg = $ty;
-            fn arg_mut(&mut self) -> &mut $ty {
-                self
+            fn map_inout(&mut self) -> MapInOut<'_, T> {
+                SliceArgMut::map_inout(*self)
             }
         }
     )*};
