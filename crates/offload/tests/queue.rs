@@ -109,15 +109,48 @@ mod kernels {
 }
 
 const N: usize = 256;
-/// About 50 ms of `churn` for `N` threads on the host fallback (debug).
-const SLOW: u32 = 100_000;
+
+/// Steps of `churn` that take tens of milliseconds: about 50 ms for `N`
+/// threads on the host fallback (debug build), about 100 ms on an H200.
+fn slow() -> u32 {
+    match offload::backend().map(|b| b.kind) {
+        Ok(offload::BackendKind::Cuda) => 20_000_000,
+        _ => 100_000,
+    }
+}
+
+/// `lcg(v, n)` computed independently, in O(log n): `n` steps of
+/// `x -> a x + c` are the affine map `x -> A x + C`, built by squaring.
+fn lcg_jump(v: u64, mut n: u32) -> u64 {
+    let (mut a, mut c) = (6364136223846793005u64, 1442695040888963407u64);
+    let (mut big_a, mut big_c) = (1u64, 0u64);
+    while n > 0 {
+        if n & 1 == 1 {
+            // Apply (a, c) after (A, C): x -> a (A x + C) + c.
+            big_a = a.wrapping_mul(big_a);
+            big_c = a.wrapping_mul(big_c).wrapping_add(c);
+        }
+        // (a, c) ∘ (a, c): x -> a (a x + c) + c.
+        c = a.wrapping_mul(c).wrapping_add(c);
+        a = a.wrapping_mul(a);
+        n >>= 1;
+    }
+    big_a.wrapping_mul(v).wrapping_add(big_c)
+}
+
+#[test]
+fn the_jump_matches_the_steps() {
+    for (v, n) in [(0u64, 0u32), (1, 1), (7, 2), (12345, 1000), (u64::MAX, 77_777)] {
+        assert_eq!(lcg_jump(v, n), lcg(v, n), "v {v}, n {n}");
+    }
+}
 
 fn cfg() -> LaunchConfig {
     for_len(N)
 }
 
 fn expected_churn(seed: u64, iters: u32) -> Vec<u64> {
-    (0..N as u64).map(|i| lcg(seed + i, iters)).collect()
+    (0..N as u64).map(|i| lcg_jump(seed + i, iters)).collect()
 }
 
 #[test]
@@ -125,13 +158,13 @@ fn queued_launches_return_at_once_and_run_in_order() {
     let q = Queue::new().unwrap();
     let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
     let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
-    churn::on(&q, cfg(), SLOW, 7, &mut a).unwrap();
+    churn::on(&q, cfg(), slow(), 7, &mut a).unwrap();
     let e = q.record().unwrap();
     assert!(!e.is_complete(), "the launch waited for its kernel");
     plus::on(&q, cfg(), 5, &a, &mut b).unwrap();
     plus::on(&q, cfg(), 1, &b, &mut a).unwrap();
     q.synchronize().unwrap();
-    let want_b: Vec<u64> = expected_churn(7, SLOW).iter().map(|v| v.wrapping_add(5)).collect();
+    let want_b: Vec<u64> = expected_churn(7, slow()).iter().map(|v| v.wrapping_add(5)).collect();
     let want_a: Vec<u64> = want_b.iter().map(|v| v.wrapping_add(1)).collect();
     assert_eq!(b.to_vec().unwrap(), want_b);
     assert_eq!(a.to_vec().unwrap(), want_a);
@@ -141,7 +174,7 @@ fn queued_launches_return_at_once_and_run_in_order() {
 fn an_event_orders_another_queue() {
     let (q1, q2) = (Queue::new().unwrap(), Queue::new().unwrap());
     let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
-    churn::on(&q1, cfg(), SLOW, 1, &mut a).unwrap();
+    churn::on(&q1, cfg(), slow(), 1, &mut a).unwrap();
     let e1 = q1.record().unwrap();
     q2.wait(&e1).unwrap();
     let e2 = q2.record().unwrap();
@@ -149,7 +182,7 @@ fn an_event_orders_another_queue() {
     assert!(e1.is_complete(), "q2 reached its event before q1's event it waited for");
     let t = e1.elapsed_ms(&e2).unwrap();
     assert!(t >= 0.0 && t < 60_000.0, "{t} ms between events");
-    assert_eq!(a.to_vec().unwrap(), expected_churn(1, SLOW));
+    assert_eq!(a.to_vec().unwrap(), expected_churn(1, slow()));
 }
 
 #[test]
@@ -157,11 +190,11 @@ fn a_buffer_orders_a_read_on_another_queue_after_its_write() {
     let (q1, q2) = (Queue::new().unwrap(), Queue::new().unwrap());
     let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
     let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
-    churn::on(&q1, cfg(), SLOW, 2, &mut a).unwrap();
+    churn::on(&q1, cfg(), slow(), 2, &mut a).unwrap();
     // No event: `a`'s pending write orders it.
     plus::on(&q2, cfg(), 1, &a, &mut b).unwrap();
     q2.synchronize().unwrap();
-    let want: Vec<u64> = expected_churn(2, SLOW).iter().map(|v| v.wrapping_add(1)).collect();
+    let want: Vec<u64> = expected_churn(2, slow()).iter().map(|v| v.wrapping_add(1)).collect();
     assert_eq!(b.to_vec().unwrap(), want);
 }
 
@@ -171,11 +204,11 @@ fn a_buffer_orders_a_write_on_another_queue_after_its_reads() {
     let before: Vec<u64> = (0..N as u64).map(|i| i * 3 + 1).collect();
     let mut a = DeviceBuffer::from_slice(&before).unwrap();
     let mut r = DeviceBuffer::<u64>::zeroed(N).unwrap();
-    mix::on(&q1, cfg(), SLOW, &a, &mut r).unwrap();
+    mix::on(&q1, cfg(), slow(), &a, &mut r).unwrap();
     fill::on(&q2, cfg(), 99, &mut a).unwrap();
     q2.synchronize().unwrap();
     q1.synchronize().unwrap();
-    let want: Vec<u64> = before.iter().map(|&v| lcg(v, SLOW)).collect();
+    let want: Vec<u64> = before.iter().map(|&v| lcg_jump(v, slow())).collect();
     assert_eq!(r.to_vec().unwrap(), want, "the write overtook the read");
     assert_eq!(a.to_vec().unwrap(), vec![99; N]);
 }
@@ -184,21 +217,21 @@ fn a_buffer_orders_a_write_on_another_queue_after_its_reads() {
 fn host_access_waits_for_pending_work() {
     let q = Queue::new().unwrap();
     let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
-    churn::on(&q, cfg(), SLOW, 3, &mut a).unwrap();
+    churn::on(&q, cfg(), slow(), 3, &mut a).unwrap();
     // No synchronize: `to_vec` waits for the pending write.
-    assert_eq!(a.to_vec().unwrap(), expected_churn(3, SLOW));
+    assert_eq!(a.to_vec().unwrap(), expected_churn(3, slow()));
     // A blocking launch waits too.
-    churn::on(&q, cfg(), SLOW, 4, &mut a).unwrap();
+    churn::on(&q, cfg(), slow(), 4, &mut a).unwrap();
     let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
     plus(cfg(), 2, &a, &mut b).unwrap();
-    let want: Vec<u64> = expected_churn(4, SLOW).iter().map(|v| v.wrapping_add(2)).collect();
+    let want: Vec<u64> = expected_churn(4, slow()).iter().map(|v| v.wrapping_add(2)).collect();
     assert_eq!(b.to_vec().unwrap(), want);
     // And an overwrite from the host waits for a pending read.
     let before = a.to_vec().unwrap();
     let mut r = DeviceBuffer::<u64>::zeroed(N).unwrap();
-    mix::on(&q, cfg(), SLOW, &a, &mut r).unwrap();
+    mix::on(&q, cfg(), slow(), &a, &mut r).unwrap();
     a.copy_from_slice(&vec![0; N]).unwrap();
-    let want: Vec<u64> = before.iter().map(|&v| lcg(v, SLOW)).collect();
+    let want: Vec<u64> = before.iter().map(|&v| lcg_jump(v, slow())).collect();
     assert_eq!(r.to_vec().unwrap(), want);
 }
 
@@ -206,7 +239,7 @@ fn host_access_waits_for_pending_work() {
 fn a_buffer_dropped_while_in_use_is_freed_after_its_work() {
     let q = Queue::new().unwrap();
     let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
-    churn::on(&q, cfg(), SLOW, 5, &mut a).unwrap();
+    churn::on(&q, cfg(), slow(), 5, &mut a).unwrap();
     let addr = a.addr();
     drop(a);
     assert!(offload::__private::graveyard_holds(addr), "freed under a running kernel");
@@ -289,12 +322,12 @@ fn a_scope_returns_the_closures_error_or_the_queues() {
     let q = Queue::new().unwrap();
     let mut v = vec![0u64; N];
     let r: offload::Result<()> = offload::scope(&q, |s| {
-        churn::on(s, cfg(), SLOW, 9, &mut v)?;
+        churn::on(s, cfg(), slow(), 9, &mut v)?;
         Err(Error::Memory { op: "test", reason: "the closure's own error".into() })
     });
     assert!(matches!(&r, Err(Error::Memory { reason, .. }) if reason == "the closure's own error"), "{r:?}");
     // It waited: the launch's result is in `v`.
-    assert_eq!(v, expected_churn(9, SLOW));
+    assert_eq!(v, expected_churn(9, slow()));
     let mut out = vec![0u32; 64];
     let r = offload::scope(&q, |s| panics_at::on(s, for_len(64), 5, &mut out));
     assert!(matches!(&r, Err(Error::KernelPanic { message, .. }) if message == "bad index 5"), "{r:?}");
@@ -321,11 +354,11 @@ fn pinned_copies_are_queued_and_ordered() {
 fn dropping_a_queue_waits_for_its_work() {
     let q = Queue::new().unwrap();
     let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
-    churn::on(&q, cfg(), SLOW, 6, &mut a).unwrap();
+    churn::on(&q, cfg(), slow(), 6, &mut a).unwrap();
     let e = q.record().unwrap();
     drop(q);
     assert!(e.is_complete(), "the queue was dropped before its work finished");
-    assert_eq!(a.to_vec().unwrap(), expected_churn(6, SLOW));
+    assert_eq!(a.to_vec().unwrap(), expected_churn(6, slow()));
 }
 
 #[test]
@@ -429,12 +462,12 @@ fn futures_complete_on_tokio() {
     rt.block_on(async {
         let q = Queue::new().unwrap();
         let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
-        churn::on(&q, cfg(), SLOW, 8, &mut a).unwrap();
+        churn::on(&q, cfg(), slow(), 8, &mut a).unwrap();
         let e = q.record().unwrap();
         // Spawned: the future is `Send + 'static`.
         let waited = tokio::spawn(e.into_future_checked()).await.unwrap();
         waited.unwrap();
-        assert_eq!(a.to_vec().unwrap(), expected_churn(8, SLOW));
+        assert_eq!(a.to_vec().unwrap(), expected_churn(8, slow()));
         let mut out = DeviceBuffer::<u32>::zeroed(64).unwrap();
         panics_at::on(&q, for_len(64), 2, &mut out).unwrap();
         let r = q.synchronize_async().await;
