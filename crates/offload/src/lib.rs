@@ -147,7 +147,13 @@ pub use pinned::{Mapped, MappedMut, PinnedBuffer};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use runtime::{backend, BackendInfo, BackendKind};
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use queue::{scope, Capture, Enqueue, Event, Graph, Queue, QueueSliceArg, QueueSliceArgMut, Scope, Wait};
+pub use queue::{
+    cu_context, scope, BufferUse, Capture, Enqueue, Event, Graph, Queue, QueueSliceArg, QueueSliceArgMut, Scope, Wait,
+};
+/// The cudarc that offload uses, so that interop code names the same types
+/// (`offload::cudarc::driver::sys::CUstream`; docs/async.md, section 10).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use cudarc;
 
 /// The names most kernels and launchers need, importable on both sides:
 /// `use offload::prelude::*;` compiles in the device pass too, where the

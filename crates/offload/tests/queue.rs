@@ -8,7 +8,9 @@
 //! it.
 
 use offload::prelude::*;
-use offload::{Error, LaunchConfig};
+use offload::LaunchConfig;
+#[offload::host]
+use offload::Error;
 
 /// The 64-bit LCG of Knuth's MMIX, `iters` steps from `v`.
 fn lcg(mut v: u64, iters: u32) -> u64 {
@@ -112,6 +114,7 @@ const N: usize = 256;
 
 /// Steps of `churn` that take tens of milliseconds: about 50 ms for `N`
 /// threads on the host fallback (debug build), about 100 ms on an H200.
+#[offload::host]
 fn slow() -> u32 {
     match offload::backend().map(|b| b.kind) {
         Ok(offload::BackendKind::Cuda) => 20_000_000,
@@ -121,6 +124,7 @@ fn slow() -> u32 {
 
 /// `lcg(v, n)` computed independently, in O(log n): `n` steps of
 /// `x -> a x + c` are the affine map `x -> A x + C`, built by squaring.
+#[offload::host]
 fn lcg_jump(v: u64, mut n: u32) -> u64 {
     let (mut a, mut c) = (6364136223846793005u64, 1442695040888963407u64);
     let (mut big_a, mut big_c) = (1u64, 0u64);
@@ -145,10 +149,12 @@ fn the_jump_matches_the_steps() {
     }
 }
 
+#[offload::host]
 fn cfg() -> LaunchConfig {
     for_len(N)
 }
 
+#[offload::host]
 fn expected_churn(seed: u64, iters: u32) -> Vec<u64> {
     (0..N as u64).map(|i| lcg_jump(seed + i, iters)).collect()
 }
@@ -380,6 +386,7 @@ fn generic_and_module_kernels_have_queued_forms() {
 }
 
 /// The same steps on the host, in f64 as the kernel computes them.
+#[offload::host]
 fn relax_host(a: &[f64]) -> Vec<f64> {
     let n = a.len();
     (0..n).map(|i| if i == 0 || i + 1 == n { a[i] } else { (a[i - 1] + a[i] + a[i + 1]) / 3.0 }).collect()
@@ -452,6 +459,7 @@ fn a_graph_keeps_its_buffers_and_refuses_what_it_cannot_hold() {
     drop(graph);
 }
 
+#[offload::host]
 fn g_sync(q: &Queue) -> offload::Result<()> {
     q.synchronize()
 }
@@ -480,10 +488,12 @@ fn futures_complete_on_tokio() {
     });
 }
 
+#[offload::host]
 trait IntoFutureChecked {
     fn into_future_checked(self) -> offload::Wait;
 }
 
+#[offload::host]
 impl IntoFutureChecked for offload::Event {
     fn into_future_checked(self) -> offload::Wait {
         std::future::IntoFuture::into_future(self)

@@ -243,12 +243,20 @@ impl Queue {
     pub fn capture(&self, f: impl FnOnce(&Capture<'_>) -> Result<()>) -> Result<Graph> {
         refuse_in_capture(&self.inner, "capture a graph")?;
         {
-            let _seq = self.inner.lock_submit();
+            let seq = self.inner.lock_submit();
             if is_capturing(&self.inner) {
                 return Err(Error::Queue {
                     op: "capture a graph",
                     reason: "the queue is already being captured".into(),
                 });
+            }
+            if let Imp::Cuda(c) = &self.inner.imp {
+                // A fence for the work before the capture: nothing can be
+                // recorded on the stream for it while it is captured (an
+                // event recorded then would be a node of the graph).
+                if !self.inner.progress.is_done(*seq) {
+                    c.fence(&self.inner.progress, *seq)?;
+                }
             }
             *self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(CaptureState::default());

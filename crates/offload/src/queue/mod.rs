@@ -14,6 +14,7 @@ pub(crate) mod copy;
 pub(crate) mod enqueue;
 mod future;
 pub(crate) mod graph;
+mod interop;
 pub(crate) mod scope;
 pub(crate) mod track;
 
@@ -29,6 +30,7 @@ use crate::runtime::{self, cuda_queue::CudaQueue, host_queue::HostQueue, Concret
 pub use enqueue::{Enqueue, QueueSliceArg, QueueSliceArgMut};
 pub use future::Wait;
 pub use graph::{Capture, Graph};
+pub use interop::{cu_context, BufferUse};
 pub use scope::{scope, Scope};
 
 /// An in-order queue of work for the device: a CUDA stream

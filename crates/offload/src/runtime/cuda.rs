@@ -550,6 +550,11 @@ impl Backend for Cuda {
 
     fn global(&self, symbol: &str, bytes: usize, _host: *mut u8) -> Result<u64> {
         let guard = self.enter("cuCtxSetCurrent")?;
+        // `DeviceGlobal::read`/`write` come after the kernels of every queue
+        // (docs/async.md, section 3), as on the host fallback: wait for the
+        // whole context. A failure is reported by the copy that follows.
+        // SAFETY: synchronizes the current context.
+        let _ = unsafe { sys::cuCtxSynchronize() };
         let missing = |reason: String| Error::Memory { op: "copy a DeviceGlobal", reason };
         let name = std::ffi::CString::new(symbol).map_err(|_| missing(format!("`{symbol}` is not a symbol name")))?;
         let mut addr: sys::CUdeviceptr = 0;
@@ -805,6 +810,11 @@ impl State {
 
 /// What queues (`cuda_queue`) need of the backend's state.
 impl Cuda {
+    /// The primary context in use.
+    pub(crate) fn context(&self) -> sys::CUcontext {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).ctx
+    }
+
     /// Makes the context current on this thread.
     pub(super) fn make_current(&self) -> Result<()> {
         drop(self.enter("cuCtxSetCurrent")?);

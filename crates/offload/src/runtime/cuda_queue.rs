@@ -347,10 +347,18 @@ impl CudaQueue {
     /// Blocks until `seq` is complete. A fault found here is kept as the
     /// queue's error (and the context rebuilt).
     pub(crate) fn wait_host(&self, queue: u64, progress: &Progress, seq: u64) {
-        let waited = self.fence(progress, seq).and_then(|f| {
+        let waited = match self.fence(progress, seq) {
             // SAFETY: an event of the current context (`fence` made it current).
-            unsafe { result::event::synchronize(f.raw) }.map_err(|e| self.fault(queue, e))
-        });
+            Ok(f) => unsafe { result::event::synchronize(f.raw) }.map_err(|e| self.fault(queue, e)),
+            // No fence (out of events?): wait for the whole stream instead,
+            // never less than `seq`.
+            Err(_) => self.stream().and_then(|stream| {
+                // SAFETY: a stream of the current context (`stream` made it current).
+                unsafe { result::stream::synchronize(stream) }.map_err(|e| self.fault(queue, e))
+            }),
+        };
+        // After an error the context was rebuilt (or is unusable): the
+        // queue's work is gone either way, so nothing is left to wait for.
         if let Err(e) = waited {
             progress.fail(e);
         }
