@@ -110,6 +110,34 @@ mod kernels {
     }
 }
 
+mod outer {
+    /// A value type one module up from its kernel.
+    #[derive(Clone, Copy, offload::DeviceCopy)]
+    #[repr(C)]
+    pub struct Pair {
+        pub a: u32,
+        pub b: u32,
+    }
+
+    pub mod inner {
+        use offload::prelude::*;
+
+        /// A value type in the kernel's own module.
+        #[derive(Clone, Copy, offload::DeviceCopy)]
+        #[repr(C)]
+        pub struct Scale(pub u32);
+
+        /// `out[i] = (p.a + p.b) · s + i`: `super::` and `self::` paths in the
+        /// signature mean the same in the queued form.
+        #[kernel]
+        pub fn pair_sum(p: super::Pair, s: self::Scale, out: &mut [u32]) {
+            if let Some((i, o)) = out.at_thread() {
+                *o = (p.a + p.b) * s.0 + i as u32;
+            }
+        }
+    }
+}
+
 const N: usize = 256;
 
 /// Steps of `churn` that take tens of milliseconds: about 50 ms for `N`
@@ -383,6 +411,10 @@ fn generic_and_module_kernels_have_queued_forms() {
     assert_eq!(f.to_vec().unwrap(), vec![3.0, -4.0, 8.0]);
     assert_eq!(g.to_vec().unwrap(), vec![-0.75, 1.0, -2.0]);
     assert_eq!(u.to_vec().unwrap(), vec![8, 16, 24]);
+    let mut o = DeviceBuffer::<u32>::zeroed(4).unwrap();
+    let (p, s) = (outer::Pair { a: 2, b: 5 }, outer::inner::Scale(3));
+    outer::inner::pair_sum::on(&q, for_len(4), p, s, &mut o).unwrap();
+    assert_eq!(o.to_vec().unwrap(), vec![21, 22, 23, 24]);
 }
 
 /// The same steps on the host, in f64 as the kernel computes them.

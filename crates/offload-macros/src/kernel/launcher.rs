@@ -7,7 +7,8 @@
 use super::align::{self, Place};
 use super::body::Body;
 use super::param::{Mapping, Param};
-use super::types::mentions;
+use super::types::{mentions, OneModuleDown};
+use syn::visit_mut::VisitMut;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -125,26 +126,37 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
     let q_arg = Ident::new("__offload_queue", Span::mixed_site());
     let cfg_arg = Ident::new("__offload_launch", Span::mixed_site());
     let memory = quote!(<#q_ty as ::offload::Enqueue<#q_lt>>::Memory);
+    // Types as the module `#name` spells them.
+    let down = |t: &syn::Type| {
+        let mut t = t.clone();
+        OneModuleDown.visit_type_mut(&mut t);
+        t
+    };
     let mut params = Vec::new();
     let mut unwrap = Vec::new();
     let mut host_refs = false;
     for p in &b.kernel.params {
-        let (n, ty) = (&p.name, &p.ty);
+        let n = &p.name;
+        let ty = &down(&p.ty);
         params.push(match &p.mapping {
             Mapping::Value => quote!(#n: #ty),
             Mapping::RefTo(elem) => {
+                let elem = down(elem);
                 host_refs = true;
                 quote_spanned!(ty.span()=> #n: &#q_lt #elem)
             }
             Mapping::RefToFrom(elem) => {
+                let elem = down(elem);
                 host_refs = true;
                 quote_spanned!(ty.span()=> #n: &#q_lt mut #elem)
             }
             Mapping::SliceTo(elem) => {
+                let elem = down(elem);
                 unwrap.push(quote!(let #n = ::offload::QueueSliceArg::map_in(&#n);));
                 quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArg<#q_lt, #elem, #memory>)
             }
             Mapping::SliceToFrom(elem) => {
+                let elem = down(elem);
                 unwrap.push(quote!(let mut #n = #n; let #n = ::offload::QueueSliceArgMut::map_inout(&mut #n);));
                 quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArgMut<#q_lt, #elem, #memory>)
             }
@@ -152,7 +164,8 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
     }
     // Lifetimes first, then the kernel's type parameters (so that
     // `scale::on::<f32, _>` names them), then the target's type.
-    let generics = &func.sig.generics;
+    let mut generics = func.sig.generics.clone();
+    OneModuleDown.visit_generics_mut(&mut generics);
     let lifetimes = generics.lifetimes();
     let types = generics.type_params();
     let type_args = &b.type_params;
@@ -160,6 +173,7 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
         where_token: Default::default(),
         predicates: Default::default(),
     });
+    OneModuleDown.visit_where_clause_mut(&mut wc);
     if host_refs {
         wc.predicates
             .push(syn::parse_quote!(#memory: ::offload::__private::HostReferences));
