@@ -263,7 +263,7 @@ impl Queue {
         Ok(())
     }
 
-    /// The first sequence number of the queue (for diagnostics).
+    /// A number naming the queue in `OFFLOAD_LOG` lines (for diagnostics).
     #[doc(hidden)]
     pub fn id(&self) -> u64 {
         self.inner.id
