@@ -741,7 +741,11 @@ impl Backend for Cuda {
         // Keep this launch's device memory for the next ones.
         st.allocs = allocs.release(&mut st.cache);
         match panicked {
-            Some(recorded) => Err(recorded.into_error(&kernel.path(), st.stack_bytes)),
+            // The context has one panic record: with queued kernels not yet
+            // checked, the panic may be theirs (see `cuda_queue`).
+            Some(recorded) => {
+                Err(recorded.into_error(&super::cuda_queue::with_queued_candidates(kernel.path()), st.stack_bytes))
+            }
             None => Ok(()),
         }
     }

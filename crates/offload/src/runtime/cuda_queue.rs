@@ -441,6 +441,24 @@ fn take_candidates(queue: u64) -> String {
     }
 }
 
+/// The kernel a panic found by a blocking launch of `kernel` belongs to:
+/// `kernel`, or, while queued kernels are unchecked (perhaps still
+/// running), "one of" it and them.
+pub(crate) fn with_queued_candidates(kernel: String) -> String {
+    let u = UNCHECKED.lock().unwrap_or_else(|e| e.into_inner());
+    if u.is_empty() {
+        return kernel;
+    }
+    let mut names = std::vec![kernel];
+    for (_, k) in u.iter() {
+        let p = k.path();
+        if !names.contains(&p) {
+            names.push(p);
+        }
+    }
+    format!("one of {}", names.join(", "))
+}
+
 /// Milliseconds between two timed events (`cuEventElapsedTime`).
 pub(crate) fn elapsed_ms(a: &TimedEvent, b: &TimedEvent) -> Result<f32> {
     if a.0.generation != generation() || b.0.generation != generation() {
