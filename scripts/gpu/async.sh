@@ -37,6 +37,7 @@ run() { # dir
     one "pinned copies are queued and ordered (async DMA)" pinned_copies_are_queued_and_ordered
     one "dropping a queue waits for its work" dropping_a_queue_waits_for_its_work
     one "generic and module kernels have queued forms" generic_and_module_kernels_have_queued_forms
+    one "a kernel in a function body has a queued form" a_kernel_in_a_function_body_has_a_queued_form
     one "a graph replays its launches (cuGraphLaunch)" a_graph_replays_its_launches
     one "a graph keeps its buffers, refuses what it cannot hold" a_graph_keeps_its_buffers_and_refuses_what_it_cannot_hold
     one "futures complete on tokio" futures_complete_on_tokio

@@ -423,6 +423,29 @@ fn generic_and_module_kernels_have_queued_forms() {
     assert_eq!(o.to_vec().unwrap(), vec![21, 22, 23, 24]);
 }
 
+/// A kernel declared in a function body (compiled on both passes, so that
+/// the device image has it) has its queued form there too.
+fn local_kernel() {
+    #[kernel]
+    fn local_inc(v: &mut [u32]) {
+        if let Some((i, x)) = v.at_thread() {
+            *x += i as u32;
+        }
+    }
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    {
+        let q = Queue::new().unwrap();
+        let mut u = DeviceBuffer::from_slice(&[5u32, 6, 7]).unwrap();
+        local_inc::on(&q, for_len(3), &mut u).unwrap();
+        assert_eq!(u.to_vec().unwrap(), vec![5, 7, 9]);
+    }
+}
+
+#[test]
+fn a_kernel_in_a_function_body_has_a_queued_form() {
+    local_kernel();
+}
+
 /// The same steps on the host, in f64 as the kernel computes them.
 #[offload::host]
 fn relax_host(a: &[f64]) -> Vec<f64> {

@@ -7,8 +7,7 @@
 use super::align::{self, Place};
 use super::body::Body;
 use super::param::{Mapping, Param};
-use super::types::{mentions, OneModuleDown};
-use syn::visit_mut::VisitMut;
+use super::types::mentions;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -111,8 +110,11 @@ pub(super) fn generate(b: &Body) -> TokenStream {
     }
 }
 
-/// The queued form: `mod <name> { pub fn on(q, cfg, …) }`, in the type
-/// namespace beside the launcher (docs/async.md, section 2). `q` is any
+/// The queued form: `enum <name> {}` with `fn on(q, cfg, …)`, in the type
+/// namespace beside the launcher (docs/async.md, section 2): an empty enum,
+/// not a module or unit struct, so that it lives in the kernel's own scope
+/// (paths in the signature mean what they mean there, and a kernel declared
+/// in a function body works) and takes no name in the value namespace. `q` is any
 /// `offload::Enqueue` target (a queue, a scope, a capture), whose
 /// `Memory` decides which slice arguments are accepted; `&T` / `&mut T`
 /// parameters (host memory) need a scope. Host memory is borrowed for
@@ -126,12 +128,8 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
     let q_arg = Ident::new("__offload_queue", Span::mixed_site());
     let cfg_arg = Ident::new("__offload_launch", Span::mixed_site());
     let memory = quote!(<#q_ty as ::offload::Enqueue<#q_lt>>::Memory);
-    // Types as the module `#name` spells them.
-    let down = |t: &syn::Type| {
-        let mut t = t.clone();
-        OneModuleDown.visit_type_mut(&mut t);
-        t
-    };
+    // The queued form is an item of the kernel's scope: types as written.
+    let down = |t: &syn::Type| t.clone();
     let mut params = Vec::new();
     let mut unwrap = Vec::new();
     let mut host_refs = false;
@@ -164,8 +162,7 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
     }
     // Lifetimes first, then the kernel's type parameters (so that
     // `scale::on::<f32, _>` names them), then the target's type.
-    let mut generics = func.sig.generics.clone();
-    OneModuleDown.visit_generics_mut(&mut generics);
+    let generics = &func.sig.generics;
     let lifetimes = generics.lifetimes();
     let types = generics.type_params();
     let type_args = &b.type_params;
@@ -173,13 +170,12 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
         where_token: Default::default(),
         predicates: Default::default(),
     });
-    OneModuleDown.visit_where_clause_mut(&mut wc);
     if host_refs {
         wc.predicates
             .push(syn::parse_quote!(#memory: ::offload::__private::HostReferences));
     }
     let names: Vec<&Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
-    let cfgs = func.attrs.iter().filter(|a| a.path().is_ident("cfg"));
+    let cfgs: Vec<&syn::Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
     let doc = format!(
         "Queued form of the kernel `{name}`: `{name}::on(&queue, cfg, …)` enqueues a launch and returns at once \
          (docs/async.md)."
@@ -194,9 +190,13 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
         #(#cfgs)*
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
         #[doc = #doc]
-        #[allow(non_snake_case, unused_imports, clippy::wildcard_imports)]
-        #vis mod #name {
-            use super::*;
+        #[allow(non_camel_case_types, dead_code)]
+        #vis enum #name {}
+
+        #(#cfgs)*
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        #[allow(dead_code)]
+        impl #name {
             #[doc = #on_doc]
             #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
             pub fn on<#q_lt, #(#lifetimes,)* #(#types,)* #q_ty: ::offload::Enqueue<#q_lt> + ?::core::marker::Sized>(
@@ -210,7 +210,7 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
                 // else), or borrowed for `'__q`, the scope's lifetime, and
                 // the scope waits for the launch before it ends.
                 unsafe {
-                    super::#shared::<#(#type_args),*>(
+                    #shared::<#(#type_args),*>(
                         ::offload::Enqueue::target(#q_arg),
                         #cfg_arg,
                         #(#names),*

@@ -59,29 +59,6 @@ impl VisitMut for RootPaths<'_> {
     }
 }
 
-/// Rewrites the paths in `node` (a type, bound or `where` clause) to mean,
-/// one module further down, what they mean at the kernel: `self::x`
-/// becomes `super::x` and `super::x` becomes `super::super::x` (the queued
-/// form lives in a module of the kernel's name). Other paths resolve there
-/// through its `use super::*`.
-pub(super) struct OneModuleDown;
-
-impl VisitMut for OneModuleDown {
-    fn visit_path_mut(&mut self, path: &mut syn::Path) {
-        if path.leading_colon.is_none() {
-            if let Some(first) = path.segments.first_mut() {
-                if first.ident == "self" {
-                    first.ident = Ident::new("super", first.ident.span());
-                } else if first.ident == "super" {
-                    let span = first.ident.span();
-                    path.segments.insert(0, syn::PathSegment::from(Ident::new("super", span)));
-                }
-            }
-        }
-        syn::visit_mut::visit_path_mut(self, path);
-    }
-}
-
 /// Whether `ty` mentions one of `params` (as the first segment of a path).
 pub(super) fn mentions(ty: &Type, params: &[Ident]) -> bool {
     struct Find<'a>(&'a [Ident], bool);
@@ -145,13 +122,6 @@ mod tests {
         let mut t = ty("(my_crate::m::Vec3, dep::Pair<my_crate::X>, f32)");
         root_paths(&mut t, "my_crate");
         assert_eq!(text(&t), "(crate::m::Vec3,::dep::Pair<crate::X>,f32)");
-    }
-
-    #[test]
-    fn moves_relative_paths_one_module_down() {
-        let mut t = ty("(self::A, super::B<super::C>, crate::D, E, ::f::G)");
-        OneModuleDown.visit_type_mut(&mut t);
-        assert_eq!(text(&t), "(super::A,super::super::B<super::super::C>,crate::D,E,::f::G)");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! A kernel's queued form is a module of the kernel's name: another item of
-//! that name in the type namespace of the same module clashes (rename one).
+//! A kernel's queued form is a type of the kernel's name (an empty enum):
+//! another item of that name in the type namespace of the same module
+//! clashes (rename one).
 use offload::prelude::*;
 
 #[kernel]
