@@ -317,7 +317,7 @@ fn math_functions_match_the_host() {
 
 /// The CUDA backend stages copies of pageable memory of at least
 /// `STAGING_THRESHOLD_BYTES` (4 MiB) through pinned buffers of
-/// `STAGING_CHUNK_BYTES` (32 MiB) each (`runtime/cuda_staging.rs`, whose
+/// `STAGING_CHUNK_BYTES` (32 MiB) each (`runtime/cuda/staging.rs`, whose
 /// unit test keeps these numbers in step); these sizes, in bytes, sit on
 /// both sides of each boundary.
 #[offload::host]

@@ -29,13 +29,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 use std::vec::Vec;
 
-use super::{Backend, BackendInfo, BackendKind};
-use crate::error::{Error, Result};
-use crate::hostsim::{Abort, BlockFailure, Executor};
-use crate::launch::{ArgSpec, KernelInfo};
-use crate::LaunchConfig;
-use crate::thread::{ThreadCtx, CTX};
-use crate::Dim3;
+use super::backend::{Backend, BackendInfo, BackendKind};
+use super::{images, limits};
+use crate::device::config::LaunchConfig;
+use crate::device::dim::Dim3;
+use crate::device::thread::{ThreadCtx, CTX};
+use crate::hostsim::block::Executor;
+use crate::hostsim::failure::{Abort, BlockFailure};
+use crate::runtime::error::{Error, Result};
+use crate::runtime::spec::{ArgSpec, KernelInfo};
 
 pub(crate) struct Host {
     info: BackendInfo,
@@ -63,11 +65,11 @@ impl Host {
         // The host runs no image, but takes the shared-memory limit from the
         // architectures the images were built for (and a corrupted image
         // means a damaged binary: `embedded` says so, once).
-        let arches: Vec<(offload_image::ImageKind, &str)> = match super::images::embedded() {
+        let arches: Vec<(offload_image::ImageKind, &str)> = match images::embedded() {
             Ok(e) => e.intact.iter().map(|i| (i.kind, i.arch)).collect(),
             Err(_) => Vec::new(),
         };
-        let shared_limit = super::limits::host_shared_limit(arches);
+        let shared_limit = limits::host_shared_limit(arches);
         let description = format!("host CPU fallback, {workers} worker thread(s)");
         let info = BackendInfo {
             kind: BackendKind::Host,
@@ -184,7 +186,7 @@ impl Host {
         if cfg.shared_mem_bytes > shared_limit {
             return Err(Error::InvalidLaunch {
                 kernel: kernel.path(),
-                reason: super::limits::dynamic_shared_reason(cfg.shared_mem_bytes, shared_limit, None, limit_source),
+                reason: limits::dynamic_shared_reason(cfg.shared_mem_bytes, shared_limit, None, limit_source),
             });
         }
         Ok(())
@@ -283,7 +285,7 @@ impl Backend for Host {
         let work = || {
             // Stack overflows of the simulated threads become errors (see
             // `stack_guard`).
-            crate::stack_guard::prepare_thread();
+            crate::hostsim::stack_guard::prepare_thread();
             let _guard = CtxGuard;
             IN_KERNEL.with(|k| k.set(true));
             let mut exec = Executor::new(cfg.block, cfg.grid, stack_size, shared_limit as usize);
@@ -328,7 +330,7 @@ impl Backend for Host {
                     Err(BlockFailure::Aborted { abort: Abort::SharedMemory { static_bytes, dynamic }, .. }) => {
                         Error::InvalidLaunch {
                         kernel: kernel.path(),
-                            reason: super::limits::dynamic_shared_reason(
+                            reason: limits::dynamic_shared_reason(
                                 dynamic,
                                 shared_limit,
                                 Some(static_bytes),

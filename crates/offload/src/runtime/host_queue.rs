@@ -12,8 +12,8 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::error::{Error, Result};
-use crate::queue::Progress;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::queue::Progress;
 
 /// One operation of a host queue.
 pub(crate) type Op = Box<dyn FnOnce() -> Result<()> + Send + 'static>;

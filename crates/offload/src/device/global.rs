@@ -1,0 +1,162 @@
+//! Device globals: variables that live on the device and that kernels share
+//! across launches (CUDA's `__device__` variables, copied with
+//! `cudaMemcpyToSymbol` / `cudaMemcpyFromSymbol`).
+//!
+//! ```ignore
+//! use offload::atomic::{AtomicU32, Ordering::Relaxed};
+//!
+//! #[offload::device_global]
+//! static HITS: AtomicU32 = AtomicU32::new(0);
+//!
+//! #[offload::kernel]
+//! fn count(x: &[f32]) {
+//!     for i in offload::grid_stride(x.len()) {
+//!         if x[i] > 0.5 {
+//!             HITS.with(|h| h.fetch_add(1, Relaxed));
+//!         }
+//!     }
+//! }
+//!
+//! // host
+//! HITS.write(AtomicU32::new(0))?;
+//! count(offload::for_len(x.len()), &x)?;
+//! let hits = HITS.read()?.into_inner();
+//! ```
+//!
+//! The same meaning on both backends: kernels see the *device's* copy,
+//! which starts with the initializer and keeps its value from launch to
+//! launch; host code sees it only through [`read`](DeviceGlobal::read) and
+//! changes it only through [`write`](DeviceGlobal::write). On a GPU the
+//! copy is a global of the device image (`.visible .global` in PTX, found
+//! by the CUDA backend with `cuModuleGetGlobal`); on the host fallback it
+//! is the static's own storage, which host code cannot reach otherwise.
+//!
+//! A plain `static` that a kernel writes (an atomic counter, say) is not
+//! that: on the host fallback the kernels would change the host's static,
+//! on a GPU a copy in the image that the host never sees. The device link
+//! refuses such kernels and names the static (see offload-linker's
+//! `statics`).
+
+use core::cell::UnsafeCell;
+
+use crate::device::device_copy::MapElem;
+
+/// A variable of the device; declare one with
+/// [`#[offload::device_global]`](crate::device_global) on a `static`.
+///
+/// `T` is plain data or an atomic of [`atomic`](crate::atomic)
+/// ([`MapElem`]): kernels read it, and update atomics, through
+/// [`with`](Self::with); host code copies it with [`read`](Self::read) and
+/// [`write`](Self::write).
+pub struct DeviceGlobal<T> {
+    value: UnsafeCell<T>,
+    /// The device image's symbol (`__offload_global_…`).
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    symbol: &'static str,
+}
+
+// SAFETY: kernels reach the value only as `&T` (`with`), which `T: Sync`
+// allows from many threads; host code writes it (`write`) only while no
+// kernel runs on the host fallback (the launch lock) and never through a
+// reference a kernel holds (`with` lends it only for the closure, inside a
+// kernel). On a GPU host code never touches the host's storage.
+unsafe impl<T: Sync> Sync for DeviceGlobal<T> {}
+
+impl<T: MapElem> DeviceGlobal<T> {
+    /// The device pass's value (generated code only).
+    #[doc(hidden)]
+    #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+    pub const fn __device(value: T) -> Self {
+        DeviceGlobal { value: UnsafeCell::new(value) }
+    }
+
+    /// The host pass's value and the device symbol (generated code only).
+    #[doc(hidden)]
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    pub const fn __host(value: T, symbol: &'static str) -> Self {
+        DeviceGlobal { value: UnsafeCell::new(value), symbol }
+    }
+
+    /// Calls `f` with the device's copy, inside a kernel: `HITS.with(|h|
+    /// h.fetch_add(1, Relaxed))`. The reference lives only for the call.
+    ///
+    /// # Panics
+    /// On the host outside a kernel (host code uses [`read`](Self::read)
+    /// and [`write`](Self::write); on a GPU backend host code has no
+    /// access to the device's copy either).
+    #[inline(always)]
+    pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        if !crate::runtime::host::in_host_kernel() {
+            panic!(
+                "offload: DeviceGlobal `{}` used outside a kernel: host code reads it with `read()` and changes it with `write()`",
+                self.symbol
+            );
+        }
+        // SAFETY: the value is only mutated by `write`, which waits for
+        // every kernel of the host fallback to finish, and the reference
+        // cannot outlive the call.
+        f(unsafe { &*self.value.get() })
+    }
+}
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+impl<T: MapElem> DeviceGlobal<T> {
+    /// The device's copy, copied to the host (CUDA `cudaMemcpyFromSymbol`).
+    /// Kernels that finished before the call are seen; on the host
+    /// fallback the call waits for kernels running on other threads.
+    ///
+    /// # Errors
+    /// [`Error::InvalidLaunch`](crate::Error) inside a kernel (use
+    /// [`with`](Self::with)); [`Error::Memory`](crate::Error) if the device
+    /// image has no such global (an image built by another build of the
+    /// crate); the backend's errors.
+    pub fn read(&'static self) -> crate::Result<T> {
+        let mut out = core::mem::MaybeUninit::<T>::uninit();
+        self.copy(|rt, addr, bytes| {
+            // SAFETY: `out` has room for `bytes = size_of::<T>()`; `addr`
+            // is the backend's copy of as many bytes.
+            unsafe { rt.copy_from_device(out.as_mut_ptr() as *mut u8, addr, bytes) }
+        })?;
+        // SAFETY: fully written above; every bit pattern the device can
+        // leave is a valid `T` (`MapElem`).
+        Ok(unsafe { out.assume_init() })
+    }
+
+    /// Replaces the device's copy (CUDA `cudaMemcpyToSymbol`); later
+    /// launches see `value`. On the host fallback the call waits for
+    /// kernels running on other threads.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub fn write(&'static self, value: T) -> crate::Result<()> {
+        let value = core::mem::ManuallyDrop::new(value);
+        self.copy(|rt, addr, bytes| {
+            // SAFETY: `value` holds `bytes` bytes; `addr` is the
+            // backend's copy, with room for as many.
+            unsafe { rt.copy_to_device(addr, &*value as *const T as *const u8, bytes) }
+        })
+    }
+
+    fn copy(
+        &'static self,
+        f: impl FnOnce(&dyn crate::runtime::Backend, u64, usize) -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        if crate::runtime::host::in_host_kernel() {
+            return Err(crate::Error::InvalidLaunch {
+                kernel: self.symbol.into(),
+                reason: "a DeviceGlobal was read or written by host code inside a kernel body; kernels use `with()`"
+                    .into(),
+            });
+        }
+        let rt = crate::runtime::select::get()?;
+        // No kernel of the host fallback runs while this is held.
+        let _no_kernels = crate::runtime::host::LAUNCHES.write().unwrap_or_else(|e| e.into_inner());
+        let bytes = core::mem::size_of::<T>();
+        let addr = rt.backend.global(self.symbol, bytes, self.value.get() as *mut u8)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        f(&*rt.backend, addr, bytes)
+    }
+}
