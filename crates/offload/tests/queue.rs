@@ -225,6 +225,41 @@ fn an_event_orders_another_queue() {
     assert_eq!(a.to_vec().unwrap(), expected_churn(1, slow()));
 }
 
+/// Waiting for an event (its future, `elapsed_ms`, `is_complete`) is
+/// about the event's own point, not a later point of its queue: with work
+/// four times as long enqueued after the event, the wait returns while that
+/// work still runs. (On CUDA both used to wait for an event recorded at the
+/// time of the call, i.e. for the later work too.) Each round returns
+/// `(time to the event, time to the end of the later work)`.
+#[test]
+fn an_event_is_waited_for_without_the_work_after_it() {
+    fn round(seed: u64, wait: &dyn Fn(&Event, &Event)) -> (std::time::Duration, std::time::Duration) {
+        let q = Queue::new().unwrap();
+        let (mut a, mut b) = (DeviceBuffer::<u64>::zeroed(N).unwrap(), DeviceBuffer::<u64>::zeroed(N).unwrap());
+        let start = q.record().unwrap();
+        churn::on(&q, cfg(), slow(), seed, &mut a).unwrap();
+        let e = q.record().unwrap();
+        churn::on(&q, cfg(), 4 * slow(), seed + 1, &mut b).unwrap();
+        let later = q.record().unwrap();
+        let t0 = std::time::Instant::now();
+        wait(&start, &e);
+        let to_event = t0.elapsed();
+        assert!(e.is_complete(), "the event was waited for");
+        later.synchronize().unwrap();
+        assert!(later.is_complete());
+        assert_eq!(a.to_vec().unwrap(), expected_churn(seed, slow()));
+        (to_event, t0.elapsed())
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let (to_event, to_end) = round(20, &|_, e| rt.block_on(async { e.await.unwrap() }));
+    assert!(to_event < to_end / 2, "awaiting the event took {to_event:?} of {to_end:?}: it waited for the later work");
+    let (to_event, to_end) = round(30, &|start, e| {
+        let ms = start.elapsed_ms(e).unwrap();
+        assert!(ms > 0.0, "{ms} ms from the start to the event, across a kernel");
+    });
+    assert!(to_event < to_end / 2, "elapsed_ms took {to_event:?} of {to_end:?}: it waited for the later work");
+}
+
 #[test]
 fn a_buffer_orders_a_read_on_another_queue_after_its_write() {
     let (q1, q2) = (Queue::new().unwrap(), Queue::new().unwrap());

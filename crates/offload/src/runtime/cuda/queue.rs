@@ -110,6 +110,12 @@ impl TimedEvent {
     pub(crate) fn raw(&self) -> sys::CUevent {
         self.0.raw
     }
+
+    /// The event as a fence: what [`CudaQueue::query`] asks about and an
+    /// event's future keeps.
+    pub(crate) fn fence(&self) -> &Arc<Fence> {
+        &self.0
+    }
 }
 
 /// Makes the primary context current on this thread.
@@ -343,6 +349,40 @@ impl CudaQueue {
             }
             Err(_) => false,
         }
+    }
+
+    /// Whether `fence`, an event of this queue that completes after its
+    /// operation `seq`, has completed: `cuEventQuery` of that event itself,
+    /// without waiting (unlike [`poll`](Self::poll), which can only use the
+    /// queue's own fences). On completion the progress advances to `seq`.
+    ///
+    /// Also complete, so that nobody polls forever: an event of a context
+    /// that was rebuilt since (its work is gone, as in
+    /// [`wait_timed`](Self::wait_timed)), and one whose query returns an
+    /// error other than `CUDA_ERROR_NOT_READY` (a sticky fault): that error
+    /// is kept as the queue's error for its next report and the context
+    /// rebuilt, as [`wait_host`](Self::wait_host) does.
+    pub(crate) fn query(&self, queue: u64, progress: &Progress, fence: &Fence, seq: u64) -> bool {
+        if progress.is_done(seq) {
+            return true;
+        }
+        if fence.generation == generation() {
+            if let Err(e) = self.cuda.make_current() {
+                progress.fail(e);
+            } else {
+                // SAFETY: an event of the current context generation.
+                match unsafe { result::event::query(fence.raw) } {
+                    Ok(()) => {}
+                    Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => return false,
+                    // Rebuilt by another thread between the check and the
+                    // query: the event went with its context, and its work.
+                    Err(_) if fence.generation != generation() => {}
+                    Err(e) => progress.fail(self.fault(queue, e)),
+                }
+            }
+        }
+        progress.advance(seq);
+        true
     }
 
     /// Blocks until `seq` is complete. A fault found here is kept as the

@@ -2,10 +2,13 @@
 //! `Future<Output = Result<()>>`, for any executor (tokio, async-std, …).
 //!
 //! On the host fallback the queue's worker wakes the task when it reaches
-//! the point. On CUDA one helper thread, `offload-events`, polls the fences
+//! the point. On CUDA one helper thread, `offload-events`, polls the events
 //! of pending futures (`cuEventQuery`) and wakes their tasks; it waits
 //! 20 µs between rounds at first, backing off to 1 ms while nothing
-//! completes, and sleeps while no future is pending.
+//! completes, and sleeps while no future is pending. Each future polls its
+//! own event: an [`Event`]'s future the event itself (so it is ready when
+//! the event is, not when later work of its queue is), a queue's
+//! synchronization an event recorded when the future was made.
 
 use core::future::{Future, IntoFuture};
 use core::pin::Pin;
@@ -14,6 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::vec::Vec;
 
 use super::{Event, Imp, Queue, QueueInner};
+use crate::runtime::cuda::queue::Fence;
 use crate::runtime::error::Result;
 
 /// A future that completes when a point of a queue has been reached,
@@ -24,6 +28,9 @@ use crate::runtime::error::Result;
 pub struct Wait {
     queue: Arc<QueueInner>,
     seq: u64,
+    /// CUDA: the event that completes after `(queue, seq)`, which the
+    /// future polls.
+    fence: Option<Arc<Fence>>,
     /// An error found when the future was made (reported at the first poll).
     early: Option<crate::Error>,
 }
@@ -38,7 +45,7 @@ impl Queue {
     /// ```
     pub fn synchronize_async(&self) -> Wait {
         let seq = *self.inner.lock_submit();
-        Wait::new(self.inner.clone(), seq)
+        Wait::new(self.inner.clone(), seq, None)
     }
 }
 
@@ -46,7 +53,8 @@ impl IntoFuture for Event {
     type Output = Result<()>;
     type IntoFuture = Wait;
     fn into_future(self) -> Wait {
-        Wait::new(self.queue, self.seq)
+        let fence = self.fence().cloned();
+        Wait::new(self.queue, self.seq, fence)
     }
 }
 
@@ -54,18 +62,27 @@ impl IntoFuture for &Event {
     type Output = Result<()>;
     type IntoFuture = Wait;
     fn into_future(self) -> Wait {
-        Wait::new(self.queue.clone(), self.seq)
+        Wait::new(self.queue.clone(), self.seq, self.fence().cloned())
     }
 }
 
 impl Wait {
-    fn new(queue: Arc<QueueInner>, seq: u64) -> Wait {
-        // CUDA: a fence for the poller to query (none may exist yet).
-        let early = match &queue.imp {
-            Imp::Cuda(c) if !queue.progress.is_done(seq) => c.fence(&queue.progress, seq).err(),
-            _ => None,
+    /// A future of `(queue, seq)`; `fence`: an event's own event (CUDA).
+    fn new(queue: Arc<QueueInner>, seq: u64, fence: Option<Arc<Fence>>) -> Wait {
+        let (fence, early) = match &queue.imp {
+            // A queue's synchronization: a fence for the poller to query
+            // (none may exist yet).
+            Imp::Cuda(c) if fence.is_none() && !queue.progress.is_done(seq) => match c.fence(&queue.progress, seq) {
+                Ok(f) => (Some(f), None),
+                Err(e) => (None, Some(e)),
+            },
+            _ => (fence, None),
         };
-        Wait { queue, seq, early }
+        Wait { queue, seq, fence, early }
+    }
+
+    fn reached(&self) -> bool {
+        self.queue.reached(self.seq, self.fence.as_deref())
     }
 }
 
@@ -76,7 +93,7 @@ impl Future for Wait {
             return Poll::Ready(Err(e));
         }
         loop {
-            if self.queue.is_done(self.seq) {
+            if self.reached() {
                 self.queue.collect_errors();
                 return Poll::Ready(self.queue.progress.take_error());
             }
@@ -87,7 +104,12 @@ impl Future for Wait {
                     }
                 }
                 Imp::Cuda(_) => {
-                    poller().add(self.queue.clone(), self.seq, cx.waker().clone());
+                    poller().add(Pending {
+                        queue: self.queue.clone(),
+                        seq: self.seq,
+                        fence: self.fence.clone(),
+                        waker: cx.waker().clone(),
+                    });
                     return Poll::Pending;
                 }
             }
@@ -106,8 +128,16 @@ impl core::fmt::Debug for Wait {
 
 /// The CUDA futures' helper thread.
 struct Poller {
-    pending: Mutex<Vec<(Arc<QueueInner>, u64, Waker)>>,
+    pending: Mutex<Vec<Pending>>,
     cv: Condvar,
+}
+
+/// A future waiting for `(queue, seq)`, which `fence` completes after.
+struct Pending {
+    queue: Arc<QueueInner>,
+    seq: u64,
+    fence: Option<Arc<Fence>>,
+    waker: Waker,
 }
 
 fn poller() -> &'static Poller {
@@ -126,9 +156,9 @@ fn poller() -> &'static Poller {
 }
 
 impl Poller {
-    fn add(&self, queue: Arc<QueueInner>, seq: u64, waker: Waker) {
+    fn add(&self, pending: Pending) {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        p.push((queue, seq, waker));
+        p.push(pending);
         self.cv.notify_one();
     }
 
@@ -143,8 +173,8 @@ impl Poller {
                 let mut ready = Vec::new();
                 let mut i = 0;
                 while i < p.len() {
-                    if p[i].0.is_done(p[i].1) {
-                        ready.push(p.swap_remove(i).2);
+                    if p[i].queue.reached(p[i].seq, p[i].fence.as_deref()) {
+                        ready.push(p.swap_remove(i).waker);
                     } else {
                         i += 1;
                     }

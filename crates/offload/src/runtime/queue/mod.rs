@@ -317,6 +317,17 @@ impl QueueInner {
         }
     }
 
+    /// Whether `(self, seq)` is complete, where `fence` (CUDA) is an event
+    /// that completes after it: that event is asked (`cuEventQuery`), not
+    /// only the queue's own fences as in [`is_done`](Self::is_done). What
+    /// [`Event::is_complete`] and the futures poll.
+    pub(crate) fn reached(&self, seq: u64, fence: Option<&runtime::cuda::queue::Fence>) -> bool {
+        match (&self.imp, fence) {
+            (Imp::Cuda(c), Some(f)) => c.query(self.id, &self.progress, f, seq),
+            _ => self.is_done(seq),
+        }
+    }
+
     /// Blocks the calling thread until `(self, seq)` is complete. Errors
     /// are left for the queue's next report.
     pub(crate) fn wait_host(&self, seq: u64) {
@@ -397,21 +408,34 @@ impl Event {
     /// # Errors
     /// That error.
     pub fn synchronize(&self) -> Result<()> {
-        match &self.timing {
-            Timing::Cuda(e) => {
-                if let Imp::Cuda(c) = &self.queue.imp {
-                    c.wait_timed(self.queue.id, &self.queue.progress, e, self.seq);
-                }
-            }
-            Timing::Host(_) => self.queue.wait_host(self.seq),
-        }
+        self.wait_quietly();
         self.queue.collect_errors();
         self.queue.progress.take_error()
     }
 
-    /// Whether the event has completed (`cuEventQuery`); does not wait.
+    /// Waits for the event itself (CUDA: `cuEventSynchronize` of its event,
+    /// not of a later point of its queue); errors are left for the queue's
+    /// next report.
+    fn wait_quietly(&self) {
+        match (&self.timing, &self.queue.imp) {
+            (Timing::Cuda(e), Imp::Cuda(c)) => c.wait_timed(self.queue.id, &self.queue.progress, e, self.seq),
+            _ => self.queue.wait_host(self.seq),
+        }
+    }
+
+    /// The CUDA event, as the fence that completes after the event's point.
+    pub(crate) fn fence(&self) -> Option<&Arc<runtime::cuda::queue::Fence>> {
+        match &self.timing {
+            Timing::Cuda(e) => Some(e.fence()),
+            Timing::Host(_) => None,
+        }
+    }
+
+    /// Whether the event has completed (`cuEventQuery` of its event); does
+    /// not wait. A fault the query finds is kept for the queue's next
+    /// report (the event then counts as complete: its work is over).
     pub fn is_complete(&self) -> bool {
-        self.queue.is_done(self.seq)
+        self.queue.reached(self.seq, self.fence().map(|f| &**f))
     }
 
     /// Milliseconds from `self` to `end` (`cuEventElapsedTime`, about
@@ -421,8 +445,8 @@ impl Event {
     /// # Errors
     /// [`Error::Driver`] if `cuEventElapsedTime` fails.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
-        self.queue.wait_host(self.seq);
-        end.queue.wait_host(end.seq);
+        self.wait_quietly();
+        end.wait_quietly();
         match (&self.timing, &end.timing) {
             (Timing::Host(a), Timing::Host(b)) => {
                 let (a, b) = (a.get().copied(), b.get().copied());
