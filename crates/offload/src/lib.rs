@@ -100,6 +100,7 @@ pub use device::dim::Dim3;
 pub use device::disjoint::{DisjointSlice, GridStride};
 pub use device::global::DeviceGlobal;
 pub use device::math;
+pub use report::panic_record::UNFORMATTED_PANIC_MESSAGE;
 pub use device::thread::{
     block_dim, block_idx, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride, thread_idx,
     GridStrideRange,

@@ -49,7 +49,7 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
             #[cfg(debug_assertions)]
             None => record(location, Message::Format(info)),
             #[cfg(not(debug_assertions))]
-            None => record(location, Message::Literal(UNFORMATTED)),
+            None => record(location, Message::Literal(crate::UNFORMATTED_PANIC_MESSAGE)),
         }
         // SAFETY: `exit` ends this thread (PTX ISA, "exit"); the other
         // threads go on, and threads exited before a `bar.sync` do not keep it
@@ -317,8 +317,3 @@ impl core::fmt::Write for RecordWriter {
         Ok(())
     }
 }
-
-/// What the record says for a message with arguments in an optimized build
-/// (see [`panic`]).
-#[cfg(target_arch = "nvptx64")]
-pub(crate) const UNFORMATTED: &str = "(a message with arguments, not formatted on the GPU in optimized builds; a dev build or OFFLOAD_DEVICE=host prints it)";

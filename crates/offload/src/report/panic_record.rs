@@ -30,6 +30,20 @@ pub(crate) const WRITING: u32 = 1;
 /// State: complete.
 pub(crate) const DONE: u32 = 2;
 
+/// The message a GPU panic arrives with, in
+/// [`Error::KernelPanic`](crate::Error)'s `message`, when the panic's
+/// message has arguments (`panic!("bad index {i}")`, an index out of
+/// bounds, `assert!(c, "{x}")`) and the device code was built without debug
+/// assertions (an optimized profile such as `--release`): the GPU does not
+/// format it there, because `core::fmt`'s calls through function pointers
+/// would make ptxas reserve 255 registers in every kernel that can panic
+/// (see `docs/device-model.md`, "Panics"). Literal messages, the location,
+/// the block and the thread are always reported; builds with debug
+/// assertions and the host fallback format the message. Compare with it to
+/// tell this known limitation from a message.
+pub const UNFORMATTED_PANIC_MESSAGE: &str =
+    "(a message with arguments, not formatted on the GPU in optimized builds; a dev build or OFFLOAD_DEVICE=host prints it)";
+
 /// The message of a record that reports a stack overflow instead of a
 /// panic: the recursion check the device linker inserts (see
 /// `gpu::__offload_stack_guard`) records it, with the recursive

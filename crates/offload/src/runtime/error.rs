@@ -119,7 +119,8 @@ pub enum Error {
     KernelPanic {
         /// The kernel's name.
         kernel: String,
-        /// The panic message.
+        /// The panic message; in optimized GPU builds a message with
+        /// arguments is [`UNFORMATTED_PANIC_MESSAGE`](crate::UNFORMATTED_PANIC_MESSAGE).
         message: String,
         /// `file:line:column` of the panic.
         location: String,
