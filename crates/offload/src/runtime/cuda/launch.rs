@@ -272,7 +272,7 @@ impl Backend for Cuda {
         // A panicking thread records the panic and exits; the kernel itself
         // completes. Map back anyway (as on the host fallback, the other
         // threads' writes are visible), then report the panic.
-        let panicked = st.panic.as_ref().and_then(|p| p.take());
+        let panicked = st.panic.as_ref().and_then(|p| p.take(st.stream));
 
         // Map back: copy `&mut` arguments (and atomics) to the host.
         for (a, &d) in args.iter().zip(st.device_ptrs.iter()) {

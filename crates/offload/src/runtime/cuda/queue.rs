@@ -813,7 +813,7 @@ impl Cuda {
     /// for the work that may have recorded it.
     pub(super) fn take_panic(&self, kernel: &str) -> Option<Error> {
         let st = self.enter("cuCtxSetCurrent").ok()?;
-        let recorded = st.panic.as_ref().and_then(|p| p.take())?;
+        let recorded = st.panic.as_ref().and_then(|p| p.take(st.stream))?;
         Some(crate::runtime::launch::divergence_from_record(recorded.into_error(kernel, st.stack_bytes)))
     }
 

@@ -14,7 +14,9 @@ use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
 use super::error::driver_error;
-use crate::report::panic_record::{PanicRecord, DONE, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW};
+use crate::report::panic_record::{
+    PanicRecord, CLAIM_SYMBOL, DONE, EMPTY, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW,
+};
 use crate::runtime::error::{Error, Result};
 
 /// Sets the per-thread stack of kernels (`CU_LIMIT_STACK_SIZE`) to 8 KiB
@@ -180,25 +182,25 @@ impl Recorded {
 }
 
 /// The panic record of the current context: page-locked host memory that the
-/// device writes through its mapped address.
+/// device writes through its mapped address, and the module's claim word
+/// (device memory) that decides which thread writes it.
 pub(crate) struct PanicSlot {
     host: *mut PanicRecord,
+    /// The module's `__offload_global_panic_claim` (4 bytes); `None` for an
+    /// image built by an older offload, whose device code claims the record
+    /// itself.
+    claim: Option<sys::CUdeviceptr>,
 }
 
 impl PanicSlot {
     /// Allocates a record and stores its device address in the module's
     /// `__offload_global_panic_slot`. `None` if the image has no such global
     /// (it was built by an older offload) or mapping is impossible: panics
-    /// then still fail the launch, without message.
+    /// then still fail the launch, without message. The module's claim word
+    /// is `EMPTY` as loaded (see `report::gpu::__offload_global_panic_claim`).
     pub(crate) fn install(module: sys::CUmodule) -> Option<PanicSlot> {
-        let name = CString::new(SLOT_SYMBOL).expect("no NUL");
-        let mut global: sys::CUdeviceptr = 0;
-        let mut size = 0usize;
-        // SAFETY: `module` is loaded in the current context; out-pointers are valid.
-        unsafe { sys::cuModuleGetGlobal_v2(&mut global, &mut size, module, name.as_ptr()) }.result().ok()?;
-        if size != 8 {
-            return None;
-        }
+        let global = module_global(module, SLOT_SYMBOL, 8)?;
+        let claim = module_global(module, CLAIM_SYMBOL, 4);
         let mut host: *mut c_void = core::ptr::null_mut();
         // SAFETY: allocates page-locked, device-mapped host memory.
         unsafe { sys::cuMemHostAlloc(&mut host, core::mem::size_of::<PanicRecord>(), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
@@ -222,16 +224,40 @@ impl PanicSlot {
             let _ = unsafe { sys::cuMemFreeHost(host) };
             return None;
         }
-        Some(PanicSlot { host: host as *mut PanicRecord })
+        Some(PanicSlot { host: host as *mut PanicRecord, claim })
     }
 
     /// The record, if a thread published one, and empties the slot for the
-    /// next launch. Call only when no kernel runs.
-    pub(crate) fn take(&self) -> Option<Recorded> {
+    /// next failure: the record zeroed, then the claim word set back to
+    /// `EMPTY` (`cuMemsetD32Async` in `stream`, the context's own, waited
+    /// for, so that every launch after this sees it). Call after waiting
+    /// for the work that may have recorded it, with the context current.
+    ///
+    /// Kernels of other queues may still run: none of their threads writes
+    /// the record meanwhile, since the claim stays `DONE` (set before the
+    /// record was published) until the reset, which comes after the
+    /// zeroing.
+    pub(crate) fn take(&self, stream: sys::CUstream) -> Option<Recorded> {
         let r = self.read()?;
-        // SAFETY: no kernel runs (the stream is synchronized); the record is
-        // live host memory; zero is the empty state.
+        // SAFETY: the record is live host memory that no device thread
+        // writes now (the claim is `DONE`, see above); zero is the empty
+        // state.
         unsafe { core::ptr::write_bytes(self.host as *mut u8, 0, core::mem::size_of::<PanicRecord>()) };
+        if let Some(claim) = self.claim {
+            // SAFETY: `claim` is the module's 4-byte global of the current
+            // context; `stream` belongs to it.
+            let reset = unsafe { sys::cuMemsetD32Async(claim, EMPTY, 1, stream) }
+                .result()
+                // SAFETY: as above.
+                .and_then(|()| unsafe { result::stream::synchronize(stream) });
+            if let Err(e) = reset {
+                // The record is read; only later failures are at stake.
+                std::eprintln!(
+                    "offload: warning: could not reset the GPU panic record's claim (cuMemsetD32Async: {e}); \
+                     later panics in kernels of this context may go unreported"
+                );
+            }
+        }
         Some(r)
     }
 
@@ -269,6 +295,17 @@ impl PanicSlot {
             Some(Recorded { message, file, line: r.line, column: r.column, block, thread })
         }
     }
+}
+
+/// The address of the module's global `symbol` if it exists with `bytes`
+/// bytes (`cuModuleGetGlobal`).
+fn module_global(module: sys::CUmodule, symbol: &str, bytes: usize) -> Option<sys::CUdeviceptr> {
+    let name = CString::new(symbol).expect("no NUL");
+    let mut global: sys::CUdeviceptr = 0;
+    let mut size = 0usize;
+    // SAFETY: `module` is loaded in the current context; out-pointers are valid.
+    unsafe { sys::cuModuleGetGlobal_v2(&mut global, &mut size, module, name.as_ptr()) }.result().ok()?;
+    (size == bytes).then_some(global)
 }
 
 /// A string constant of the loaded image, by its device address (at most
