@@ -13,6 +13,8 @@ use std::vec;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
+use offload_image::{Image, ImageKind};
+
 use super::error::driver_error;
 use crate::report::panic_record::{
     PanicRecord, CLAIM_SYMBOL, DONE, EMPTY, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW,
@@ -76,6 +78,13 @@ const PROBE_SLACK: u64 = 64;
 /// module's `__offload_stack_floor` (`cuModuleGetGlobal`, then a copy that
 /// has landed when this returns).
 ///
+/// `probe`: whether the module has the probe, from the image's entry list
+/// ([`has_stack_probe`]); `Some(false)` skips the driver entirely, so that
+/// a module without recursion checks makes no failing driver call
+/// (compute-sanitizer reports every one: `CUDA_ERROR_NOT_FOUND` from
+/// `cuModuleGetFunction`). `None` (not known) looks the probe up and takes
+/// `CUDA_ERROR_NOT_FOUND` as "no probe".
+///
 /// Returns the floor, a local address; `None` if the module has no probe
 /// (no recursion checks, or an image built by an older `offload`): then
 /// there is nothing to do.
@@ -95,7 +104,14 @@ const PROBE_SLACK: u64 = 64;
 /// on the kernel nor on `L` (on an H200 `T` = 0xFFFDC0 for `L` = 1 and
 /// 64 KiB; `bench/probe/stack.cu` checks both on a GPU); `L` only changes
 /// in [`configure_context`] and, upwards, by the driver.
-pub(crate) fn install_stack_floor(module: sys::CUmodule, stream: sys::CUstream) -> Result<Option<u64>> {
+pub(crate) fn install_stack_floor(
+    module: sys::CUmodule,
+    stream: sys::CUstream,
+    probe: Option<bool>,
+) -> Result<Option<u64>> {
+    if probe == Some(false) {
+        return Ok(None);
+    }
     let probe_name = CString::new(PROBE_KERNEL).expect("no NUL");
     // SAFETY: `module` is loaded in the current context.
     let probe = match unsafe { result::module::get_function(module, probe_name) } {
@@ -146,6 +162,19 @@ pub(crate) fn install_stack_floor(module: sys::CUmodule, stream: sys::CUstream) 
         .and_then(|()| unsafe { sys::cuCtxSynchronize() }.result())
         .map_err(|e| driver_error("cuMemcpyHtoD(__offload_stack_floor)", None, e))?;
     Ok(Some(floor))
+}
+
+/// Whether the device link put its stack probe (and so recursion checks)
+/// into the image `loaded`, from the entry points (`.entry`) of the
+/// bundle's PTX for the same target and architecture (`loaded` itself, or
+/// the PTX its cubin was assembled from: `cargo offload` embeds both);
+/// `None` if the bundle has no such PTX.
+pub(crate) fn has_stack_probe(images: &[Image<'_>], loaded: &Image<'_>) -> Option<bool> {
+    let ptx = images
+        .iter()
+        .find(|i| i.kind == ImageKind::Ptx && i.triple == loaded.triple && i.arch == loaded.arch)?;
+    let text = String::from_utf8_lossy(ptx.bytes);
+    Some(offload_image::ptx_entries(&text).iter().any(|e| e == PROBE_KERNEL))
 }
 
 /// What a GPU thread recorded before it exited: a panic, or a stack
@@ -369,4 +398,37 @@ pub(crate) unsafe fn copy_back(ptr: *mut u8, d: sys::CUdeviceptr, bytes: usize, 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(kind: ImageKind, arch: &'static str, bytes: &'static [u8]) -> Image<'static> {
+        Image { kind, triple: "nvptx64-nvidia-cuda", arch, kernels: "__offload_kernel_app_k_1\n", bytes, checksum: None }
+    }
+
+    /// The probe is looked up only where the image's PTX has it as an
+    /// entry point, for a cubin through the PTX of its architecture.
+    #[test]
+    fn the_stack_probe_is_found_in_the_images_entry_list() {
+        let with = image(
+            ImageKind::Ptx,
+            "sm_90",
+            b".visible .entry __offload_kernel_app_k_1(\n)\n{\n}\n.visible .entry __offload_stack_probe(\n\t.param .u64 p\n)\n{\n}\n\0",
+        );
+        // A mention that is not an entry (a comment, a call) does not count.
+        let without = image(
+            ImageKind::Ptx,
+            "sm_80",
+            b"// __offload_stack_probe\n.visible .entry __offload_kernel_app_k_1(\n)\n{\n}\n\0",
+        );
+        let cubin90 = image(ImageKind::Cubin, "sm_90", b"\x7fELF");
+        let cubin86 = image(ImageKind::Cubin, "sm_86", b"\x7fELF");
+        let all = [with, cubin90, without, cubin86];
+        assert_eq!(has_stack_probe(&all, &with), Some(true));
+        assert_eq!(has_stack_probe(&all, &cubin90), Some(true), "through the PTX of sm_90");
+        assert_eq!(has_stack_probe(&all, &without), Some(false));
+        assert_eq!(has_stack_probe(&all, &cubin86), None, "no PTX of sm_86: not known");
+    }
 }
