@@ -1249,6 +1249,124 @@ $L__BB7_22:
     assert_eq!(check_ordering_kernel("compare_exchange_acqrel_acquire", &leaky, 1).len(), 1, "an exit path without the fence");
 }
 
+/// What is wrong with the GPU panic recorder in `ptx` (the functions of
+/// offload's `report::gpu`, mangled `…6report3gpu…`): each of its atomics
+/// must be the GPU-scope claim of the device global
+/// `__offload_global_panic_claim` (its address from `mov`/`cvta.global` of
+/// that symbol), never an atomic on the record, which is mapped host
+/// memory: without `CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED`
+/// (x86 hosts over PCIe) the GPU has no atomics there, and
+/// compute-sanitizer kills the kernel ("Invalid __global__ system-scoped
+/// atomic"). Also a problem: no recorder, or a recorder without the claim.
+fn panic_recorder_problems(ptx: &str) -> Vec<String> {
+    const CLAIM: &str = "__offload_global_panic_claim";
+    let lines: Vec<&str> = ptx.lines().collect();
+    let mut problems = Vec::new();
+    let mut claims = 0;
+    let mut functions = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        let header = lines[i];
+        i += 1;
+        if !(header.contains(".func") && header.contains("6report3gpu")) || header.trim_start().starts_with("//") {
+            continue;
+        }
+        // A definition's body follows its header's `{`; a declaration ends with `;`.
+        while i < lines.len() && lines[i].trim() != "{" && !lines[i].trim_end().ends_with(';') {
+            i += 1;
+        }
+        if i >= lines.len() || lines[i].trim() != "{" {
+            continue;
+        }
+        functions += 1;
+        let name = header.split_whitespace().find(|w| w.contains("6report3gpu")).unwrap_or(header);
+        let name = name.split('(').next().unwrap_or(name);
+        // Registers set by `mov.b64 %r, sym` / `cvta.global.u64 %r, %s`.
+        let mut defs: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+        while i < lines.len() && lines[i] != "}" {
+            let inst = lines[i].trim().trim_end_matches(';');
+            i += 1;
+            let Some((op, operands)) = inst.split_once(char::is_whitespace) else { continue };
+            let ops: Vec<&str> = operands.split(',').map(str::trim).collect();
+            if (op.starts_with("mov.") || op.starts_with("cvta.global.")) && ops.len() == 2 {
+                defs.insert(ops[0], ops[1]);
+            }
+            if !(op.starts_with("atom.") || op.starts_with("red.")) {
+                continue;
+            }
+            let addr = operands.split('[').nth(1).and_then(|a| a.split(']').next()).unwrap_or("");
+            let mut at = addr.trim_end_matches("+0");
+            for _ in 0..4 {
+                match defs.get(at) {
+                    Some(src) => at = src,
+                    None => break,
+                }
+            }
+            if at != CLAIM {
+                problems.push(format!("{name}: `{inst}` is an atomic on `{addr}`, not on {CLAIM} (the record is host memory)"));
+            } else if op.split('.').any(|q| q == "sys") {
+                problems.push(format!("{name}: `{inst}` claims at system scope; device memory needs only .gpu"));
+            } else {
+                claims += 1;
+            }
+        }
+    }
+    if functions == 0 {
+        problems.push("no function of offload's report::gpu (the panic recorder) in the PTX".into());
+    } else if claims == 0 {
+        problems.push(format!("the panic recorder never claims {CLAIM}"));
+    }
+    problems
+}
+
+/// The recorder checker rejects the recorder that compare-exchanged the
+/// record's own `state` (host memory; what the H200's compute-sanitizer
+/// memcheck reported) and accepts the claim of the device global.
+#[test]
+fn panic_recorder_checker_tells_right_from_wrong() {
+    let head = ".func _RNvNtNtCs1_7offload6report3gpu6record(\n\t.param .b64 p\n)\n{\n";
+    let on_record = format!(
+        "{head}\tld.volatile.global.b64 \t%rd3, [__offload_global_panic_slot];\n\
+         \tatom.acquire.sys.cas.b32 \t%r10, [%rd3], %r11, %r12;\n\tst.release.sys.b32 \t[%rd3], %r9;\n\tret;\n}}\n"
+    );
+    assert_eq!(panic_recorder_problems(&on_record).len(), 2, "an atomic on the record, no claim");
+    let on_claim = format!(
+        "{head}\tld.volatile.global.b64 \t%rd3, [__offload_global_panic_slot];\n\
+         \tmov.b64 \t%rd437, __offload_global_panic_claim;\n\tcvta.global.u64 \t%rd436, %rd437;\n\
+         \tatom.acquire.gpu.cas.b32 %r10, [%rd436], %r11, %r12;\n\
+         \tst.relaxed.sys.global.b32 \t[__offload_global_panic_claim], 2;\n\tst.volatile.b32 \t[%rd3], 2;\n\tret;\n}}\n"
+    );
+    assert!(panic_recorder_problems(&on_claim).is_empty(), "{:?}", panic_recorder_problems(&on_claim));
+    let sys = on_claim.replace("atom.acquire.gpu.cas", "atom.acquire.sys.cas");
+    assert_eq!(panic_recorder_problems(&sys).len(), 2, "system scope, and so no claim counted");
+    let declared_only = ".func _RNvNtNtCs1_7offload6report3gpu6record\n(\n\t.param .b64 p\n)\n;\n";
+    assert_eq!(panic_recorder_problems(declared_only).len(), 1, "no recorder");
+}
+
+/// The PTX of `tests/device-model`, release, sm_90, in the shared target
+/// directory (built once for the tests that read it). No cubin: ptxas
+/// takes minutes on the device-model image.
+fn device_model_ptx() -> String {
+    let target = shared_target_dir();
+    let out = offload_cmd(
+        &repo_root(),
+        &["build", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "-p", "device-model"],
+        &[("OFFLOAD_PTXAS", "")],
+    );
+    out.assert_success();
+    let path = target.join("offload/nvptx64-nvidia-cuda-sm_90/nvptx64-nvidia-cuda/release/device-model.ptx");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The panic recorder of a real image (device-model's, whose kernels panic
+/// in every way) claims the record through the device global, with no
+/// atomic on the mapped host memory (see [`panic_recorder_problems`]).
+#[test]
+fn the_panic_recorder_has_no_atomics_on_host_memory() {
+    let problems = panic_recorder_problems(&device_model_ptx());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// Every `core::sync::atomic` operation with every ordering keeps its
 /// ordering in the PTX of `tests/device-model` (its `orderings` kernels),
 /// whichever device toolchain builds it (`OFFLOAD_RUSTC=/usr/bin/rustc`
@@ -1257,17 +1375,7 @@ $L__BB7_22:
 #[test]
 fn core_atomics_keep_their_orderings_in_the_ptx() {
     let root = repo_root();
-    let target = shared_target_dir();
-    // The PTX is all this test reads: no cubin (ptxas takes minutes on the
-    // device-model image).
-    let out = offload_cmd(
-        &root,
-        &["build", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "-p", "device-model"],
-        &[("OFFLOAD_PTXAS", "")],
-    );
-    out.assert_success();
-    let path = target.join("offload/nvptx64-nvidia-cuda-sm_90/nvptx64-nvidia-cuda/release/device-model.ptx");
-    let ptx = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let ptx = device_model_ptx();
     // The kernels the source declares, with the types each operation has.
     let src = std::fs::read_to_string(root.join("tests/device-model/src/orderings.rs")).unwrap();
     let declared: Vec<&str> =
