@@ -127,17 +127,17 @@ pub(crate) fn refuse_copy_in_capture(op: &'static str) -> Result<()> {
 }
 
 /// A launch of `kernel` being captured on `queue` with `buffers`.
-pub(crate) fn note_launch(
+pub(crate) fn note_launch<'r>(
     queue: &QueueInner,
     kernel: &'static KernelInfo,
-    buffers: &[(&Arc<Resource>, bool)],
+    buffers: impl IntoIterator<Item = (&'r Arc<Resource>, bool)>,
 ) {
     let mut c = queue.capture.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(c) = c.as_mut() {
         if !c.kernels.iter().any(|k| core::ptr::eq(*k, kernel)) {
             c.kernels.push(kernel);
         }
-        for &(r, w) in buffers {
+        for (r, w) in buffers {
             c.keep(r, w);
         }
     }
@@ -321,7 +321,7 @@ impl Graph {
         let mut seq = queue.lock_submit();
         let buffers: Vec<(&track::Tracker, bool)> =
             self.buffers.iter().map(|(r, w)| (&r.tracker, *w)).collect();
-        track::order_before(queue, &mut seq, &buffers)?;
+        track::order_before(queue, &mut seq, buffers.iter().copied())?;
         match (&queue.imp, &self.imp) {
             (Imp::Host(h), GraphImp::Host(ops)) => {
                 let ops = ops.clone();
