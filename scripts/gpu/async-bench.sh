@@ -104,7 +104,7 @@ run() { # dir
         "backend: cuda" "cuBLAS: cublasSgemm_v2 .* enqueued on the offload queue's stream" \
         "cublas: C and out match the host SGEMM" -- \
         env OFFLOAD_DEVICE="$device" LD_LIBRARY_PATH="$cudalib/lib64:$cudalib/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}" \
-        "$dir/cublas" 2048 1024 512
+        "$dir/cublas" 1024 512 256
 
     echo
     echo "== offload vs CUDA C, asynchronous execution, on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) (medians of the rounds; µs rows: lower is better)"
