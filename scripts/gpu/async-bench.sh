@@ -95,15 +95,22 @@ run() { # dir
     gpu_check "async-bench: every variant's result is exact, ours and CUDA's" 0 -- \
         bash -c "! grep ',valid,0' '$raw' && grep -q ',offload,.*,valid,1' '$raw' && grep -q ',cuda,.*,valid,1' '$raw'"
 
-    # The examples on the GPU (cuBLAS from the toolkit next to nvcc).
-    local cudalib
+    # The examples on the GPU, cuBLAS from the toolkit next to nvcc. cudarc
+    # looks for libcublas.so (and .so.12, .so.11, …), so a toolkit with only
+    # libcublas.so.13 gets a libcublas.so link of our own.
+    local cudalib so libdir=$dir/lib
     cudalib=$(cd "$(dirname "$nvcc")/.." && pwd)
+    so=$(ls "$cudalib"/lib64/libcublas.so* "$cudalib"/targets/*/lib/libcublas.so* \
+        /usr/lib/x86_64-linux-gnu/libcublas.so* 2>/dev/null | head -1)
+    mkdir -p "$libdir"
+    [ -n "$so" ] && ln -sf "$so" "$libdir/libcublas.so"
+    echo "cuBLAS library: ${so:-none found under $cudalib}"
     gpu_check "examples/streams on the GPU" 0 "backend: cuda" "streams: all [0-9]+ elements match the host" -- \
         env OFFLOAD_DEVICE="$device" "$dir/streams" 1024 64 3
     gpu_check "examples/cublas on the GPU: cuBLAS SGEMM on the queue, then an offload kernel" 0 \
         "backend: cuda" "cuBLAS: cublasSgemm_v2 .* enqueued on the offload queue's stream" \
         "cublas: C and out match the host SGEMM" -- \
-        env OFFLOAD_DEVICE="$device" LD_LIBRARY_PATH="$cudalib/lib64:$cudalib/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}" \
+        env OFFLOAD_DEVICE="$device" LD_LIBRARY_PATH="$libdir:${so:+$(dirname "$so"):}$cudalib/lib64:${LD_LIBRARY_PATH:-}" \
         "$dir/cublas" 1024 512 256
 
     echo
