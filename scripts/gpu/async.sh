@@ -47,6 +47,8 @@ run() { # dir
     one "a kernel in a function body has a queued form" a_kernel_in_a_function_body_has_a_queued_form
     one "a graph replays its launches (cuGraphLaunch)" a_graph_replays_its_launches
     one "a graph keeps its buffers, refuses what it cannot hold" a_graph_keeps_its_buffers_and_refuses_what_it_cannot_hold
+    one "a graph replayed many times keeps one pending replay per queue" \
+        a_graph_replayed_many_times_keeps_one_pending_replay_per_queue
     one "futures complete on tokio" futures_complete_on_tokio
     one "an event is waited for without the work after it" an_event_is_waited_for_without_the_work_after_it
     local panicking=(--skip a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on

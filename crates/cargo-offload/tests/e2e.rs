@@ -530,20 +530,31 @@ fn kernels_missing_from_the_image_fail_the_build() {
     }
 }
 
-/// The device-model examples and feature checks on the host fallback, at
-/// sizes a CI machine runs quickly; each checks itself against an
-/// independent f64 host computation and exits non-zero on a mismatch.
+/// The device-model examples and feature checks, and the queue examples
+/// (`streams`; `cublas`, which says why it cannot use cuBLAS and computes
+/// with its own kernel), on the host fallback, at sizes a CI machine runs
+/// quickly; each checks itself against an independent host computation
+/// and exits non-zero on a mismatch.
 #[test]
 fn device_model_examples_and_checks_run_on_the_host() {
     let root = repo_root();
     let target = shared_target_dir();
     let t = target.to_str().unwrap();
-    for (pkg, arg, want) in [
-        ("reduction", "20", "reduction: n = 2^20"),
-        ("histogram", "20", "histogram: n = 2^20"),
-        ("matmul", "128", "worst error/Σ|terms|"),
-        ("nbody", "10", "accel error/Σ|terms|"),
-        ("device-model", "all", "panics      ok"),
+    for (pkg, arg, wants) in [
+        ("reduction", "20", &["reduction: n = 2^20"][..]),
+        ("histogram", "20", &["histogram: n = 2^20"]),
+        ("matmul", "128", &["worst error/Σ|terms|"]),
+        ("nbody", "10", &["accel error/Σ|terms|"]),
+        ("device-model", "all", &["panics      ok"]),
+        ("streams", "all", &["streams: 8 MiB in 8 chunks of 1 MiB on 2 queue(s)", "streams: all 2097152 elements match the host"]),
+        (
+            "cublas",
+            "all",
+            &[
+                "cuBLAS: not used: this is the host fallback (no CUDA GPU), and cuBLAS runs only on one; computing C with this example's offload kernel `sgemm` instead",
+                "cublas: C and out match the host SGEMM",
+            ],
+        ),
     ] {
         let args: Vec<&str> = if arg == "all" {
             vec!["run", "--release", "--arch", "sm_90", "--target-dir", t, "-p", pkg]
@@ -552,7 +563,9 @@ fn device_model_examples_and_checks_run_on_the_host() {
         };
         let out = offload_cmd(&root, &args, &[("OFFLOAD_DEVICE", "host")]);
         out.assert_success();
-        assert!(out.stdout.contains(want), "{pkg}: {}", out.stdout);
+        for want in wants {
+            assert!(out.stdout.contains(want), "{pkg}: {want}: {}", out.stdout);
+        }
     }
 }
 

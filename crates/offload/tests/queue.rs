@@ -590,6 +590,42 @@ fn a_graph_keeps_its_buffers_and_refuses_what_it_cannot_hold() {
     drop(graph);
 }
 
+#[test]
+fn a_graph_replayed_many_times_keeps_one_pending_replay_per_queue() {
+    let q = Queue::new().unwrap();
+    let other = Queue::new().unwrap();
+    // Both queues busy first, so that no replay below finishes early.
+    let mut busy = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut busy2 = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    churn::on(&q, cfg(), slow(), 8, &mut busy).unwrap();
+    churn::on(&other, cfg(), slow(), 9, &mut busy2).unwrap();
+    let init: Vec<u64> = (0..N as u64).collect();
+    let mut a = DeviceBuffer::from_slice(&init).unwrap();
+    let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let graph = q
+        .capture(|g| {
+            plus::on(g, cfg(), 1, &a, &mut b)?;
+            plus::on(g, cfg(), 1, &b, &mut a)
+        })
+        .unwrap();
+    for _ in 0..300 {
+        graph.launch(&q).unwrap();
+    }
+    // On another queue the replays are ordered after q's by the buffers.
+    for _ in 0..300 {
+        graph.launch(&other).unwrap();
+    }
+    // The drop waits for the latest replay of each queue, which covers
+    // the earlier ones; the list does not grow with every launch.
+    assert!(graph.pending_replays() <= 2, "{} pending replays kept", graph.pending_replays());
+    let want: Vec<u64> = init.iter().map(|v| v + 1200).collect();
+    assert_eq!(a.to_vec().unwrap(), want);
+    q.synchronize().unwrap();
+    other.synchronize().unwrap();
+    drop(graph);
+    assert_eq!(busy.to_vec().unwrap(), expected_churn(8, slow()));
+}
+
 #[offload::host]
 fn g_sync(q: &Queue) -> offload::Result<()> {
     q.synchronize()

@@ -55,11 +55,28 @@ pub(crate) struct CudaQueue {
     stream: Mutex<Stream>,
     /// Fences by label, increasing.
     fences: Mutex<VecDeque<(u64, Arc<Fence>)>>,
+    /// The parameter storage of a launch, kept with its capacity so that
+    /// launches allocate nothing. Locked only by `launch`, which runs with
+    /// the queue's submit lock held, so it is never contended; inside it
+    /// only a scope's own lock is taken (by `cuda_upload`), never the
+    /// other way round.
+    scratch: Mutex<Scratch>,
+}
+
+/// See [`CudaQueue::scratch`]: `slots` holds the scalars of the device
+/// pointers and lengths, `params` one pointer per kernel parameter (into
+/// `slots`, or to the caller's values). Both are only meaningful during
+/// one `cuLaunchKernel` call.
+#[derive(Default)]
+struct Scratch {
+    slots: Vec<u64>,
+    params: Vec<*mut c_void>,
 }
 
 // SAFETY: CUDA handles may be used from any thread once their context is
 // current (CUDA Driver API, "Context Management"); every use here makes the
-// context current first (`Cuda::enter` or `current`).
+// context current first (`Cuda::enter` or `current`). The pointers in
+// `scratch` are never read outside the launch that wrote them.
 unsafe impl Send for CudaQueue {}
 // SAFETY: as above; mutable state is behind mutexes.
 unsafe impl Sync for CudaQueue {}
@@ -152,6 +169,7 @@ impl CudaQueue {
                 generation: generation(),
             }),
             fences: Mutex::new(VecDeque::new()),
+            scratch: Mutex::new(Scratch::default()),
         })
     }
 
@@ -159,6 +177,12 @@ impl CudaQueue {
     /// The context is current when this returns `Ok`.
     pub(crate) fn stream(&self) -> Result<sys::CUstream> {
         self.cuda.make_current()?;
+        self.stream_in_current()
+    }
+
+    /// [`stream`](Self::stream) for a caller that has just made the
+    /// context current on this thread (`Cuda::prepare`, `Cuda::enter`).
+    fn stream_in_current(&self) -> Result<sys::CUstream> {
         let mut s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
         if s.generation != generation() {
             s.raw = result::stream::create(result::stream::StreamKind::NonBlocking)
@@ -184,17 +208,25 @@ impl CudaQueue {
         scope: Option<&ScopeState>,
     ) -> Result<()> {
         let err = |op: &'static str, e: DriverError| driver_error(op, Some(&kernel.path()), e);
-        let stream = self.stream()?;
+        // One context switch per launch: `prepare` makes the context current.
         let f = cuda.prepare(kernel, cfg.shared_mem_bytes)?;
-        let mut ptrs: Vec<u64> = Vec::with_capacity(args.len());
+        let stream = self.stream_in_current()?;
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let Scratch { slots, params } = &mut *scratch;
+        slots.clear();
+        params.clear();
+        // The scalars: a device pointer per slice (and its length if the
+        // entry point takes it).
         for a in args {
-            ptrs.push(match a.kind {
+            let (d, len, pass_len) = match a.kind {
+                ArgKind::Value { .. } => continue,
                 ArgKind::Host {
                     ptr,
                     bytes,
                     atomic,
                     writeback,
-                    ..
+                    len,
+                    pass_len,
                 } if bytes > 0 => {
                     let Some(scope) = scope else {
                         return Err(Error::Queue {
@@ -207,36 +239,36 @@ impl CudaQueue {
                     };
                     // SAFETY: `ptr` is valid for `bytes` until the scope
                     // ends (the scope's borrow); the context is current.
-                    unsafe { scope.cuda_upload(stream, ptr, bytes, writeback, atomic) }
-                        .map_err(|(op, e)| err(op, e))?
+                    let d = unsafe { scope.cuda_upload(stream, ptr, bytes, writeback, atomic) }
+                        .map_err(|(op, e)| err(op, e))?;
+                    (d, len, pass_len)
                 }
-                ArgKind::Host { ptr, .. } => ptr as u64,
-                ArgKind::Resident { addr, .. } => addr,
-                ArgKind::Value { .. } => 0,
-            });
-        }
-        let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
-        for (a, &d) in args.iter().zip(&ptrs) {
-            match a.kind {
-                ArgKind::Value { .. } => {}
-                ArgKind::Host { len, pass_len, .. } | ArgKind::Resident { len, pass_len, .. } => {
-                    slots.push(d);
-                    if pass_len {
-                        slots.push(len as u64);
-                    }
-                }
+                ArgKind::Host {
+                    ptr, len, pass_len, ..
+                } => (ptr as u64, len, pass_len),
+                ArgKind::Resident {
+                    addr,
+                    len,
+                    pass_len,
+                    ..
+                } => (addr, len, pass_len),
+            };
+            slots.push(d);
+            if pass_len {
+                slots.push(len as u64);
             }
         }
-        let mut params: Vec<*mut c_void> = Vec::with_capacity(slots.len() + args.len() + 1);
+        // The parameters, in the entry point's order. `slots` is complete
+        // and not resized any more, so pointers into it stay valid.
+        let base = slots.as_mut_ptr();
         let mut next = 0;
         for a in args {
             match a.kind {
                 ArgKind::Value { ptr } => params.push(ptr as *mut c_void),
                 ArgKind::Host { pass_len, .. } | ArgKind::Resident { pass_len, .. } => {
-                    params.push(&mut slots[next] as *mut u64 as *mut c_void);
-                    next += 1;
-                    if pass_len {
-                        params.push(&mut slots[next] as *mut u64 as *mut c_void);
+                    let n = if pass_len { 2 } else { 1 };
+                    for _ in 0..n {
+                        params.push(base.wrapping_add(next) as *mut c_void);
                         next += 1;
                     }
                 }
@@ -251,7 +283,8 @@ impl CudaQueue {
         // the call, which copies them ("kernelParams ... are copied at the
         // time of the call", `cuLaunchKernel`); every device address is
         // memory that stays allocated until the launch has finished
-        // (tracked buffers, or the scope's copies).
+        // (tracked buffers, or the scope's copies); the pointers into
+        // `slots` are in bounds (`next` ends at `slots.len()`).
         unsafe {
             result::launch_kernel(
                 f,
@@ -259,7 +292,7 @@ impl CudaQueue {
                 (b.x, b.y, b.z),
                 cfg.shared_mem_bytes,
                 stream,
-                &mut params,
+                params,
             )
         }
         .map_err(|e| err("cuLaunchKernel", e))

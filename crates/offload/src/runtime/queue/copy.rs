@@ -91,7 +91,7 @@ pub(crate) unsafe fn enqueue(
         }
         graph::note_copy(queue, keep);
     } else {
-        track::order_before(queue, &mut seq, buffers)?;
+        track::order_before(queue, &mut seq, buffers.iter().copied())?;
     }
     match &queue.imp {
         Imp::Host(h) => {

@@ -3,11 +3,10 @@
 //! [`QueueSliceArgMut`]), and the generic front that enqueues a launch.
 
 use std::boxed::Box;
-use std::vec::Vec;
 
 use super::graph::Capture;
 use super::scope::{Scope, ScopeState};
-use super::track::{self, Resource, Tracker};
+use super::track::{self, Resource};
 use super::{Imp, Queue, QueueInner};
 use crate::runtime::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
 use crate::runtime::error::{Error, Result};
@@ -167,18 +166,17 @@ host_memory_mut!([T]; std::vec::Vec<T>; [T; N], N; Box<[T]>; crate::PinnedBuffer
 pub trait HostReferences {}
 impl HostReferences for InScope {}
 
-/// The tracked buffers of a launch's arguments: `(memory, written)`.
-pub(crate) fn tracked<'a>(args: &'a [ArgSpec<'_>]) -> Vec<(&'a Arc<Resource>, bool)> {
-    args.iter()
-        .filter_map(|a| match a.kind {
-            // SAFETY: `res` points into a buffer the launcher borrows for as
-            // long as `args` lives (see `ArgKind::Resident`).
-            ArgKind::Resident { res, write, .. } if !res.is_null() => {
-                Some((unsafe { &*res }, write))
-            }
-            _ => None,
-        })
-        .collect()
+/// The tracked buffers of a launch's arguments: `(memory, written)`; an
+/// iterator, so that the launch path allocates nothing for them.
+pub(crate) fn tracked<'a, 'b>(
+    args: &'a [ArgSpec<'b>],
+) -> impl Iterator<Item = (&'a Arc<Resource>, bool)> + Clone + use<'a, 'b> {
+    args.iter().filter_map(|a| match a.kind {
+        // SAFETY: `res` points into a buffer the launcher borrows for as
+        // long as `args` lives (see `ArgKind::Resident`).
+        ArgKind::Resident { res, write, .. } if !res.is_null() => Some((unsafe { &*res }, write)),
+        _ => None,
+    })
 }
 
 /// The generic front of a launch of `kernel` (generated code only):
@@ -238,12 +236,14 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
                 ),
             });
         }
-        super::graph::note_launch(queue, kernel, &buffers);
+        super::graph::note_launch(queue, kernel, buffers.clone());
     } else {
         super::graph::refuse_other_queue_in_capture("enqueue a launch")?;
-        let trackers: Vec<(&Tracker, bool)> =
-            buffers.iter().map(|(r, w)| (&r.tracker, *w)).collect();
-        track::order_before(queue, &mut seq, &trackers)?;
+        track::order_before(
+            queue,
+            &mut seq,
+            buffers.clone().map(|(r, w)| (&r.tracker, w)),
+        )?;
     }
     match (&queue.imp, rt.backend.concrete()) {
         (Imp::Host(h), Concrete::Host(backend)) => {

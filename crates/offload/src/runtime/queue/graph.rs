@@ -127,17 +127,17 @@ pub(crate) fn refuse_copy_in_capture(op: &'static str) -> Result<()> {
 }
 
 /// A launch of `kernel` being captured on `queue` with `buffers`.
-pub(crate) fn note_launch(
+pub(crate) fn note_launch<'r>(
     queue: &QueueInner,
     kernel: &'static KernelInfo,
-    buffers: &[(&Arc<Resource>, bool)],
+    buffers: impl IntoIterator<Item = (&'r Arc<Resource>, bool)>,
 ) {
     let mut c = queue.capture.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(c) = c.as_mut() {
         if !c.kernels.iter().any(|k| core::ptr::eq(*k, kernel)) {
             c.kernels.push(kernel);
         }
-        for &(r, w) in buffers {
+        for (r, w) in buffers {
             c.keep(r, w);
         }
     }
@@ -321,7 +321,7 @@ impl Graph {
         let mut seq = queue.lock_submit();
         let buffers: Vec<(&track::Tracker, bool)> =
             self.buffers.iter().map(|(r, w)| (&r.tracker, *w)).collect();
-        track::order_before(queue, &mut seq, &buffers)?;
+        track::order_before(queue, &mut seq, buffers.iter().copied())?;
         match (&queue.imp, &self.imp) {
             (Imp::Host(h), GraphImp::Host(ops)) => {
                 let ops = ops.clone();
@@ -352,13 +352,28 @@ impl Graph {
         for (t, write) in buffers {
             t.record(queue, *seq, write);
         }
+        // One entry per queue: a queue runs its replays in order, so its
+        // latest covers the earlier ones. (An entry per replay made every
+        // launch check all the replays not known to be finished, a lock
+        // each on CUDA: quadratic in the replays between synchronizations.)
         let mut replays = self.replays.lock().unwrap_or_else(|e| e.into_inner());
-        replays.retain(|u| !u.queue.is_done(u.seq));
-        replays.push(Use {
-            queue: queue.clone(),
-            seq: *seq,
-        });
+        match replays.iter_mut().find(|u| Arc::ptr_eq(&u.queue, queue)) {
+            Some(u) => u.seq = *seq,
+            None => {
+                replays.retain(|u| !u.queue.is_done(u.seq));
+                replays.push(Use {
+                    queue: queue.clone(),
+                    seq: *seq,
+                });
+            }
+        }
         Ok(())
+    }
+
+    /// How many replays the graph's drop would wait for (tests).
+    #[doc(hidden)]
+    pub fn pending_replays(&self) -> usize {
+        self.replays.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// The kernels the graph launches, as paths (`app::jacobi`).

@@ -105,7 +105,7 @@ impl Queue {
         let buffers: Vec<(&Tracker, bool)> = uses.iter().map(|u| (u.tracker, u.write)).collect();
         let stream = {
             let mut seq = self.inner.lock_submit();
-            track::order_before(&self.inner, &mut seq, &buffers)?;
+            track::order_before(&self.inner, &mut seq, buffers.iter().copied())?;
             c.stream()?
         };
         let r = f(stream)?;

@@ -67,10 +67,14 @@ impl Tracker {
         }
         let mut u = self.lock();
         let mine = |x: &Use| queue.is_some_and(|q| core::ptr::eq(Arc::as_ptr(&x.queue), q));
-        if u.write.as_ref().is_some_and(Use::is_done) {
+        // Entries of `queue` itself never conflict (the queue orders them),
+        // so they are kept without asking whether they are complete (a
+        // lock, perhaps a driver query, on every queued launch); entries of
+        // other queues are dropped once complete.
+        if u.write.as_ref().is_some_and(|w| !mine(w) && w.is_done()) {
             u.write = None;
         }
-        u.reads.retain(|r| !r.is_done());
+        u.reads.retain(|r| mine(r) || !r.is_done());
         if u.write.is_none() && u.reads.is_empty() {
             self.busy.store(false, Ordering::Release);
         }
@@ -118,12 +122,12 @@ impl Tracker {
 
 /// Makes `queue` (whose submit lock is `seq`) wait for the conflicting work
 /// of every tracked buffer of an operation: `(tracker, writes it)`.
-pub(crate) fn order_before(
+pub(crate) fn order_before<'t>(
     queue: &Arc<QueueInner>,
     seq: &mut u64,
-    buffers: &[(&Tracker, bool)],
+    buffers: impl IntoIterator<Item = (&'t Tracker, bool)>,
 ) -> Result<()> {
-    for &(t, write) in buffers {
+    for (t, write) in buffers {
         for u in t.conflicts(Some(queue), write) {
             queue.wait_for_locked(seq, &u.queue, u.seq)?;
         }
