@@ -332,17 +332,22 @@ fn examples_run_on_the_host_fallback_with_right_results() {
     assert!(saxpy.stdout.contains(&format!("checksum: {expected:.6}")), "{expected}: {}", saxpy.stdout);
 }
 
-/// Every example's PTX assembles with `ptxas -arch=sm_90` (the cubin in its
-/// image is that assembly) and every example has kernels.
+/// Every example's and benchmark program's PTX assembles with `ptxas
+/// -arch=sm_90` (the cubin in its image is that assembly) and every one has
+/// kernels.
 #[test]
 fn every_example_builds_an_sm_90_image() {
     let root = repo_root();
     let target = shared_target_dir();
-    let mut examples: Vec<String> = std::fs::read_dir(root.join("examples"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("Cargo.toml").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+    // The package (and binary) name of each crate under examples/ and bench/.
+    let mut examples: Vec<String> = ["examples", "bench"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().flatten())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("Cargo.toml")).ok())
+        .map(|toml| {
+            let name = toml.lines().find_map(|l| l.strip_prefix("name = ")).expect("a package name");
+            name.trim_matches('"').to_string()
+        })
         .collect();
     examples.sort();
     assert!(examples.len() >= 2, "{examples:?}");
