@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Rebuild benchmark of `cargo offload build` (issue: fast rebuilds).
 
-Copies examples/sample_offload to a temporary directory and times, each
+Copies examples/01-first-kernel to a temporary directory and times, each
 scenario N times (default 5), median/min/max in seconds:
 
   cold         every target directory removed first
@@ -42,7 +42,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="offload-rebuild-")
     app = os.path.join(work, "app")
-    shutil.copytree(os.path.join(ROOT, "examples/sample_offload"), app)
+    shutil.copytree(os.path.join(ROOT, "examples/01-first-kernel"), app)
     manifest = os.path.join(app, "Cargo.toml")
     text = open(manifest).read().replace('path = "../../crates/offload"', 'path = "%s"' % os.path.join(ROOT, "crates/offload"))
     open(manifest, "w").write(text + "\n[workspace]\n")
@@ -102,7 +102,7 @@ def main():
         results[name] = rows
         print("%-10s done" % name, file=sys.stderr)
 
-    print("\ncargo offload build --arch %s, examples/sample_offload, %d runs each (seconds)" % (args.arch, args.runs))
+    print("\ncargo offload build --arch %s, examples/01-first-kernel, %d runs each (seconds)" % (args.arch, args.runs))
     print("%-10s %8s %8s %8s  %-26s %s" % ("scenario", "median", "min", "max", "device: compiled/linked/reused", "host relinked"))
     for name, rows in results.items():
         times = [r[0] for r in rows]

@@ -295,7 +295,7 @@ fn plain_cargo_build_still_links_and_runs_on_the_host() {
 fn examples_run_on_the_host_fallback_with_right_results() {
     let root = repo_root();
     let target = shared_target_dir();
-    let sample = offload_cmd(&root.join("examples/sample_offload"), &["run", "--arch", "sm_90", "--target-dir", target.to_str().unwrap()], &[]);
+    let sample = offload_cmd(&root.join("examples/01-first-kernel"), &["run", "--arch", "sm_90", "--target-dir", target.to_str().unwrap()], &[]);
     sample.assert_success();
     for line in ["saxpy    n=1000003: 0 wrong", "poly     n=1000003: 0 wrong", "resident n=1000003: 0 wrong", "div128   n=4096: 0 wrong"] {
         assert!(sample.stdout.contains(line), "{line}: {}", sample.stdout);
@@ -321,7 +321,7 @@ fn examples_run_on_the_host_fallback_with_right_results() {
     }
 
     let saxpy = offload_cmd(
-        &root.join("examples/saxpy"),
+        &root.join("examples/02-data-movement"),
         &["run", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "--", "20"],
         &[],
     );
