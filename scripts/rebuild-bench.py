@@ -80,8 +80,10 @@ def main():
     def edit_kernel():
         # A new constant each time, so the image really changes (no cache hit).
         s = open(main_rs).read()
-        s = re.sub(r"\*o = c\[0\] \+ v \* \(c\[1\] \+ v \* c\[2\]\)( \+ [0-9.e-]+)?;",
-                   "*o = c[0] + v * (c[1] + v * c[2]) + %d.0e-30;" % next(kernel_edits), s)
+        s, edits = re.subn(r"\*yi = a \* x\[i\] \+ \*yi( \+ [0-9.e-]+)?;",
+                           "*yi = a * x[i] + *yi + %d.0e-30;" % next(kernel_edits), s)
+        if edits != 1:
+            sys.exit("the saxpy kernel's body was not found in %s" % main_rs)
         open(main_rs, "w").write(s)
 
     scenarios = [
