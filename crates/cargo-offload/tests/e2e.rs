@@ -535,9 +535,10 @@ fn kernels_missing_from_the_image_fail_the_build() {
     }
 }
 
-/// The device-model examples and feature checks on the host fallback, at
-/// sizes a CI machine runs quickly; each checks itself against an
-/// independent f64 host computation and exits non-zero on a mismatch.
+/// The tutorials of examples/ (but the two run above) and the device-model
+/// feature checks on the host fallback, at sizes a CI machine runs quickly
+/// ("all": no arguments); each checks itself against an independent f64
+/// host computation and exits non-zero on a mismatch.
 #[test]
 fn device_model_examples_and_checks_run_on_the_host() {
     let root = repo_root();
@@ -548,6 +549,9 @@ fn device_model_examples_and_checks_run_on_the_host() {
         ("histogram", "20", "histogram: n = 2^20"),
         ("matmul", "128", "worst error/Σ|terms|"),
         ("nbody", "10", "accel error/Σ|terms|"),
+        ("resident-buffers", "14", "DeviceBuffers and Vecs give the same bits: true"),
+        ("generics", "all", "axpy and clamp for i32: n = 100003, 0 wrong"),
+        ("panics", "all", "differences with n - 1 threads: 0 wrong"),
         ("device-model", "all", "panics      ok"),
     ] {
         let args: Vec<&str> = if arg == "all" {
