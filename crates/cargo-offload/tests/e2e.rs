@@ -372,6 +372,17 @@ fn every_example_builds_an_sm_90_image() {
             assert!(images.iter().any(|i| i.0 == "cubin" && i.1 == "sm_90"), "{e}: {images:?}");
         }
     }
+    // Tutorial 07's two generic kernels, each with the three instantiations
+    // its host code uses. Their instance markers once had identical bodies
+    // for the same type arguments, and LLVM's MergeFunctions (in optimized
+    // builds like this one) folded them: clamp's instantiations were
+    // missing and its GPU launches failed with InstanceNotBuilt.
+    let images = embedded_images(&target.join("release/generics"));
+    let ptx = &images.iter().find(|i| i.0 == "PTX").unwrap().2;
+    for k in ["axpy", "clamp"] {
+        let of = ptx.iter().filter(|s| s.starts_with(&format!("__offload_kernel_generics_{k}_"))).count();
+        assert_eq!(of, 3, "{k}: {ptx:?}");
+    }
 }
 
 /// Kernels in a library used by two binaries: each binary's image holds the

@@ -188,16 +188,23 @@ fn kernel_info(name: &str, sym: &str) -> TokenStream {
 /// function of a generic kernel.
 ///
 /// A generic kernel's launcher finds the instantiation's device symbol at
-/// run time: `marker::<(T, …)>()`, a function that is never inlined or
-/// merged with another instance, returns `type_name` of the tuple of the
-/// type arguments, which keys the symbol (`offload_image::symbol::
-/// instance`). `cargo offload` reads the marker's instances back from the
-/// binary's v0 symbol names, which spell the tuple the same way.
+/// run time: `marker::<(T, …)>()`, a function that is never inlined,
+/// returns `type_name` of the tuple of the type arguments, which keys the
+/// symbol (`offload_image::symbol::instance`). `cargo offload` reads the
+/// marker's instances back from the binary's v0 symbol names, which spell
+/// the tuple the same way, so every instance must keep its own symbol. The
+/// marker also passes the kernel's symbol through `black_box`: without it
+/// the markers of two generic kernels instantiated with the same type
+/// arguments have identical bodies, and LLVM's MergeFunctions (optimized
+/// builds) folds them into one function with one symbol, so `cargo offload`
+/// never saw the second kernel's instantiations and the GPU launch failed
+/// with `Error::InstanceNotBuilt`.
 fn select(b: &Body) -> (TokenStream, TokenStream) {
     if !b.generic() {
         return (quote!(let __offload_kernel = &__OFFLOAD_KERNEL;), quote!());
     }
     let marker = Ident::new(&b.sym, b.name.span());
+    let sym = &b.sym;
     let type_params = &b.type_params;
     let select = quote! {
         static __OFFLOAD_INSTANCES: ::offload::__private::Instances = ::offload::__private::Instances::new();
@@ -209,6 +216,7 @@ fn select(b: &Body) -> (TokenStream, TokenStream) {
         #[inline(never)]
         #[allow(non_snake_case, dead_code)]
         fn #marker<Args>() -> &'static str {
+            ::core::hint::black_box(#sym);
             ::core::hint::black_box(::core::any::type_name::<Args>())
         }
     };
