@@ -44,15 +44,24 @@ pub(super) fn generate(b: &Body) -> TokenStream {
     // in the binary's symbols).
     let record_tail = if b.generic() { "\tgeneric\0" } else { "\0" };
     let (select, marker_fn) = select(b);
+    // A generic kernel's `where` clause gets the bounds the mapping needs
+    // (`bounded_where`), which the user may also have written inline
+    // (`fn k<T: Copy>`): clippy's `multiple_bound_locations` would blame the
+    // user for the macro's clause.
+    let generic_lints = if b.generic() {
+        quote!(, clippy::multiple_bound_locations)
+    } else {
+        quote!()
+    };
     quote! {
         #(#attrs)*
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
+        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes #generic_lints)]
         #vis fn #name #generics (
             #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
             #(#user_params),*
         ) -> ::offload::Result<()> #where_clause {
-            #[allow(unused_mut, clippy::needless_lifetimes)]
+            #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
             fn __offload_body #generics (#(#body_params),*) #where_clause #body
 
             static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo = #base_info;
