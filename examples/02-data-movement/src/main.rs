@@ -71,7 +71,7 @@ fn main() -> Result<(), offload::Error> {
     };
     let n = 1usize << log2n;
     println!("offload backend: {}", offload::backend()?);
-    println!("n = 2^{log2n} = {n}, {} MiB per array", 4 * n >> 20);
+    println!("n = 2^{log2n} = {n}, {} MiB per array", (4 * n) >> 20);
     let mut wrong = 0;
 
     // x[i] = (i mod 1024) / 1024 and y = 1 - x: exact in f32.

@@ -156,7 +156,8 @@ fn main() -> Result<(), offload::Error> {
         .zip(&u)
         .all(|(a, b)| a.to_bits() == b.to_bits());
     println!("DeviceBuffers and Vecs give the same bits: {same_bits}");
-    if !(e_half <= tol && e_resident <= tol && e_vecs <= tol) || !same_bits {
+    let ok = e_half <= tol && e_resident <= tol && e_vecs <= tol && same_bits;
+    if !ok {
         eprintln!("error: results differ from the host reference");
         std::process::exit(1);
     }

@@ -107,8 +107,8 @@ fn main() -> Result<(), offload::Error> {
         let t = t32 as f64;
         let r = ((i as f32 * 1e-4) as f64).exp();
         let want = [r * t.cos(), r * t.sin(), ((3.0 * t32) as f64).sin() * 0.1];
-        for k in 0..3 {
-            worst_init = worst_init.max((b.pos[k] as f64 - want[k]).abs() / r);
+        for (&got, want) in b.pos.iter().zip(want) {
+            worst_init = worst_init.max((got as f64 - want).abs() / r);
         }
     }
     let mut worst = 0f64;
