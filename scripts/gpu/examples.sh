@@ -33,7 +33,7 @@ run() { # dir
     done
     # The sizes examples/README.md gives for a GPU.
     local args
-    for args in "saxpy 26" "resident-buffers 24 1000" "matmul 2048" "histogram 26" "reduction 26" "nbody 16"; do
+    for args in "saxpy 26" "resident-buffers 22 200" "matmul 2048" "histogram 26" "reduction 26" "nbody 16"; do
         gpu_check "$args on the GPU" 0 "offload backend: cuda" "$ok" -- env OFFLOAD_DEVICE=cuda ./$args
     done
     # Both panics name the kernel, block and thread (checked by the program
