@@ -50,13 +50,22 @@ pub(super) fn generate(b: &Body) -> TokenStream {
     let target_ident = Ident::new("__offload_target", Span::mixed_site());
     let type_args = &b.type_params;
     let queued = queued(b, &shared);
+    // A generic kernel's `where` clause gets the bounds the mapping needs
+    // (`bounded_where`), which the user may also have written inline
+    // (`fn k<T: Copy>`): clippy's `multiple_bound_locations` would blame the
+    // user for the macro's clause.
+    let generic_lints = if b.generic() {
+        quote!(, clippy::multiple_bound_locations)
+    } else {
+        quote!()
+    };
     quote! {
         // The launch itself, shared by the blocking launcher and the queued
         // form (`#name::on`); at module level, so that the body's paths
         // (`super::…`, `self::…`) mean what they mean at the kernel.
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
         #[doc(hidden)]
-        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes, non_snake_case, dead_code)]
+        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes, non_snake_case, dead_code #generic_lints)]
         /// # Safety
         /// For a queued target, the arguments' memory stays valid until the
         /// launch has finished (`offload::__private::launch_to`).
@@ -65,7 +74,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
             #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
             #(#shared_params),*
         ) -> ::offload::Result<()> #where_clause {
-            #[allow(unused_mut, clippy::needless_lifetimes)]
+            #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
             fn __offload_body #generics (#(#body_params),*) #where_clause #body
 
             static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo = #base_info;
@@ -94,7 +103,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
 
         #(#attrs)*
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
+        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes #generic_lints)]
         #vis fn #name #generics (
             #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
             #(#user_params),*
@@ -348,16 +357,23 @@ fn kernel_info(name: &str, sym: &str) -> TokenStream {
 /// function of a generic kernel.
 ///
 /// A generic kernel's launcher finds the instantiation's device symbol at
-/// run time: `marker::<(T, …)>()`, a function that is never inlined or
-/// merged with another instance, returns `type_name` of the tuple of the
-/// type arguments, which keys the symbol (`offload_image::symbol::
-/// instance`). `cargo offload` reads the marker's instances back from the
-/// binary's v0 symbol names, which spell the tuple the same way.
+/// run time: `marker::<(T, …)>()`, a function that is never inlined,
+/// returns `type_name` of the tuple of the type arguments, which keys the
+/// symbol (`offload_image::symbol::instance`). `cargo offload` reads the
+/// marker's instances back from the binary's v0 symbol names, which spell
+/// the tuple the same way, so every instance must keep its own symbol. The
+/// marker also passes the kernel's symbol through `black_box`: without it
+/// the markers of two generic kernels instantiated with the same type
+/// arguments have identical bodies, and LLVM's MergeFunctions (optimized
+/// builds) folds them into one function with one symbol, so `cargo offload`
+/// never saw the second kernel's instantiations and the GPU launch failed
+/// with `Error::InstanceNotBuilt`.
 fn select(b: &Body) -> (TokenStream, TokenStream) {
     if !b.generic() {
         return (quote!(let __offload_kernel = &__OFFLOAD_KERNEL;), quote!());
     }
     let marker = Ident::new(&b.sym, b.name.span());
+    let sym = &b.sym;
     let type_params = &b.type_params;
     let select = quote! {
         static __OFFLOAD_INSTANCES: ::offload::__private::Instances = ::offload::__private::Instances::new();
@@ -369,6 +385,7 @@ fn select(b: &Body) -> (TokenStream, TokenStream) {
         #[inline(never)]
         #[allow(non_snake_case, dead_code)]
         fn #marker<Args>() -> &'static str {
+            ::core::hint::black_box(#sym);
             ::core::hint::black_box(::core::any::type_name::<Args>())
         }
     };
