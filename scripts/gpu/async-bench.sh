@@ -4,8 +4,8 @@
 # (issue 11, "Benchmarks"; bench/README.md, section "Asynchronous
 # execution"), and the two interop/pipeline examples on the GPU.
 #
-# build: bench/async (the `async-bench` binary) and examples/streams and
-#   examples/cublas, release, sm_90, stripped (≈ 10 MB in all).
+# build: bench/async (the `async-bench` binary) and examples/10-streams and
+#   examples/11-cublas, release, sm_90, stripped (≈ 10 MB in all).
 # run: compiles bench/cuda/async.cu with nvcc, runs ours and CUDA's
 #   ROUNDS times alternating which goes first, then the examples, then
 #   prints the table of medians, ratios and targets (bench/summarize.py).
@@ -105,9 +105,9 @@ run() { # dir
     mkdir -p "$libdir"
     [ -n "$so" ] && ln -sf "$so" "$libdir/libcublas.so"
     echo "cuBLAS library: ${so:-none found under $cudalib}"
-    gpu_check "examples/streams on the GPU" 0 "backend: cuda" "streams: all [0-9]+ elements match the host" -- \
+    gpu_check "examples/10-streams on the GPU" 0 "backend: cuda" "streams: all [0-9]+ elements match the host" -- \
         env OFFLOAD_DEVICE="$device" "$dir/streams" 1024 64 3
-    gpu_check "examples/cublas on the GPU: cuBLAS SGEMM on the queue, then an offload kernel" 0 \
+    gpu_check "examples/11-cublas on the GPU: cuBLAS SGEMM on the queue, then an offload kernel" 0 \
         "backend: cuda" "cuBLAS: cublasSgemm_v2 .* enqueued on the offload queue's stream" \
         "cublas: C and out match the host SGEMM" -- \
         env OFFLOAD_DEVICE="$device" LD_LIBRARY_PATH="$libdir:${so:+$(dirname "$so"):}$cudalib/lib64:${LD_LIBRARY_PATH:-}" \
