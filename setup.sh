@@ -87,4 +87,4 @@ fi
 
 say Installing "cargo-offload and offload-linker from this checkout"
 cargo install --quiet --locked --force --path crates/cargo-offload
-say Ready "try: cargo offload run --manifest-path examples/sample_offload/Cargo.toml"
+say Ready "try: cargo offload run --manifest-path examples/01-first-kernel/Cargo.toml"

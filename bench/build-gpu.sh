@@ -26,7 +26,7 @@ rm -rf "$out" && mkdir -p "$out/bm1" "$out/ptx"
 
 # Cargo does not see changes of the device linker itself: relink these
 # binaries so that their images come from the offload-linker in use.
-touch examples/babelstream/src/main.rs examples/minibude/src/main.rs examples/microbench/src/main.rs
+touch bench/babelstream/src/main.rs bench/minibude/src/main.rs bench/microbench/src/main.rs
 # Exact arithmetic (the default) ...
 cargo offload build -q --release --arch "$arch" -p babelstream -p minibude -p microbench
 cp target/release/babelstream target/release/minibude target/release/microbench "$out/"

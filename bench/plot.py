@@ -26,8 +26,9 @@ def main():
     rows = []
     with open(d / "summary.csv", newline="") as f:
         for r in csv.DictReader(f):
-            # Residency compares two of our own paths, not ours with CUDA's.
-            if not r["ratio"] or r["group"] == "residency":
+            # Residency and the async speedup compare two of our own paths
+            # (or two of CUDA's), not ours with CUDA's.
+            if not r["ratio"] or r["group"] in ("residency", "async speedup"):
                 continue
             ratio = float(r["ratio"])
             higher = r["higher_is_better"] == "True"

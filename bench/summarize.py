@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Medians and ratios of a bench/run-gpu.sh run.
+"""Medians and ratios of a bench/run-gpu.sh run, or of the async-bench suite
+(scripts/gpu/async-bench.sh: bench/async vs bench/cuda/async.cu).
 
     python3 bench/summarize.py DIR            # reads DIR/raw.csv (and DIR/ncu.csv if present),
                                               # writes DIR/summary.csv and DIR/summary.md, prints the table
@@ -15,7 +16,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-TARGETS = {"babelstream": 0.98, "minibude": 0.95, "launch": 1.2, "pinned": 0.95, "pageable": 1.0}
+TARGETS = {"babelstream": 0.98, "minibude": 0.95, "launch": 1.2, "pinned": 0.95, "pageable": 1.0,
+           # Issue 11 (async-bench): time ratios, lower is better, except the
+           # overlap rows (throughput ratios). The Jacobi bar is the launch
+           # chain's (the issue names no number for it).
+           "async_queued": 1.1, "async_graph": 1.1, "async_overlap": 0.95, "async_speedup": 1.8,
+           "async_jacobi": 1.1}
 # Run-to-run noise allowed when comparing equal operations (pageable copies).
 NOISE = 0.02
 
@@ -80,6 +86,63 @@ def ncu_kernel_times(path):
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def summarize_async(data, add, rows):
+    """Rows of the async-bench suite (bench/async vs bench/cuda/async.cu)."""
+    def get(bench, impl, case, metric):
+        size = next((k[4] for k in data if k[0] == bench and k[1] == impl and k[3] == case and k[5] == metric), None)
+        return None if size is None else med(data, bench, impl, "default", case, size, metric)
+
+    if any(k[0] == "async_launch" for k in data):
+        b, m, u = "async_launch", "us_per_launch", "µs/launch"
+        n = next(k[4] for k in data if k[0] == b)
+        g = f"async launches (2^{int(n).bit_length() - 1} f32)"
+        add(g, "queued, chain of launches + sync", get(b, "offload", "queued", m), get(b, "cuda", "queued", m), u,
+            TARGETS["async_queued"], higher=False, note="CUDA: <<<>>> on one non-blocking stream")
+        add(g, "queued vs CUDA cuLaunchKernel", get(b, "offload", "queued", m), get(b, "cuda", "queued_driver", m), u,
+            None, higher=False, note="information: the driver call offload makes")
+        add(g, "graph replay", get(b, "offload", "graph", m), get(b, "cuda", "graph", m), u,
+            TARGETS["async_graph"], higher=False, note="a graph of --graph-len (100) launches, replayed")
+        add(g, "blocking launch (C: launch + sync)", get(b, "offload", "blocking", m), get(b, "cuda", "blocking", m), u,
+            None, higher=False, note="information: today's blocking launch")
+        for case, cc in [("queued", "queued"), ("queued", "queued_driver"), ("graph", "graph")]:
+            add(g, f"host submit: {case} vs C {cc}", get(b, "offload", case, "us_submit_per_launch"),
+                get(b, "cuda", cc, "us_submit_per_launch"), u, None, higher=False,
+                note="information: host time until the last launch call returned; near the total = host-bound")
+    if any(k[0] == "async_overlap" for k in data):
+        b, m, u = "async_overlap", "gbytes_per_sec", "GB/s"
+        size = next(k[4] for k in data if k[0] == b)
+        g = f"async overlap ({int(size) >> 20} MiB)"
+        ks = sorted({int(k[3].split("_")[1]) for k in data if k[0] == b and k[3].startswith("queues_")})
+        for k in ks:
+            add(g, f"{k} queue(s) vs {k} stream(s)", get(b, "offload", f"queues_{k}", m), get(b, "cuda", f"queues_{k}", m),
+                u, None, note="information")
+        best = lambda impl: max((v for k in ks if 2 <= k <= 4 and (v := get(b, impl, f"queues_{k}", m)) is not None),
+                                default=None)
+        add(g, "best of 2-4 queues vs CUDA's best of 2-4 streams", best("offload"), best("cuda"), u,
+            TARGETS["async_overlap"], note="H2D, kernel, D2H per chunk, from and to pinned memory")
+        add(g, "blocking vs C blocking", get(b, "offload", "blocking", m), get(b, "cuda", "blocking", m), u, None,
+            note="information")
+        sg = "async speedup"
+        add(sg, "offload: best of 2-4 queues vs offload blocking", best("offload"), get(b, "offload", "blocking", m), u,
+            TARGETS["async_speedup"], note="second column: offload's blocking API (not CUDA)")
+        add(sg, "CUDA C: best of 2-4 streams vs C blocking", best("cuda"), get(b, "cuda", "blocking", m), u,
+            None, note="information: what this machine allows (second column: C blocking)")
+    if any(k[0] == "async_jacobi" for k in data):
+        b, m, u = "async_jacobi", "us_per_step", "µs/step"
+        n = next(k[4] for k in data if k[0] == b)
+        g = f"async jacobi ({n}²)"
+        for case, tgt, note in [("queued", TARGETS["async_jacobi"], "one stream, sync at the end"),
+                                ("graph_all", TARGETS["async_jacobi"], "every step in one graph"),
+                                ("graph_2", None, "information: a graph of 2 steps, replayed"),
+                                ("blocking", None, "information: launch + sync per step")]:
+            add(g, case, get(b, "offload", case, m), get(b, "cuda", case, m), u, tgt, higher=False, note=note)
+    for impl in ["offload", "cuda"]:
+        vals = [v for k, vs in data.items() if k[0].startswith("async_") and k[1] == impl and k[5] == "valid" for v in vs]
+        if vals:
+            rows.append(["validation", f"async {impl}", None, None, "", None, None, True,
+                         "yes" if min(vals) >= 1 else "NO", f"{len(vals)} checked runs (exact)"])
+
+
 def summarize(out):
     data = load(out / "raw.csv")
     rows = []  # group, item, ours, cuda, unit, ratio, target, higher_is_better, met, note
@@ -89,6 +152,9 @@ def summarize(out):
             rows.append([group, item, ours, cuda, unit, None, target, higher, "no data", note])
             return
         ratio = ours / cuda if ratio is None else ratio
+        if target is None:  # information only
+            rows.append([group, item, ours, cuda, unit, ratio, None, higher, "", note])
+            return
         met = ratio >= target - tol if higher else ratio <= target + tol
         rows.append([group, item, ours, cuda, unit, ratio, target, higher, "yes" if met else "NO", note])
 
@@ -134,13 +200,17 @@ def summarize(out):
                          "yes" if ok else "NO", f"{n} configurations x runs"])
 
     # Launch overhead: time per launch + synchronize, lower is better
-    for case, note in [("empty", ""), ("resident_args", "two resident slices"), ("host_arg_4B", "information: mapped 4-byte slice vs C with resident args")]:
+    launch_cases = [] if not any(k[0] == "launch" for k in data) else [
+        ("empty", ""), ("resident_args", "two resident slices"),
+        ("host_arg_4B", "information: mapped 4-byte slice vs C with resident args")]
+    for case, note in launch_cases:
         o = med(data, "launch", "offload", "default", case, "0", "us_median")
         c = med(data, "launch", "cuda", "default", "resident_args" if case == "host_arg_4B" else case, "0", "us_median")
         add("launch", f"{case} launch+sync", o, c, "µs", TARGETS["launch"], higher=False, note=note)
     o = med(data, "launch", "cuda", "default", "runtime_empty", "0", "us_median")
     c = med(data, "launch", "cuda", "default", "empty", "0", "us_median")
-    add("launch", "C runtime API <<<>>> vs driver API", o, c, "µs", TARGETS["launch"], higher=False, note="information")
+    if launch_cases:
+        add("launch", "C runtime API <<<>>> vs driver API", o, c, "µs", TARGETS["launch"], higher=False, note="information")
     o = med(data, "launch", "cuda", "default", "launch_only_x100", "0", "us_median")
     if o is not None:
         rows.append(["launch", "C cuLaunchKernel alone (per launch)", None, o / 100, "µs", None, None, False, "", "information"])
@@ -166,6 +236,8 @@ def summarize(out):
             rows.append(["residency", "10 launches on the same data: DeviceBuffer vs Vec", r, m, "ms", r / m, None, False, "",
                          "resident launches move no data"])
 
+    summarize_async(data, add, rows)
+
     # Kernel-only times from ncu, where the machine allowed it
     nk = ncu_kernel_times(out / "ncu.csv")
     if nk:
@@ -187,7 +259,7 @@ def summarize(out):
         lines.append(f"| {g} | {item} | {fmt(o)} | {fmt(c)} | {unit} | {fmt(ratio)} | {t} | {met} | {note} |")
     table = "\n".join(lines)
     (out / "summary.md").write_text(
-        "Medians over the rounds of one run; ratio = ours / CUDA (launch: time ratio, lower is better).\n\n" + table + "\n")
+        "Medians over the rounds of one run; ratio = ours / CUDA (rows in µs: time ratio, lower is better).\n\n" + table + "\n")
     return table
 
 

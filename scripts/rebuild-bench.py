@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Rebuild benchmark of `cargo offload build` (issue: fast rebuilds).
 
-Copies examples/sample_offload to a temporary directory and times, each
+Copies examples/01-first-kernel to a temporary directory and times, each
 scenario N times (default 5), median/min/max in seconds:
 
   cold         every target directory removed first
@@ -42,7 +42,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="offload-rebuild-")
     app = os.path.join(work, "app")
-    shutil.copytree(os.path.join(ROOT, "examples/sample_offload"), app)
+    shutil.copytree(os.path.join(ROOT, "examples/01-first-kernel"), app)
     manifest = os.path.join(app, "Cargo.toml")
     text = open(manifest).read().replace('path = "../../crates/offload"', 'path = "%s"' % os.path.join(ROOT, "crates/offload"))
     open(manifest, "w").write(text + "\n[workspace]\n")
@@ -80,8 +80,10 @@ def main():
     def edit_kernel():
         # A new constant each time, so the image really changes (no cache hit).
         s = open(main_rs).read()
-        s = re.sub(r"\*o = c\[0\] \+ v \* \(c\[1\] \+ v \* c\[2\]\)( \+ [0-9.e-]+)?;",
-                   "*o = c[0] + v * (c[1] + v * c[2]) + %d.0e-30;" % next(kernel_edits), s)
+        s, edits = re.subn(r"\*yi = a \* x\[i\] \+ \*yi( \+ [0-9.e-]+)?;",
+                           "*yi = a * x[i] + *yi + %d.0e-30;" % next(kernel_edits), s)
+        if edits != 1:
+            sys.exit("the saxpy kernel's body was not found in %s" % main_rs)
         open(main_rs, "w").write(s)
 
     scenarios = [
@@ -102,7 +104,7 @@ def main():
         results[name] = rows
         print("%-10s done" % name, file=sys.stderr)
 
-    print("\ncargo offload build --arch %s, examples/sample_offload, %d runs each (seconds)" % (args.arch, args.runs))
+    print("\ncargo offload build --arch %s, examples/01-first-kernel, %d runs each (seconds)" % (args.arch, args.runs))
     print("%-10s %8s %8s %8s  %-26s %s" % ("scenario", "median", "min", "max", "device: compiled/linked/reused", "host relinked"))
     for name, rows in results.items():
         times = [r[0] for r in rows]

@@ -1,4 +1,4 @@
-// BabelStream in CUDA C++: the baseline for examples/babelstream.
+// BabelStream in CUDA C++: the baseline for bench/babelstream.
 //
 // Our own code after the published algorithm and the structure of
 // UoB-HPC/BabelStream 5.0's CUDA version: grid-stride kernels over three

@@ -1,4 +1,4 @@
-// miniBUDE in CUDA C++: the baseline for examples/minibude.
+// miniBUDE in CUDA C++: the baseline for bench/minibude.
 //
 // Our own code after the published algorithm and the structure of
 // UoB-HPC/miniBUDE's CUDA version: the fasten kernel templated on PPWI

@@ -5,13 +5,15 @@
 # a: toolchains — float → i128 casts, PTX ISA features, warp operations;
 # b: runtime and images — dynamic shared memory above 48 KiB, recursion
 #    deeper than the stack (StackOverflow, and the next launch works),
-#    corrupted images; c: device semantics — core atomics' orderings, warp
-#    collectives in divergent code, device globals.
+#    corrupted images, the runtime tests under compute-sanitizer memcheck
+#    (skipped, saying so, without compute-sanitizer); c: device semantics —
+#    core atomics' orderings, warp collectives in divergent code, device
+#    globals.
 # DEVICE=host runs the same checks on the host fallback where they apply.
 # The run's sections can be chosen: SECTIONS="b_stack c_atomics".
-what="toolchains, shared memory, stack, images, atomics, warp"
-needs="NVIDIA driver; nvcc (optional: stack probe)"
-takes="about 1 min"
+what="toolchains, shared memory, stack, images, memcheck, atomics, warp"
+needs="NVIDIA driver; nvcc (optional: stack probe); compute-sanitizer (optional)"
+takes="about 1 min, up to 5 min more with compute-sanitizer"
 
 build() { # dir
     local out=$1 arch=${ARCH:-sm_90}
@@ -25,7 +27,7 @@ build() { # dir
 run() { # dir
     cd "$1" || return 1
     local dev=${DEVICE:-cuda} section
-    for section in ${SECTIONS:-a_toolchain b_shared_memory b_stack b_images c_atomics c_warp_divergence c_globals}; do
+    for section in ${SECTIONS:-a_toolchain b_shared_memory b_stack b_images b_memcheck c_atomics c_warp_divergence c_globals}; do
         if [ "$section" = a_toolchain ]; then
             local tc
             for tc in debian nightly; do
@@ -234,6 +236,23 @@ gpu_b_images() {
     [ "$dev" = cuda ] && why="no usable CUDA GPU: no device image for .*: the device image section of this binary is damaged"
     gpu_check "b images: damaged bundle header, OFFLOAD_DEVICE=cuda: a one-line error, no crash" error \
         "OFFLOAD_DEVICE=cuda but $why" -- env OFFLOAD_DEVICE=cuda ./sample_offload-header
+}
+
+# The blocking path under compute-sanitizer memcheck: the runtime tests,
+# panicking kernels included (the panic record is claimed in device memory,
+# written with plain stores: no atomic on the mapped host record), with no
+# invalid access and no failed driver call ("ERROR SUMMARY: 0 errors"; a
+# module without recursion checks is not asked for the stack probe). Not
+# the stack-overflow test: it recurses until the checks fire at the end of
+# the stack, whose use by an instrumented kernel may differ from what the
+# checks' reserves were computed for (section b_stack checks it natively).
+gpu_b_memcheck() {
+    if [ "$dev" != cuda ]; then
+        echo "=== b memcheck: skipped (a sanitizer checks GPU code; DEVICE=$dev)"
+        return 0
+    fi
+    gpu_sanitize "b memcheck: the runtime tests, panics included" memcheck "test result: ok" \
+        -- ./runtime-tests --test-threads=1 --skip too_deep_recursion_is_an_error_and_the_next_launch_works
 }
 
 # ---------------------------------------------------------------------------

@@ -79,3 +79,37 @@ gpu_check() {
         _failed=$((_failed + 1))
     fi
 }
+
+# The compute-sanitizer of this machine (PATH, else /usr/local/cuda/bin),
+# or nothing.
+compute_sanitizer() {
+    if command -v compute-sanitizer 2>/dev/null; then
+        return
+    fi
+    [ ! -x /usr/local/cuda/bin/compute-sanitizer ] || echo /usr/local/cuda/bin/compute-sanitizer
+}
+
+# gpu_sanitize NAME TOOL [PATTERN...] -- PROGRAM [ARG...]
+# PROGRAM on the GPU (OFFLOAD_DEVICE=cuda) under `compute-sanitizer --tool
+# TOOL` (memcheck, racecheck, ...), at most ${SANITIZE_TIMEOUT:-600} s: ok if
+# it exits 0 and prints "ERROR SUMMARY: 0 errors" and every PATTERN (a
+# reported error also makes compute-sanitizer exit 1: --error-exitcode).
+# Without compute-sanitizer one line says the check is skipped; it is not
+# counted.
+gpu_sanitize() {
+    local name=$1 tool=$2 cs patterns=()
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        patterns+=("$1")
+        shift
+    done
+    shift
+    cs=$(compute_sanitizer)
+    if [ -z "$cs" ]; then
+        echo "=== $name"
+        echo "--- $name: skipped (no compute-sanitizer in PATH or /usr/local/cuda/bin)"
+        return 0
+    fi
+    CHECK_TIMEOUT=${SANITIZE_TIMEOUT:-600} gpu_check "$name" 0 "ERROR SUMMARY: 0 errors" "${patterns[@]}" \
+        -- env OFFLOAD_DEVICE=cuda "$cs" --tool "$tool" --error-exitcode 1 "$@"
+}

@@ -295,9 +295,9 @@ fn plain_cargo_build_still_links_and_runs_on_the_host() {
 fn examples_run_on_the_host_fallback_with_right_results() {
     let root = repo_root();
     let target = shared_target_dir();
-    let sample = offload_cmd(&root.join("examples/sample_offload"), &["run", "--arch", "sm_90", "--target-dir", target.to_str().unwrap()], &[]);
+    let sample = offload_cmd(&root.join("examples/01-first-kernel"), &["run", "--arch", "sm_90", "--target-dir", target.to_str().unwrap()], &[]);
     sample.assert_success();
-    for line in ["saxpy    n=1000003: 0 wrong", "poly     n=1000003: 0 wrong", "resident n=1000003: 0 wrong", "div128   n=4096: 0 wrong"] {
+    for line in ["saxpy    n=1000003: 0 wrong", "all results match the host reference"] {
         assert!(sample.stdout.contains(line), "{line}: {}", sample.stdout);
     }
     assert!(sample.stderr.contains("Embedding device image in bin `sample_offload`"), "{}", sample.stderr);
@@ -315,13 +315,13 @@ fn examples_run_on_the_host_fallback_with_right_results() {
         let warning = format!("offload: warning: the embedded sm_90 {kind} image is corrupted (CRC-32 ");
         assert_eq!(run.stderr.matches(&warning).count(), 1, "one warning naming the image ({env:?}): {}", run.stderr);
         assert!(run.stderr.contains("the binary was changed after `cargo offload` built it; it is not used (rebuild the binary)"), "{}", run.stderr);
-        for line in ["saxpy    n=1000003: 0 wrong", "poly     n=1000003: 0 wrong", "div128   n=4096: 0 wrong"] {
+        for line in ["saxpy    n=1000003: 0 wrong", "all results match the host reference"] {
             assert!(run.stdout.contains(line), "{line}: {}", run.stdout);
         }
     }
 
     let saxpy = offload_cmd(
-        &root.join("examples/saxpy"),
+        &root.join("examples/02-data-movement"),
         &["run", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "--", "20"],
         &[],
     );
@@ -332,17 +332,22 @@ fn examples_run_on_the_host_fallback_with_right_results() {
     assert!(saxpy.stdout.contains(&format!("checksum: {expected:.6}")), "{expected}: {}", saxpy.stdout);
 }
 
-/// Every example's PTX assembles with `ptxas -arch=sm_90` (the cubin in its
-/// image is that assembly) and every example has kernels.
+/// Every example's and benchmark program's PTX assembles with `ptxas
+/// -arch=sm_90` (the cubin in its image is that assembly) and every one has
+/// kernels.
 #[test]
 fn every_example_builds_an_sm_90_image() {
     let root = repo_root();
     let target = shared_target_dir();
-    let mut examples: Vec<String> = std::fs::read_dir(root.join("examples"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("Cargo.toml").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+    // The package (and binary) name of each crate under examples/ and bench/.
+    let mut examples: Vec<String> = ["examples", "bench"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().flatten())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("Cargo.toml")).ok())
+        .map(|toml| {
+            let name = toml.lines().find_map(|l| l.strip_prefix("name = ")).expect("a package name");
+            name.trim_matches('"').to_string()
+        })
         .collect();
     examples.sort();
     assert!(examples.len() >= 2, "{examples:?}");
@@ -366,6 +371,17 @@ fn every_example_builds_an_sm_90_image() {
         if require_ptxas() {
             assert!(images.iter().any(|i| i.0 == "cubin" && i.1 == "sm_90"), "{e}: {images:?}");
         }
+    }
+    // Tutorial 07's two generic kernels, each with the three instantiations
+    // its host code uses. Their instance markers once had identical bodies
+    // for the same type arguments, and LLVM's MergeFunctions (in optimized
+    // builds like this one) folded them: clamp's instantiations were
+    // missing and its GPU launches failed with InstanceNotBuilt.
+    let images = embedded_images(&target.join("release/generics"));
+    let ptx = &images.iter().find(|i| i.0 == "PTX").unwrap().2;
+    for k in ["axpy", "clamp"] {
+        let of = ptx.iter().filter(|s| s.starts_with(&format!("__offload_kernel_generics_{k}_"))).count();
+        assert_eq!(of, 3, "{k}: {ptx:?}");
     }
 }
 
@@ -530,20 +546,35 @@ fn kernels_missing_from_the_image_fail_the_build() {
     }
 }
 
-/// The device-model examples and feature checks on the host fallback, at
-/// sizes a CI machine runs quickly; each checks itself against an
-/// independent f64 host computation and exits non-zero on a mismatch.
+/// The tutorials of examples/ (but the two run above), the queue examples
+/// (`streams`; `cublas`, which says why it cannot use cuBLAS and computes
+/// with its own kernel) and the device-model feature checks on the host
+/// fallback, at sizes a CI machine runs quickly ("all": no arguments); each
+/// checks itself against an independent f64 host computation and exits
+/// non-zero on a mismatch.
 #[test]
 fn device_model_examples_and_checks_run_on_the_host() {
     let root = repo_root();
     let target = shared_target_dir();
     let t = target.to_str().unwrap();
-    for (pkg, arg, want) in [
-        ("reduction", "20", "reduction: n = 2^20"),
-        ("histogram", "20", "histogram: n = 2^20"),
-        ("matmul", "128", "worst error/Σ|terms|"),
-        ("nbody", "10", "accel error/Σ|terms|"),
-        ("device-model", "all", "panics      ok"),
+    for (pkg, arg, wants) in [
+        ("reduction", "20", &["reduction: n = 2^20"][..]),
+        ("histogram", "20", &["histogram: n = 2^20"]),
+        ("matmul", "128", &["worst error/Σ|terms|"]),
+        ("nbody", "10", &["accel error/Σ|terms|"]),
+        ("resident-buffers", "14", &["DeviceBuffers and Vecs give the same bits: true"]),
+        ("generics", "all", &["axpy and clamp for i32: n = 100003, 0 wrong"]),
+        ("panics", "all", &["differences with n - 1 threads: 0 wrong"]),
+        ("device-model", "all", &["panics      ok"]),
+        ("streams", "all", &["streams: 8 MiB in 8 chunks of 1 MiB on 2 queue(s)", "streams: all 2097152 elements match the host"]),
+        (
+            "cublas",
+            "all",
+            &[
+                "cuBLAS: not used: this is the host fallback (no CUDA GPU), and cuBLAS runs only on one; computing C with this example's offload kernel `sgemm` instead",
+                "cublas: C and out match the host SGEMM",
+            ],
+        ),
     ] {
         let args: Vec<&str> = if arg == "all" {
             vec!["run", "--release", "--arch", "sm_90", "--target-dir", t, "-p", pkg]
@@ -552,7 +583,9 @@ fn device_model_examples_and_checks_run_on_the_host() {
         };
         let out = offload_cmd(&root, &args, &[("OFFLOAD_DEVICE", "host")]);
         out.assert_success();
-        assert!(out.stdout.contains(want), "{pkg}: {}", out.stdout);
+        for want in wants {
+            assert!(out.stdout.contains(want), "{pkg}: {want}: {}", out.stdout);
+        }
     }
 }
 
@@ -1249,6 +1282,124 @@ $L__BB7_22:
     assert_eq!(check_ordering_kernel("compare_exchange_acqrel_acquire", &leaky, 1).len(), 1, "an exit path without the fence");
 }
 
+/// What is wrong with the GPU panic recorder in `ptx` (the functions of
+/// offload's `report::gpu`, mangled `…6report3gpu…`): each of its atomics
+/// must be the GPU-scope claim of the device global
+/// `__offload_global_panic_claim` (its address from `mov`/`cvta.global` of
+/// that symbol), never an atomic on the record, which is mapped host
+/// memory: without `CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED`
+/// (x86 hosts over PCIe) the GPU has no atomics there, and
+/// compute-sanitizer kills the kernel ("Invalid __global__ system-scoped
+/// atomic"). Also a problem: no recorder, or a recorder without the claim.
+fn panic_recorder_problems(ptx: &str) -> Vec<String> {
+    const CLAIM: &str = "__offload_global_panic_claim";
+    let lines: Vec<&str> = ptx.lines().collect();
+    let mut problems = Vec::new();
+    let mut claims = 0;
+    let mut functions = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        let header = lines[i];
+        i += 1;
+        if !(header.contains(".func") && header.contains("6report3gpu")) || header.trim_start().starts_with("//") {
+            continue;
+        }
+        // A definition's body follows its header's `{`; a declaration ends with `;`.
+        while i < lines.len() && lines[i].trim() != "{" && !lines[i].trim_end().ends_with(';') {
+            i += 1;
+        }
+        if i >= lines.len() || lines[i].trim() != "{" {
+            continue;
+        }
+        functions += 1;
+        let name = header.split_whitespace().find(|w| w.contains("6report3gpu")).unwrap_or(header);
+        let name = name.split('(').next().unwrap_or(name);
+        // Registers set by `mov.b64 %r, sym` / `cvta.global.u64 %r, %s`.
+        let mut defs: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+        while i < lines.len() && lines[i] != "}" {
+            let inst = lines[i].trim().trim_end_matches(';');
+            i += 1;
+            let Some((op, operands)) = inst.split_once(char::is_whitespace) else { continue };
+            let ops: Vec<&str> = operands.split(',').map(str::trim).collect();
+            if (op.starts_with("mov.") || op.starts_with("cvta.global.")) && ops.len() == 2 {
+                defs.insert(ops[0], ops[1]);
+            }
+            if !(op.starts_with("atom.") || op.starts_with("red.")) {
+                continue;
+            }
+            let addr = operands.split('[').nth(1).and_then(|a| a.split(']').next()).unwrap_or("");
+            let mut at = addr.trim_end_matches("+0");
+            for _ in 0..4 {
+                match defs.get(at) {
+                    Some(src) => at = src,
+                    None => break,
+                }
+            }
+            if at != CLAIM {
+                problems.push(format!("{name}: `{inst}` is an atomic on `{addr}`, not on {CLAIM} (the record is host memory)"));
+            } else if op.split('.').any(|q| q == "sys") {
+                problems.push(format!("{name}: `{inst}` claims at system scope; device memory needs only .gpu"));
+            } else {
+                claims += 1;
+            }
+        }
+    }
+    if functions == 0 {
+        problems.push("no function of offload's report::gpu (the panic recorder) in the PTX".into());
+    } else if claims == 0 {
+        problems.push(format!("the panic recorder never claims {CLAIM}"));
+    }
+    problems
+}
+
+/// The recorder checker rejects the recorder that compare-exchanged the
+/// record's own `state` (host memory; what the H200's compute-sanitizer
+/// memcheck reported) and accepts the claim of the device global.
+#[test]
+fn panic_recorder_checker_tells_right_from_wrong() {
+    let head = ".func _RNvNtNtCs1_7offload6report3gpu6record(\n\t.param .b64 p\n)\n{\n";
+    let on_record = format!(
+        "{head}\tld.volatile.global.b64 \t%rd3, [__offload_global_panic_slot];\n\
+         \tatom.acquire.sys.cas.b32 \t%r10, [%rd3], %r11, %r12;\n\tst.release.sys.b32 \t[%rd3], %r9;\n\tret;\n}}\n"
+    );
+    assert_eq!(panic_recorder_problems(&on_record).len(), 2, "an atomic on the record, no claim");
+    let on_claim = format!(
+        "{head}\tld.volatile.global.b64 \t%rd3, [__offload_global_panic_slot];\n\
+         \tmov.b64 \t%rd437, __offload_global_panic_claim;\n\tcvta.global.u64 \t%rd436, %rd437;\n\
+         \tatom.acquire.gpu.cas.b32 %r10, [%rd436], %r11, %r12;\n\
+         \tst.relaxed.sys.global.b32 \t[__offload_global_panic_claim], 2;\n\tst.volatile.b32 \t[%rd3], 2;\n\tret;\n}}\n"
+    );
+    assert!(panic_recorder_problems(&on_claim).is_empty(), "{:?}", panic_recorder_problems(&on_claim));
+    let sys = on_claim.replace("atom.acquire.gpu.cas", "atom.acquire.sys.cas");
+    assert_eq!(panic_recorder_problems(&sys).len(), 2, "system scope, and so no claim counted");
+    let declared_only = ".func _RNvNtNtCs1_7offload6report3gpu6record\n(\n\t.param .b64 p\n)\n;\n";
+    assert_eq!(panic_recorder_problems(declared_only).len(), 1, "no recorder");
+}
+
+/// The PTX of `tests/device-model`, release, sm_90, in the shared target
+/// directory (built once for the tests that read it). No cubin: ptxas
+/// takes minutes on the device-model image.
+fn device_model_ptx() -> String {
+    let target = shared_target_dir();
+    let out = offload_cmd(
+        &repo_root(),
+        &["build", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "-p", "device-model"],
+        &[("OFFLOAD_PTXAS", "")],
+    );
+    out.assert_success();
+    let path = target.join("offload/nvptx64-nvidia-cuda-sm_90/nvptx64-nvidia-cuda/release/device-model.ptx");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The panic recorder of a real image (device-model's, whose kernels panic
+/// in every way) claims the record through the device global, with no
+/// atomic on the mapped host memory (see [`panic_recorder_problems`]).
+#[test]
+fn the_panic_recorder_has_no_atomics_on_host_memory() {
+    let problems = panic_recorder_problems(&device_model_ptx());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// Every `core::sync::atomic` operation with every ordering keeps its
 /// ordering in the PTX of `tests/device-model` (its `orderings` kernels),
 /// whichever device toolchain builds it (`OFFLOAD_RUSTC=/usr/bin/rustc`
@@ -1257,17 +1408,7 @@ $L__BB7_22:
 #[test]
 fn core_atomics_keep_their_orderings_in_the_ptx() {
     let root = repo_root();
-    let target = shared_target_dir();
-    // The PTX is all this test reads: no cubin (ptxas takes minutes on the
-    // device-model image).
-    let out = offload_cmd(
-        &root,
-        &["build", "--release", "--arch", "sm_90", "--target-dir", target.to_str().unwrap(), "-p", "device-model"],
-        &[("OFFLOAD_PTXAS", "")],
-    );
-    out.assert_success();
-    let path = target.join("offload/nvptx64-nvidia-cuda-sm_90/nvptx64-nvidia-cuda/release/device-model.ptx");
-    let ptx = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let ptx = device_model_ptx();
     // The kernels the source declares, with the types each operation has.
     let src = std::fs::read_to_string(root.join("tests/device-model/src/orderings.rs")).unwrap();
     let declared: Vec<&str> =

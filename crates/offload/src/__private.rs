@@ -13,6 +13,8 @@ pub use crate::{
     runtime::{
         args::{MapIn, MapInOut},
         launch::{check_same_len, launch},
+        queue::enqueue::{launch_to, HostReferences, InScope, OutsideScope, Target},
+        queue::track::graveyard_holds,
         spec::{ArgSpec, Instances, KernelInfo},
     },
 };

@@ -100,6 +100,7 @@ pub use device::dim::Dim3;
 pub use device::disjoint::{DisjointSlice, GridStride};
 pub use device::global::DeviceGlobal;
 pub use device::math;
+pub use report::panic_record::UNFORMATTED_PANIC_MESSAGE;
 pub use device::thread::{
     block_dim, block_idx, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride, thread_idx,
     GridStrideRange,
@@ -116,6 +117,14 @@ pub use runtime::{
     backend, BackendInfo, BackendKind, DeviceBuffer, Error, Mapped, MappedMut, PinnedBuffer, Result, SliceArg,
     SliceArgMut,
 };
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use runtime::queue::{
+    cu_context, scope, BufferUse, Capture, Enqueue, Event, Graph, Queue, QueueSliceArg, QueueSliceArgMut, Scope, Wait,
+};
+/// The cudarc that offload uses, so that interop code names the same types
+/// (`offload::cudarc::driver::sys::CUstream`; docs/async.md, section 10).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use cudarc;
 
 /// The names most kernels and launchers need, importable on both sides:
 /// `use offload::prelude::*;` compiles in the device pass too, where the
@@ -129,7 +138,7 @@ pub mod prelude {
     #[cfg(not(target_arch = "amdgpu"))]
     pub use crate::{dynamic_shared, shared_array, sync_threads};
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    pub use crate::{DeviceBuffer, PinnedBuffer, SliceArg, SliceArgMut};
+    pub use crate::{DeviceBuffer, Event, PinnedBuffer, Queue, SliceArg, SliceArgMut};
 }
 
 /// Turns an ordinary `fn` into a GPU kernel.

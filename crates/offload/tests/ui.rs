@@ -3,6 +3,8 @@
 //! rewrites them).
 //!
 //! - `tests/ui/*.rs`: the safe API (a `DisjointSlice` stays on its thread).
+//! - `tests/ui/async/`: the borrow rules of queued work (docs/async.md):
+//!   host memory only in a scope, borrowed until it ends.
 //! - `tests/ui/kernel/`, `derive/`, `device_global/`, `host/`: every
 //!   diagnostic of the macros of `offload-macros` (`#[kernel]`,
 //!   `#[derive(DeviceCopy)]`, `#[device_global]`, `#[host]`), one case per
@@ -16,7 +18,7 @@ mod host {
     fn ui() {
         let t = trybuild::TestCases::new();
         t.compile_fail("tests/ui/*.rs");
-        for macro_dir in ["kernel", "derive", "device_global", "host"] {
+        for macro_dir in ["async", "kernel", "derive", "device_global", "host"] {
             t.compile_fail(format!("tests/ui/{macro_dir}/*.rs"));
         }
     }

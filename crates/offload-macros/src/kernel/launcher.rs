@@ -34,6 +34,8 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         specs,
         call_args,
         user_params,
+        shared_params,
+        pass,
     } = parts;
     let same_len_check = same_len_check(&b.kernel.same_len);
     let launch_ident = Ident::new("__offload_launch", Span::mixed_site());
@@ -44,15 +46,35 @@ pub(super) fn generate(b: &Body) -> TokenStream {
     // in the binary's symbols).
     let record_tail = if b.generic() { "\tgeneric\0" } else { "\0" };
     let (select, marker_fn) = select(b);
+    let shared = format_ident!("__offload_launch_{}", name);
+    let target_ident = Ident::new("__offload_target", Span::mixed_site());
+    let type_args = &b.type_params;
+    let queued = queued(b, &shared);
+    // A generic kernel's `where` clause gets the bounds the mapping needs
+    // (`bounded_where`), which the user may also have written inline
+    // (`fn k<T: Copy>`): clippy's `multiple_bound_locations` would blame the
+    // user for the macro's clause.
+    let generic_lints = if b.generic() {
+        quote!(, clippy::multiple_bound_locations)
+    } else {
+        quote!()
+    };
     quote! {
-        #(#attrs)*
+        // The launch itself, shared by the blocking launcher and the queued
+        // form (`#name::on`); at module level, so that the body's paths
+        // (`super::…`, `self::…`) mean what they mean at the kernel.
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
-        #vis fn #name #generics (
+        #[doc(hidden)]
+        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes, non_snake_case, dead_code #generic_lints)]
+        /// # Safety
+        /// For a queued target, the arguments' memory stays valid until the
+        /// launch has finished (`offload::__private::launch_to`).
+        unsafe fn #shared #generics (
+            #target_ident: ::offload::__private::Target<'_>,
             #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
-            #(#user_params),*
+            #(#shared_params),*
         ) -> ::offload::Result<()> #where_clause {
-            #[allow(unused_mut, clippy::needless_lifetimes)]
+            #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
             fn __offload_body #generics (#(#body_params),*) #where_clause #body
 
             static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo = #base_info;
@@ -67,15 +89,144 @@ pub(super) fn generate(b: &Body) -> TokenStream {
             #same_len_check
             let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
             let __offload_host = move || __offload_body(#(#call_args),*);
-            ::offload::__private::launch(
-                __offload_kernel,
-                ::core::convert::Into::into(#launch_ident),
-                __offload_args,
-                &__offload_host,
-            )
+            // SAFETY: the caller's contract.
+            unsafe {
+                ::offload::__private::launch_to(
+                    #target_ident,
+                    __offload_kernel,
+                    ::core::convert::Into::into(#launch_ident),
+                    __offload_args,
+                    __offload_host,
+                )
+            }
         }
 
+        #(#attrs)*
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        #[allow(clippy::too_many_arguments, clippy::needless_lifetimes #generic_lints)]
+        #vis fn #name #generics (
+            #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
+            #(#user_params),*
+        ) -> ::offload::Result<()> #where_clause {
+            // SAFETY: a blocking launch returns after the kernel has
+            // finished, while the arguments are still borrowed.
+            unsafe { #shared::<#(#type_args),*>(::offload::__private::Target::blocking(), #launch_ident, #(#pass),*) }
+        }
+
+        #queued
+
         #marker_fn
+    }
+}
+
+/// The queued form: `enum <name> {}` with `fn on(q, cfg, …)`, in the type
+/// namespace beside the launcher (docs/async.md, section 2): an empty enum,
+/// not a module or unit struct, so that it lives in the kernel's own scope
+/// (paths in the signature mean what they mean there, and a kernel declared
+/// in a function body works) and takes no name in the value namespace. `q` is any
+/// `offload::Enqueue` target (a queue, a scope, a capture), whose
+/// `Memory` decides which slice arguments are accepted; `&T` / `&mut T`
+/// parameters (host memory) need a scope. Host memory is borrowed for
+/// `'__q`, the target's lifetime (for a scope, until it ends); a
+/// `DeviceBuffer` only for the call (its pending work is tracked).
+fn queued(b: &Body, shared: &Ident) -> TokenStream {
+    let func = &b.kernel.func;
+    let (vis, name) = (&func.vis, b.name);
+    let q_lt = syn::Lifetime::new("'__q", Span::mixed_site());
+    let q_ty = Ident::new("__Q", Span::mixed_site());
+    let q_arg = Ident::new("__offload_queue", Span::mixed_site());
+    let cfg_arg = Ident::new("__offload_launch", Span::mixed_site());
+    let memory = quote!(<#q_ty as ::offload::Enqueue<#q_lt>>::Memory);
+    // The queued form is an item of the kernel's scope: types as written.
+    let down = |t: &syn::Type| t.clone();
+    let mut params = Vec::new();
+    let mut unwrap = Vec::new();
+    let mut host_refs = false;
+    for p in &b.kernel.params {
+        let n = &p.name;
+        let ty = &down(&p.ty);
+        params.push(match &p.mapping {
+            Mapping::Value => quote!(#n: #ty),
+            Mapping::RefTo(elem) => {
+                let elem = down(elem);
+                host_refs = true;
+                quote_spanned!(ty.span()=> #n: &#q_lt #elem)
+            }
+            Mapping::RefToFrom(elem) => {
+                let elem = down(elem);
+                host_refs = true;
+                quote_spanned!(ty.span()=> #n: &#q_lt mut #elem)
+            }
+            Mapping::SliceTo(elem) => {
+                let elem = down(elem);
+                unwrap.push(quote!(let #n = ::offload::QueueSliceArg::map_in(&#n);));
+                quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArg<#q_lt, #elem, #memory>)
+            }
+            Mapping::SliceToFrom(elem) => {
+                let elem = down(elem);
+                unwrap.push(quote!(let mut #n = #n; let #n = ::offload::QueueSliceArgMut::map_inout(&mut #n);));
+                quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArgMut<#q_lt, #elem, #memory>)
+            }
+        });
+    }
+    // Lifetimes first, then the kernel's type parameters (so that
+    // `scale::on::<f32, _>` names them), then the target's type.
+    let generics = &func.sig.generics;
+    let lifetimes = generics.lifetimes();
+    let types = generics.type_params();
+    let type_args = &b.type_params;
+    let mut wc = b.where_clause.clone().unwrap_or_else(|| syn::WhereClause {
+        where_token: Default::default(),
+        predicates: Default::default(),
+    });
+    if host_refs {
+        wc.predicates
+            .push(syn::parse_quote!(#memory: ::offload::__private::HostReferences));
+    }
+    let names: Vec<&Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
+    let cfgs: Vec<&syn::Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
+    let doc = format!(
+        "Queued form of the kernel `{name}`: `{name}::on(&queue, cfg, …)` enqueues a launch and returns at once \
+         (docs/async.md)."
+    );
+    let on_doc = format!(
+        "Enqueues a launch of `{name}` on `q` (a `&Queue`, a scope or a capture) and returns at once; the \
+         kernel's arguments follow the launch configuration. Outside a scope, slices must be `DeviceBuffer`s. \
+         Errors of the launch's checks are returned now; errors while it runs arrive at the queue's next \
+         synchronization."
+    );
+    quote! {
+        #(#cfgs)*
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        #[doc = #doc]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis enum #name {}
+
+        #(#cfgs)*
+        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+        #[allow(dead_code)]
+        impl #name {
+            #[doc = #on_doc]
+            #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
+            pub fn on<#q_lt, #(#lifetimes,)* #(#types,)* #q_ty: ::offload::Enqueue<#q_lt> + ?::core::marker::Sized>(
+                #q_arg: &#q_lt #q_ty,
+                #cfg_arg: impl ::core::convert::Into<::offload::LaunchConfig>,
+                #(#params),*
+            ) -> ::offload::Result<()> #wc {
+                #(#unwrap)*
+                // SAFETY: every argument that refers to memory is a tracked
+                // buffer (outside a scope, `QueueSliceArg` admits nothing
+                // else), or borrowed for `'__q`, the scope's lifetime, and
+                // the scope waits for the launch before it ends.
+                unsafe {
+                    #shared::<#(#type_args),*>(
+                        ::offload::Enqueue::target(#q_arg),
+                        #cfg_arg,
+                        #(#names),*
+                    )
+                }
+            }
+        }
     }
 }
 
@@ -90,6 +241,13 @@ struct Parts {
     call_args: Vec<TokenStream>,
     /// The launcher's parameters after the launch configuration.
     user_params: Vec<TokenStream>,
+    /// The shared launch function's parameters: slices arrive mapped
+    /// (`MapIn` / `MapInOut`), so that its signature puts no bound on the
+    /// element type (a wrong element type is reported once, at the
+    /// launcher's parameter).
+    shared_params: Vec<TokenStream>,
+    /// What the launcher passes the shared function for each parameter.
+    pass: Vec<TokenStream>,
 }
 
 impl Parts {
@@ -105,6 +263,8 @@ impl Parts {
         match &p.mapping {
             Mapping::Value => {
                 self.user_params.push(quote!(#n: #ty));
+                self.shared_params.push(quote!(#n: #ty));
+                self.pass.push(quote!(#n));
                 self.specs
                     .push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::value(&#n)));
                 self.call_args.push(quote!(#n));
@@ -120,6 +280,8 @@ impl Parts {
             }
             Mapping::RefTo(_) => {
                 self.user_params.push(quote!(#n: #ty));
+                self.shared_params.push(quote!(#n: #ty));
+                self.pass.push(quote!(#n));
                 self.specs
                     .push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::reference(#n)));
                 self.call_args.push(quote!(#n));
@@ -128,7 +290,10 @@ impl Parts {
                 self.user_params.push(
                     quote_spanned!(ty.span()=> #n: &#lt (impl ::offload::SliceArg<#elem> + ?Sized)),
                 );
-                self.prep.push(quote_spanned!(ty.span()=> let #mapped = ::offload::SliceArg::<#elem>::map_in(#n);));
+                let lt = lt.clone().unwrap_or_else(|| quote!('_));
+                self.shared_params.push(quote!(#n: ::offload::__private::MapIn<#lt, #elem>));
+                self.pass.push(quote_spanned!(ty.span()=> ::offload::SliceArg::<#elem>::map_in(#n)));
+                self.prep.push(quote!(let #mapped = #n;));
                 self.specs.push(quote!(#mapped.spec()));
                 // SAFETY: only the host fallback calls the closure, and there
                 // every address is host memory.
@@ -137,8 +302,10 @@ impl Parts {
             Mapping::SliceToFrom(elem) => {
                 self.user_params
                     .push(quote_spanned!(ty.span()=> #n: &#lt mut (impl ::offload::SliceArgMut<#elem> + ?Sized)));
-                self.prep
-                    .push(quote_spanned!(ty.span()=> let #mapped = ::offload::SliceArgMut::<#elem>::map_inout(#n);));
+                let lt = lt.clone().unwrap_or_else(|| quote!('_));
+                self.shared_params.push(quote!(#n: ::offload::__private::MapInOut<#lt, #elem>));
+                self.pass.push(quote_spanned!(ty.span()=> ::offload::SliceArgMut::<#elem>::map_inout(#n)));
+                self.prep.push(quote!(let #mapped = #n;));
                 self.specs.push(quote!(#mapped.spec()));
                 // SAFETY: only the host fallback calls the closure, once per
                 // simulated GPU thread, while the launch holds the exclusive
@@ -148,6 +315,8 @@ impl Parts {
             }
             Mapping::RefToFrom(_) => {
                 self.user_params.push(quote!(#n: #ty));
+                self.shared_params.push(quote!(#n: #ty));
+                self.pass.push(quote!(#n));
                 self.prep
                     .push(quote_spanned!(ty.span()=> let #mapped = ::offload::__private::MapInOut::reference(#n);));
                 self.specs.push(quote!(#mapped.spec()));
@@ -188,16 +357,23 @@ fn kernel_info(name: &str, sym: &str) -> TokenStream {
 /// function of a generic kernel.
 ///
 /// A generic kernel's launcher finds the instantiation's device symbol at
-/// run time: `marker::<(T, …)>()`, a function that is never inlined or
-/// merged with another instance, returns `type_name` of the tuple of the
-/// type arguments, which keys the symbol (`offload_image::symbol::
-/// instance`). `cargo offload` reads the marker's instances back from the
-/// binary's v0 symbol names, which spell the tuple the same way.
+/// run time: `marker::<(T, …)>()`, a function that is never inlined,
+/// returns `type_name` of the tuple of the type arguments, which keys the
+/// symbol (`offload_image::symbol::instance`). `cargo offload` reads the
+/// marker's instances back from the binary's v0 symbol names, which spell
+/// the tuple the same way, so every instance must keep its own symbol. The
+/// marker also passes the kernel's symbol through `black_box`: without it
+/// the markers of two generic kernels instantiated with the same type
+/// arguments have identical bodies, and LLVM's MergeFunctions (optimized
+/// builds) folds them into one function with one symbol, so `cargo offload`
+/// never saw the second kernel's instantiations and the GPU launch failed
+/// with `Error::InstanceNotBuilt`.
 fn select(b: &Body) -> (TokenStream, TokenStream) {
     if !b.generic() {
         return (quote!(let __offload_kernel = &__OFFLOAD_KERNEL;), quote!());
     }
     let marker = Ident::new(&b.sym, b.name.span());
+    let sym = &b.sym;
     let type_params = &b.type_params;
     let select = quote! {
         static __OFFLOAD_INSTANCES: ::offload::__private::Instances = ::offload::__private::Instances::new();
@@ -209,6 +385,7 @@ fn select(b: &Body) -> (TokenStream, TokenStream) {
         #[inline(never)]
         #[allow(non_snake_case, dead_code)]
         fn #marker<Args>() -> &'static str {
+            ::core::hint::black_box(#sym);
             ::core::hint::black_box(::core::any::type_name::<Args>())
         }
     };

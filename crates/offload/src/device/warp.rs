@@ -37,7 +37,7 @@
 //! at a collective (a hang), lanes at collectives of different kinds, and
 //! lanes that leave a reduction's partners after some of its shuffles.
 //! Cost: one `vote.sync`, a compare and a branch per collective (see
-//! `docs/device-model.md` for `examples/reduction`).
+//! `docs/device-model.md` for `examples/06-warp`).
 //!
 //! **Host fallback.** The lanes of a warp run independently between
 //! collectives and meet at each one, which is exactly the independent

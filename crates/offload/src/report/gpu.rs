@@ -14,6 +14,26 @@ use crate::report::panic_record::STACK_OVERFLOW;
 #[unsafe(no_mangle)]
 pub static mut __offload_global_panic_slot: *mut PanicRecord = core::ptr::null_mut();
 
+/// Who writes the panic record: [`EMPTY`], [`WRITING`] while the first
+/// failing thread writes it, [`DONE`] once that thread has published it. A
+/// word of *device* memory (this module's global), claimed with a
+/// compare-exchange at GPU scope, because the record is mapped host memory,
+/// which the GPU cannot update atomically where the link to the host has no
+/// native atomics (`CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED` = 0:
+/// x86 hosts over PCIe; the CUDA C++ Programming Guide, "Mapped Memory":
+/// atomics on mapped page-locked memory are not atomic for the host, and
+/// compute-sanitizer rejects them); the record itself is written with plain
+/// stores only (see [`publish`]).
+///
+/// [`EMPTY`] when the module is loaded; the host sets it back to [`EMPTY`]
+/// each time it has taken a record (`runtime/cuda/recover.rs`,
+/// `PanicSlot::take`): a panic, a stack overflow and a warp divergence all
+/// end the thread with `exit`, not `trap`, so the module outlives them (a
+/// fault that does end the context reloads the module, which resets this).
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub static __offload_global_panic_claim: AtomicU32 = AtomicU32::new(EMPTY);
+
 /// A panic in device code (explicit `panic!`, failed `assert!`, out-of-bounds
 /// index, overflow with debug assertions): the first panicking thread of the
 /// launch records message, location, block and thread for the host, then
@@ -49,7 +69,7 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
             #[cfg(debug_assertions)]
             None => record(location, Message::Format(info)),
             #[cfg(not(debug_assertions))]
-            None => record(location, Message::Literal(UNFORMATTED)),
+            None => record(location, Message::Literal(crate::UNFORMATTED_PANIC_MESSAGE)),
         }
         // SAFETY: `exit` ends this thread (PTX ISA, "exit"); the other
         // threads go on, and threads exited before a `bar.sync` do not keep it
@@ -113,25 +133,12 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
         Some(l) => (l.file(), l.line(), l.column()),
         None => ("<unknown>", 0, 0),
     };
-    // SAFETY: the slot is written only by the host, before the launch.
-    let rec = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(__offload_global_panic_slot)) };
-    if rec.is_null() {
+    let Some(rec) = claim() else {
         return;
-    }
-    // SAFETY: the host made `rec` point to a live, mapped `PanicRecord`;
-    // `state` is only accessed atomically, the other fields only by the
-    // thread that won the compare-exchange below, before it publishes.
+    };
+    // SAFETY: `rec` is the live, mapped record, which this thread claimed:
+    // it alone writes the fields until it publishes them (plain stores).
     unsafe {
-        let state = AtomicU32::from_ptr(core::ptr::addr_of_mut!((*rec).state));
-        if state.compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            // Another thread is recording: give it time to finish before this
-            // thread exits (bounded, so a stuck writer cannot hang us).
-            let mut spins = 0u32;
-            while state.load(Ordering::Acquire) != DONE && spins < 1 << 22 {
-                spins += 1;
-            }
-            return;
-        }
         let t = crate::thread_idx();
         let b = crate::block_idx();
         (*rec).block = [b.x, b.y, b.z];
@@ -173,11 +180,65 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
                 (*rec).truncated = w.cut as u32;
             }
         }
-        // Make the record visible to the host before publishing it.
-        crate::device::atomic::fence(Ordering::SeqCst, crate::device::atomic::Scope::System);
-        state.store(DONE, Ordering::Release);
-        crate::device::atomic::fence(Ordering::SeqCst, crate::device::atomic::Scope::System);
+        publish(rec);
     }
+}
+
+/// The record to write if this thread claims the context's panic record
+/// (`None`: the host set no record, or another thread's record was
+/// published first). One thread wins the claim ([`__offload_global_panic_claim`],
+/// `EMPTY` → `WRITING`); the others wait until the winner has published
+/// before they exit, so that a launch that ends has its record visible to
+/// the host, and give up after 2^22 rounds (a stuck writer cannot hang
+/// them). Should the host take the record meanwhile (the claim is `EMPTY`
+/// again: a queue's check while this kernel still runs), a waiting thread
+/// claims the fresh record for its own failure.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn claim() -> Option<*mut PanicRecord> {
+    use crate::device::atomic::{Scope, ScopedAtomicInt};
+    // SAFETY: the slot is written only by the host, before the launch.
+    let rec = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(__offload_global_panic_slot)) };
+    if rec.is_null() {
+        return None;
+    }
+    let claim = &__offload_global_panic_claim;
+    let mut spins = 0u32;
+    loop {
+        match claim.load(Ordering::Relaxed) {
+            EMPTY if claim.compare_exchange_scoped(EMPTY, WRITING, Ordering::Acquire, Scope::Device).is_ok() => {
+                return Some(rec)
+            }
+            // SAFETY: `rec` is the live record; `state` is read with a
+            // volatile load (host memory: no atomic), written only by
+            // `publish` and by the host.
+            DONE if unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*rec).state)) } == DONE => return None,
+            _ if spins >= 1 << 22 => return None,
+            _ => spins += 1,
+        }
+    }
+}
+
+/// Publishes the record that this thread claimed and wrote: a system-scope
+/// fence, so that the host sees the record's fields (plain stores to host
+/// memory) before anything after it; the claim `DONE`; another fence; then
+/// the record's `state` `DONE` with a volatile store (no read-modify-write
+/// on host memory). The claim goes first so that once the host sees the
+/// record published the claim is `DONE` already, and the host's reset to
+/// `EMPTY` after taking the record cannot be overtaken by it.
+///
+/// # Safety
+/// `rec` is the live record, claimed by this thread ([`claim`]).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn publish(rec: *mut PanicRecord) {
+    use crate::device::atomic::{fence, Scope};
+    fence(Ordering::SeqCst, Scope::System);
+    __offload_global_panic_claim.store(DONE, Ordering::Relaxed);
+    fence(Ordering::SeqCst, Scope::System);
+    // SAFETY: the caller's contract; this thread alone writes the record.
+    unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*rec).state), DONE) };
+    fence(Ordering::SeqCst, Scope::System);
 }
 
 /// The lowest local address of a GPU thread's stack, measured by the host:
@@ -264,22 +325,11 @@ fn stack_overflow(function: *const u8, len: usize) -> ! {
 #[cfg(target_arch = "nvptx64")]
 #[inline(never)]
 fn record_named(name: &'static str, message: &'static str) {
-    // SAFETY: the slot is written only by the host, before the launch.
-    let rec = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(__offload_global_panic_slot)) };
-    if rec.is_null() {
+    let Some(rec) = claim() else {
         return;
-    }
+    };
     // SAFETY: as in `record` (the same protocol, without a message to format).
     unsafe {
-        let state = AtomicU32::from_ptr(core::ptr::addr_of_mut!((*rec).state));
-        if state.compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            // Another thread is recording: give it time to finish (bounded).
-            let mut spins = 0u32;
-            while state.load(Ordering::Acquire) != DONE && spins < 1 << 22 {
-                spins += 1;
-            }
-            return;
-        }
         let t = crate::thread_idx();
         let b = crate::block_idx();
         (*rec).block = [b.x, b.y, b.z];
@@ -290,9 +340,7 @@ fn record_named(name: &'static str, message: &'static str) {
         (*rec).file_len = name.len() as u32;
         (*rec).message_addr = message.as_ptr() as u64;
         (*rec).message_len = message.len() as u32;
-        crate::device::atomic::fence(Ordering::SeqCst, crate::device::atomic::Scope::System);
-        state.store(DONE, Ordering::Release);
-        crate::device::atomic::fence(Ordering::SeqCst, crate::device::atomic::Scope::System);
+        publish(rec);
     }
 }
 
@@ -317,8 +365,3 @@ impl core::fmt::Write for RecordWriter {
         Ok(())
     }
 }
-
-/// What the record says for a message with arguments in an optimized build
-/// (see [`panic`]).
-#[cfg(target_arch = "nvptx64")]
-pub(crate) const UNFORMATTED: &str = "(a message with arguments, not formatted on the GPU in optimized builds; a dev build or OFFLOAD_DEVICE=host prints it)";

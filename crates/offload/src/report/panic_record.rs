@@ -4,10 +4,14 @@
 //! The host allocates one record in page-locked host memory mapped into the
 //! device's address space (`cuMemHostAlloc(DEVICEMAP)`), and stores its
 //! device address in the image's global [`SLOT_SYMBOL`] after loading the
-//! module. The device's panic handler claims the record (compare-exchange
-//! of `state` 0 → 1), writes it, publishes it (`state` = 2, after a
-//! system-scope fence) and the thread exits. The host reads it after the
-//! launch. Strings that are constants of the image (the file name, a literal
+//! module. The device's panic handler claims the record through the
+//! image's global [`CLAIM_SYMBOL`] in device memory (a GPU-scope
+//! compare-exchange [`EMPTY`] → [`WRITING`]: no atomic touches the host
+//! memory), writes the record with plain stores, publishes it (claim
+//! [`DONE`], then `state` = [`DONE`] with a volatile store, between
+//! system-scope fences) and the thread exits. The host reads it after the
+//! launch, zeroes it and resets the claim to [`EMPTY`] (`cuMemsetD32Async`).
+//! Strings that are constants of the image (the file name, a literal
 //! message) are recorded by address and copied out by the host, so that the
 //! recorder has no copy loops: every kernel that can panic pays for the
 //! recorder's registers.
@@ -21,14 +25,35 @@ pub(crate) const MESSAGE_BYTES: usize = 512;
 #[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(dead_code))]
 pub(crate) const SLOT_SYMBOL: &str = "__offload_global_panic_slot";
 
+/// The device global that decides which thread writes the record (a
+/// `u32` in device memory holding [`EMPTY`], [`WRITING`] or [`DONE`]; see
+/// `gpu::__offload_global_panic_claim`), reset by the host after it takes
+/// a record.
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(dead_code))]
+pub(crate) const CLAIM_SYMBOL: &str = "__offload_global_panic_claim";
+
 /// State: empty.
-#[cfg_attr(not(any(target_arch = "nvptx64", target_arch = "amdgpu")), allow(dead_code))]
+#[cfg_attr(target_arch = "amdgpu", allow(dead_code))]
 pub(crate) const EMPTY: u32 = 0;
 /// State: a thread is writing the record.
 #[cfg_attr(not(any(target_arch = "nvptx64", target_arch = "amdgpu")), allow(dead_code))]
 pub(crate) const WRITING: u32 = 1;
 /// State: complete.
 pub(crate) const DONE: u32 = 2;
+
+/// The message a GPU panic arrives with, in
+/// [`Error::KernelPanic`](crate::Error)'s `message`, when the panic's
+/// message has arguments (`panic!("bad index {i}")`, an index out of
+/// bounds, `assert!(c, "{x}")`) and the device code was built without debug
+/// assertions (an optimized profile such as `--release`): the GPU does not
+/// format it there, because `core::fmt`'s calls through function pointers
+/// would make ptxas reserve 255 registers in every kernel that can panic
+/// (see `docs/device-model.md`, "Panics"). Literal messages, the location,
+/// the block and the thread are always reported; builds with debug
+/// assertions and the host fallback format the message. Compare with it to
+/// tell this known limitation from a message.
+pub const UNFORMATTED_PANIC_MESSAGE: &str =
+    "(a message with arguments, not formatted on the GPU in optimized builds; a dev build or OFFLOAD_DEVICE=host prints it)";
 
 /// The message of a record that reports a stack overflow instead of a
 /// panic: the recursion check the device linker inserts (see

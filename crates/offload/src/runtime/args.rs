@@ -8,7 +8,9 @@
 //! takes `&mut y` for any [`SliceArgMut<T>`] (`map(tofrom:)`, or resident).
 
 use core::marker::PhantomData;
+use std::sync::Arc;
 
+use crate::runtime::queue::track::Resource;
 use crate::runtime::spec::{ArgKind, ArgSpec};
 use crate::{DeviceBuffer, DeviceCopy, DisjointSlice, MapElem};
 
@@ -45,6 +47,8 @@ pub struct MapIn<'a, T> {
     ptr: *const T,
     len: usize,
     resident: bool,
+    /// The buffer's memory, for queued work tracking (null: untracked).
+    res: *const Arc<Resource>,
     _borrow: PhantomData<&'a [T]>,
 }
 
@@ -64,14 +68,15 @@ impl<'a, T: MapElem> MapIn<'a, T> {
     /// Host memory, copied to the device for the launch (and back into the
     /// host's atomics, element by element, for atomic element types).
     pub fn host(s: &'a [T]) -> Self {
-        MapIn { ptr: s.as_ptr(), len: s.len(), resident: false, _borrow: PhantomData }
+        MapIn { ptr: s.as_ptr(), len: s.len(), resident: false, res: core::ptr::null(), _borrow: PhantomData }
     }
 
     /// `len` elements at `ptr`, an address valid on the device for the
     /// launch (a `DeviceBuffer`, or mapped pinned memory): passed as is,
     /// nothing copied. `ptr` is non-null and aligned even when `len == 0`.
-    pub(crate) fn resident(ptr: *const T, len: usize) -> Self {
-        MapIn { ptr, len, resident: true, _borrow: PhantomData }
+    pub(crate) fn resident(ptr: *const T, len: usize, res: Option<&'a Arc<Resource>>) -> Self {
+        let res = res.map_or(core::ptr::null(), |r| r as *const Arc<Resource>);
+        MapIn { ptr, len, resident: true, res, _borrow: PhantomData }
     }
 
     /// Elements of the slice.
@@ -87,7 +92,8 @@ impl<'a, T: MapElem> MapIn<'a, T> {
     /// The argument's description for the backend.
     pub fn spec(&self) -> ArgSpec<'a> {
         if self.resident {
-            ArgSpec::new(ArgKind::Resident { addr: self.ptr as u64, len: self.len, pass_len: true })
+            let (addr, len, res) = (self.ptr as u64, self.len, self.res);
+            ArgSpec::new(ArgKind::Resident { addr, len, pass_len: true, write: false, res })
         } else {
             ArgSpec::new(ArgKind::Host {
                 ptr: self.ptr as *mut u8,
@@ -125,6 +131,8 @@ pub struct MapInOut<'a, T> {
     len: usize,
     pass_len: bool,
     resident: bool,
+    /// As in [`MapIn`].
+    res: *const Arc<Resource>,
     _borrow: PhantomData<&'a mut [T]>,
 }
 
@@ -145,17 +153,19 @@ unsafe impl<T: Send> Send for MapInOut<'_, T> {}
 impl<'a, T: DeviceCopy> MapInOut<'a, T> {
     /// Host memory, copied to the device and back.
     pub fn host(s: &'a mut [T]) -> Self {
-        MapInOut { ptr: s.as_mut_ptr(), len: s.len(), pass_len: true, resident: false, _borrow: PhantomData }
+        let (ptr, len, res) = (s.as_mut_ptr(), s.len(), core::ptr::null());
+        MapInOut { ptr, len, pass_len: true, resident: false, res, _borrow: PhantomData }
     }
 
     /// A `&mut T` parameter: one element, passed without a length.
     pub fn reference(r: &'a mut T) -> Self {
-        MapInOut { ptr: r as *mut T, len: 1, pass_len: false, resident: false, _borrow: PhantomData }
+        MapInOut { ptr: r as *mut T, len: 1, pass_len: false, resident: false, res: core::ptr::null(), _borrow: PhantomData }
     }
 
     /// As [`MapIn::resident`], written in place.
-    pub(crate) fn resident(ptr: *mut T, len: usize) -> Self {
-        MapInOut { ptr, len, pass_len: true, resident: true, _borrow: PhantomData }
+    pub(crate) fn resident(ptr: *mut T, len: usize, res: Option<&'a Arc<Resource>>) -> Self {
+        let res = res.map_or(core::ptr::null(), |r| r as *const Arc<Resource>);
+        MapInOut { ptr, len, pass_len: true, resident: true, res, _borrow: PhantomData }
     }
 
     /// Elements of the slice.
@@ -171,7 +181,8 @@ impl<'a, T: DeviceCopy> MapInOut<'a, T> {
     /// The argument's description for the backend.
     pub fn spec(&self) -> ArgSpec<'a> {
         if self.resident {
-            ArgSpec::new(ArgKind::Resident { addr: self.ptr as u64, len: self.len, pass_len: self.pass_len })
+            let (addr, len, pass_len, res) = (self.ptr as u64, self.len, self.pass_len, self.res);
+            ArgSpec::new(ArgKind::Resident { addr, len, pass_len, write: true, res })
         } else {
             ArgSpec::new(ArgKind::Host {
                 ptr: self.ptr as *mut u8,
@@ -231,7 +242,7 @@ fn buffer_addr<T: DeviceCopy>(b: &DeviceBuffer<T>) -> *mut T {
 
 impl<T: DeviceCopy> SliceArg<T> for DeviceBuffer<T> {
     fn map_in(&self) -> MapIn<'_, T> {
-        MapIn::resident(buffer_addr(self), self.len())
+        MapIn::resident(buffer_addr(self), self.len(), Some(&self.res))
     }
 }
 
@@ -257,6 +268,6 @@ impl<T: DeviceCopy> SliceArgMut<T> for std::boxed::Box<[T]> {
 }
 impl<T: DeviceCopy> SliceArgMut<T> for DeviceBuffer<T> {
     fn map_inout(&mut self) -> MapInOut<'_, T> {
-        MapInOut::resident(buffer_addr(self), self.len())
+        MapInOut::resident(buffer_addr(self), self.len(), Some(&self.res))
     }
 }

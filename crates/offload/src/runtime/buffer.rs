@@ -1,11 +1,13 @@
 //! Device-resident memory: data that stays on the device across launches.
 
 use core::marker::PhantomData;
+use std::sync::Arc;
 use std::vec::Vec;
 
 use super::select;
 use crate::device::device_copy::DeviceCopy;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::queue::track::Resource;
 
 /// `len` elements of `T` in the memory of the device that runs kernels (GPU
 /// global memory, allocated with `cuMemAlloc`; host memory on the host
@@ -25,8 +27,13 @@ use crate::runtime::error::{Error, Result};
 /// }
 /// y_dev.copy_to_slice(&mut y)?;
 /// ```
+///
+/// Queued work (`kernel::on`, [`Queue::memcpy_htod`](crate::Queue::memcpy_htod), …)
+/// that uses the buffer is tracked: host access and blocking launches wait
+/// for it, and dropping the buffer while it is pending frees the memory
+/// once that work has finished (`docs/async.md`, section 3).
 pub struct DeviceBuffer<T: DeviceCopy> {
-    addr: u64,
+    pub(crate) res: Arc<Resource>,
     len: usize,
     _elem: PhantomData<T>,
 }
@@ -54,8 +61,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// selection errors (see [`backend`](crate::backend)).
     pub fn zeroed(len: usize) -> Result<Self> {
         let bytes = bytes_of::<T>(len)?;
-        let addr = select::get()?.backend.alloc_zeroed(bytes)?;
-        Ok(DeviceBuffer { addr, len, _elem: PhantomData })
+        Ok(DeviceBuffer { res: Arc::new(Resource::alloc(bytes)?), len, _elem: PhantomData })
     }
 
     /// A buffer holding a copy of `data` (one host → device transfer).
@@ -82,7 +88,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// the host fallback. Useful for debugging; not dereferenceable on the host
     /// in general.
     pub fn addr(&self) -> u64 {
-        self.addr
+        self.res.addr
     }
 
     fn check_len(&self, other: usize, op: &'static str) -> Result<()> {
@@ -95,7 +101,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         Ok(())
     }
 
-    /// Overwrites the buffer with `data` (host → device).
+    /// Overwrites the buffer with `data` (host → device), after the queued
+    /// work that reads or writes the buffer.
     ///
     /// # Errors
     /// [`Error::Memory`] if `data.len() != self.len()`; [`Error::Driver`] if
@@ -105,13 +112,19 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
+        crate::runtime::queue::graph::refuse_copy_in_capture("copy into a DeviceBuffer")?;
+        let _replays = crate::runtime::queue::graph::hold();
+        self.res.tracker.wait_host(true);
         // SAFETY: `addr` holds `len` elements (allocated by this backend);
         // `data` is valid for reads of as many; `&mut self` excludes other
-        // users of the buffer.
-        unsafe { select::get()?.backend.copy_to_device(self.addr, data.as_ptr() as *const u8, bytes_of::<T>(self.len)?) }
+        // users of the buffer, queued work that used it has finished
+        // (waited for above) and no graph replay starts before we are done
+        // (`_replays`).
+        unsafe { select::get()?.backend.copy_to_device(self.res.addr, data.as_ptr() as *const u8, bytes_of::<T>(self.len)?) }
     }
 
-    /// Copies the buffer into `out` (device → host).
+    /// Copies the buffer into `out` (device → host), after the queued work
+    /// that writes the buffer.
     ///
     /// # Errors
     /// [`Error::Memory`] if `out.len() != self.len()`; [`Error::Driver`] if
@@ -121,9 +134,13 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
-        // SAFETY: as in `copy_from_slice`; bytes written into `out` were
-        // copied from values of `T`, which stay valid (DeviceCopy contract).
-        unsafe { select::get()?.backend.copy_from_device(out.as_mut_ptr() as *mut u8, self.addr, bytes_of::<T>(self.len)?) }
+        crate::runtime::queue::graph::refuse_copy_in_capture("copy out of a DeviceBuffer")?;
+        let _replays = crate::runtime::queue::graph::hold();
+        self.res.tracker.wait_host(false);
+        // SAFETY: as in `copy_from_slice` (queued writers finished, no
+        // replay starts meanwhile); bytes written into `out` were copied
+        // from values of `T`, which stay valid (DeviceCopy contract).
+        unsafe { select::get()?.backend.copy_from_device(out.as_mut_ptr() as *mut u8, self.res.addr, bytes_of::<T>(self.len)?) }
     }
 
     /// The buffer's contents as a new `Vec` (device → host).
@@ -142,19 +159,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     }
 }
 
-impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
-    fn drop(&mut self) {
-        if let (Ok(rt), Ok(bytes)) = (select::get(), bytes_of::<T>(self.len)) {
-            // SAFETY: `addr` was allocated by this backend with `bytes` bytes
-            // and is freed once; no launch can use it any more (launches
-            // borrow the buffer and are synchronous).
-            unsafe { rt.backend.free(self.addr, bytes) };
-        }
-    }
-}
-
 impl<T: DeviceCopy + core::fmt::Debug> core::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("DeviceBuffer").field("len", &self.len).field("addr", &format_args!("{:#x}", self.addr)).finish()
+        f.debug_struct("DeviceBuffer").field("len", &self.len).field("addr", &format_args!("{:#x}", self.res.addr)).finish()
     }
 }

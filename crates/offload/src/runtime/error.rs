@@ -100,6 +100,18 @@ pub enum Error {
         reason: String,
     },
 
+    /// An asynchronous operation (a [`Queue`](crate::Queue), an
+    /// [`Event`](crate::Event), a scope, a graph) was used where it cannot
+    /// work, e.g. `synchronize` inside [`Queue::capture`](crate::Queue::capture)
+    /// (CUDA forbids it during stream capture, `cudaErrorStreamCaptureUnsupported`).
+    #[error("cannot {op}: {reason}")]
+    Queue {
+        /// The operation, e.g. "synchronize a queue".
+        op: &'static str,
+        /// Why not, and what to do instead.
+        reason: String,
+    },
+
     /// A GPU thread of the kernel panicked (explicit `panic!`, failed
     /// `assert!`, index out of bounds, overflow with debug assertions), on
     /// the GPU or on the host fallback. Later launches work normally.
@@ -107,7 +119,8 @@ pub enum Error {
     KernelPanic {
         /// The kernel's name.
         kernel: String,
-        /// The panic message.
+        /// The panic message; in optimized GPU builds a message with
+        /// arguments is [`UNFORMATTED_PANIC_MESSAGE`](crate::UNFORMATTED_PANIC_MESSAGE).
         message: String,
         /// `file:line:column` of the panic.
         location: String,

@@ -182,12 +182,52 @@ fn fmt3(d: Dim3) -> String {
     format!("({}, {}, {})", d.x, d.y, d.z)
 }
 
+impl Host {
+    /// What a launch checks before it runs anything: not from inside a
+    /// kernel body, and dynamic shared memory within the limit. A queued
+    /// launch checks it when enqueued, so that the error is the caller's,
+    /// as on the GPU.
+    pub(crate) fn check_launch(&self, kernel: &'static KernelInfo, cfg: &LaunchConfig) -> Result<()> {
+        // Host-only code in a kernel body (`cfg(not(offload_device))`) could
+        // launch a kernel from a simulated GPU thread; on a GPU the body has
+        // no such code and no thread can launch through offload. Running the
+        // inner launch here would also reset this worker's simulated-thread
+        // state (`thread_idx()`, barriers) under the outer kernel.
+        if IN_KERNEL.with(|k| k.get()) {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.path(),
+                reason: "it was launched from inside a kernel body (host-only code on the host fallback); \
+                         a GPU thread cannot launch kernels through offload: launch it after the outer kernel returns"
+                    .into(),
+            });
+        }
+        let (shared_limit, limit_source) = (self.shared_limit.0, &self.shared_limit.1);
+        if cfg.shared_mem_bytes > shared_limit {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.path(),
+                reason: limits::dynamic_shared_reason(cfg.shared_mem_bytes, shared_limit, None, limit_source),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs a kernel to its end on the calling thread and the workers (a
+    /// queue's worker calls it for a queued launch).
+    pub(crate) fn run(&self, kernel: &'static KernelInfo, cfg: &LaunchConfig, host: &(dyn Fn() + Sync)) -> Result<()> {
+        self.launch_impl(kernel, cfg, &[], host)
+    }
+}
+
 /// Alignment of host-fallback buffers: CUDA's `cuMemAlloc` guarantees 256.
 const ALIGN: usize = 256;
 
 impl Backend for Host {
     fn info(&self) -> &BackendInfo {
         &self.info
+    }
+
+    fn concrete(&self) -> super::Concrete<'_> {
+        super::Concrete::Host(self)
     }
 
     fn alloc_zeroed(&self, bytes: usize) -> Result<u64> {
@@ -250,26 +290,8 @@ impl Backend for Host {
         _args: &[ArgSpec<'_>],
         host: &(dyn Fn() + Sync),
     ) -> Result<()> {
-        // Host-only code in a kernel body (`cfg(not(offload_device))`) could
-        // launch a kernel from a simulated GPU thread; on a GPU the body has
-        // no such code and no thread can launch through offload. Running the
-        // inner launch here would also reset this worker's simulated-thread
-        // state (`thread_idx()`, barriers) under the outer kernel.
-        if IN_KERNEL.with(|k| k.get()) {
-            return Err(Error::InvalidLaunch {
-                kernel: kernel.path(),
-                reason: "it was launched from inside a kernel body (host-only code on the host fallback); \
-                         a GPU thread cannot launch kernels through offload: launch it after the outer kernel returns"
-                    .into(),
-            });
-        }
+        self.check_launch(kernel, cfg)?;
         let (shared_limit, limit_source) = (self.shared_limit.0, &self.shared_limit.1);
-        if cfg.shared_mem_bytes > shared_limit {
-            return Err(Error::InvalidLaunch {
-                kernel: kernel.path(),
-                reason: limits::dynamic_shared_reason(cfg.shared_mem_bytes, shared_limit, None, limit_source),
-            });
-        }
         install_panic_hook();
         // `DeviceGlobal::read`/`write` wait for the kernels of this backend.
         let _running = LAUNCHES.read().unwrap_or_else(|e| e.into_inner());

@@ -24,7 +24,14 @@ pub fn launch(
     if cfg.threads() == 0 {
         return Ok(());
     }
+    crate::runtime::queue::graph::refuse_blocking_in_capture(kernel)?;
     let rt = select::get()?;
+    // Buffers with pending queued work: the launch comes after it (and a
+    // graph replay enqueued meanwhile after the launch: see `queue::graph`).
+    let _replays = crate::runtime::queue::graph::hold();
+    for (res, write) in crate::runtime::queue::enqueue::tracked(args) {
+        res.tracker.wait_host(write);
+    }
     let start = rt.trace.then(std::time::Instant::now);
     let result = rt.backend.launch_impl(kernel, &cfg, args, host).map_err(divergence_from_record);
     if let Some(start) = start {
@@ -49,7 +56,7 @@ pub fn launch(
 /// panic record, with a message that starts with
 /// [`divergence::PREFIX`](crate::report::divergence::PREFIX) (see `report::gpu`); such a
 /// "panic" is [`Error::Divergence`], with the text the host fallback gives.
-fn divergence_from_record(e: Error) -> Error {
+pub(crate) fn divergence_from_record(e: Error) -> Error {
     match e {
         Error::KernelPanic { kernel, message, block, .. } if message.starts_with(crate::report::divergence::PREFIX) => {
             Error::Divergence { kernel, block, reason: message[crate::report::divergence::PREFIX.len()..].into() }

@@ -13,6 +13,8 @@
 //! | `cuda` | the CUDA backend |
 //! | `host` | the host fallback's backend (blocks on worker threads; the threads of a block in `hostsim`) |
 //! | `images`, `limits` | the embedded device images; per-block limits both backends check |
+//! | `queue` | asynchronous execution: queues, events, queued launches, pending-work tracking, scopes, graphs, futures (docs/async.md) |
+//! | `host_queue` | the host fallback's queues (a worker thread each); CUDA's are `cuda::queue` |
 //!
 //! Who calls whom: a generated launcher (through `__private`) maps its
 //! arguments with `args` and `spec` and calls `launch::launch`, which gets
@@ -24,20 +26,28 @@
 pub(crate) mod args;
 mod backend;
 mod buffer;
-mod cuda;
+pub(crate) mod cuda;
 pub(crate) mod error;
 pub(crate) mod host;
+pub(crate) mod host_queue;
 mod images;
 pub(crate) mod launch;
 mod limits;
 mod pinned;
+pub(crate) mod queue;
 pub(crate) mod select;
 pub(crate) mod spec;
 
 pub use args::{SliceArg, SliceArgMut};
-pub(crate) use backend::Backend;
+pub(crate) use backend::{Backend, Concrete};
+pub(crate) use select::get;
 pub use backend::{BackendInfo, BackendKind};
 pub use buffer::DeviceBuffer;
 pub use error::{Error, Result};
 pub use pinned::{Mapped, MappedMut, PinnedBuffer};
 pub use select::backend;
+
+/// Incremented when the CUDA context is rebuilt after a sticky fault:
+/// handles of queues (streams, events) and buffers from an older
+/// generation are dead and never used again (see `cuda::queue`).
+pub(crate) static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -7,6 +7,7 @@ use core::ptr::NonNull;
 use super::select;
 use crate::runtime::args::{MapIn, MapInOut};
 use crate::runtime::error::{Error, Result};
+use crate::runtime::queue::track::Tracker;
 use crate::{DeviceCopy, SliceArg, SliceArgMut};
 
 /// `len` elements of `T` in page-locked ("pinned") host memory
@@ -28,9 +29,16 @@ use crate::{DeviceCopy, SliceArg, SliceArgMut};
 /// staging.copy_from_slice(&input);   // the slice method: panics if the lengths differ
 /// let dev = offload::DeviceBuffer::from_slice(&staging)?;   // full-speed copy
 /// ```
+///
+/// Queued copies into or out of it ([`Queue::memcpy_dtoh`](crate::Queue::memcpy_dtoh),
+/// [`Queue::memcpy_htod`](crate::Queue::memcpy_htod)) are tracked: using it
+/// as a slice waits for a pending copy into it, as `&mut [T]` also for
+/// pending copies out of it, and dropping it waits for both
+/// (`docs/async.md`, section 3).
 pub struct PinnedBuffer<T: DeviceCopy> {
     ptr: NonNull<T>,
     len: usize,
+    pub(crate) tracker: Tracker,
     _elem: PhantomData<T>,
 }
 
@@ -61,7 +69,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
             // (cuMemHostAlloc: page-aligned).
             NonNull::new(p).ok_or_else(|| Error::Memory { op: "allocate pinned memory", reason: "null pointer".into() })?
         };
-        Ok(PinnedBuffer { ptr, len, _elem: PhantomData })
+        Ok(PinnedBuffer { ptr, len, tracker: Tracker::default(), _elem: PhantomData })
     }
 
     /// A pinned copy of `data`.
@@ -123,15 +131,22 @@ pub struct MappedMut<'a, T: DeviceCopy> {
 impl<T: DeviceCopy> Deref for PinnedBuffer<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
+        // A queued copy into the buffer may still be writing it.
+        self.tracker.wait_host(false);
         // SAFETY: `ptr` holds `len` initialized (zeroed, then written) `T`s
-        // owned by `self`.
+        // owned by `self`; no queued work writes them (waited for above,
+        // and new work that writes needs `&mut self`).
         unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
 
 impl<T: DeviceCopy> DerefMut for PinnedBuffer<T> {
     fn deref_mut(&mut self) -> &mut [T] {
-        // SAFETY: as in `deref`, and `&mut self` is exclusive.
+        // Queued copies may still read or write the buffer.
+        self.tracker.wait_host(true);
+        // SAFETY: as in `deref`, and `&mut self` is exclusive: no queued
+        // work reads or writes them any more, and none can be added while
+        // the slice lives.
         unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
@@ -142,9 +157,12 @@ impl<T: DeviceCopy> Drop for PinnedBuffer<T> {
         if bytes == 0 {
             return;
         }
+        // Queued copies from and to it finish first.
+        self.tracker.wait_host(true);
         if let Ok(rt) = select::get() {
             // SAFETY: allocated by this backend's `alloc_pinned(bytes)`, freed
-            // once; launches that used it are synchronous and over.
+            // once; launches that used it are synchronous and over, queued
+            // copies too (waited for above).
             unsafe { rt.backend.free_pinned(self.ptr.as_ptr() as *mut u8, bytes) };
         }
     }
@@ -167,13 +185,13 @@ impl<T: DeviceCopy> SliceArgMut<T> for PinnedBuffer<T> {
 // pointer is non-null and aligned even when empty (`NonNull::dangling`).
 impl<T: DeviceCopy> SliceArg<T> for Mapped<'_, T> {
     fn map_in(&self) -> MapIn<'_, T> {
-        MapIn::resident(self.buf.device_ptr(), self.buf.len())
+        MapIn::resident(self.buf.device_ptr(), self.buf.len(), None)
     }
 }
 
 impl<T: DeviceCopy> SliceArgMut<T> for MappedMut<'_, T> {
     fn map_inout(&mut self) -> MapInOut<'_, T> {
-        MapInOut::resident(self.buf.device_ptr(), self.buf.len())
+        MapInOut::resident(self.buf.device_ptr(), self.buf.len(), None)
     }
 }
 

@@ -44,6 +44,9 @@ pub(super) struct State {
     /// kernel fails (see `rebuild`).
     pub(super) dev: sys::CUdevice,
     pub(super) image: Image<'static>,
+    /// Whether `image` has the device link's stack probe (`None`: not
+    /// known; see `recover::has_stack_probe`).
+    pub(super) stack_probe: Option<bool>,
     /// Where device panics are recorded (see `panic_record`).
     pub(super) panic: Option<PanicSlot>,
     /// `CU_LIMIT_STACK_SIZE` of the context, for stack-overflow errors.
@@ -179,7 +182,8 @@ impl Cuda {
             .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?;
         let stack_bytes = recover::configure_context().map_err(Unusable::Failed)?;
         // After the limit: the recursion checks' floor depends on it.
-        recover::install_stack_floor(module, stream).map_err(Unusable::Failed)?;
+        let stack_probe = recover::has_stack_probe(all, &loaded);
+        recover::install_stack_floor(module, stream, stack_probe).map_err(Unusable::Failed)?;
         let panic = PanicSlot::install(module);
 
         let how = match loaded.kind {
@@ -210,6 +214,7 @@ impl Cuda {
                 kernels,
                 dev,
                 image: loaded,
+                stack_probe,
                 panic,
                 stack_bytes,
                 allocs: Vec::new(),
@@ -399,6 +404,9 @@ impl State {
                 result::primary_ctx::retain(self.dev).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", None, e))?;
             result::ctx::set_current(self.ctx).map_err(|e| driver_error("cuCtxSetCurrent", None, e))?;
         }
+        // Queues' streams, fences and buffers of the old context are
+        // forgotten from now on (see `queue`).
+        crate::runtime::GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         self.functions.clear();
         self.panic = None;
         self.module = load_module(&self.image)?;
@@ -407,7 +415,7 @@ impl State {
         self.stack_bytes = recover::configure_context()?;
         // The new context's stacks: measured again (same module, new
         // context, and its limit set anew).
-        recover::install_stack_floor(self.module, self.stream)?;
+        recover::install_stack_floor(self.module, self.stream, self.stack_probe)?;
         self.panic = PanicSlot::install(self.module);
         Ok(())
     }

@@ -25,6 +25,10 @@ impl Backend for Cuda {
         &self.info
     }
 
+    fn concrete(&self) -> crate::runtime::Concrete<'_> {
+        crate::runtime::Concrete::Cuda(self)
+    }
+
     fn alloc_zeroed(&self, bytes: usize) -> Result<u64> {
         if bytes == 0 {
             return Ok(0);
@@ -104,6 +108,11 @@ impl Backend for Cuda {
 
     fn global(&self, symbol: &str, bytes: usize, _host: *mut u8) -> Result<u64> {
         let guard = self.enter("cuCtxSetCurrent")?;
+        // `DeviceGlobal::read`/`write` come after the kernels of every queue
+        // (docs/async.md, section 3), as on the host fallback: wait for the
+        // whole context. A failure is reported by the copy that follows.
+        // SAFETY: synchronizes the current context.
+        let _ = unsafe { sys::cuCtxSynchronize() };
         let missing = |reason: String| Error::Memory { op: "copy a DeviceGlobal", reason };
         let name = std::ffi::CString::new(symbol).map_err(|_| missing(format!("`{symbol}` is not a symbol name")))?;
         let mut addr: sys::CUdeviceptr = 0;
@@ -263,7 +272,7 @@ impl Backend for Cuda {
         // A panicking thread records the panic and exits; the kernel itself
         // completes. Map back anyway (as on the host fallback, the other
         // threads' writes are visible), then report the panic.
-        let panicked = st.panic.as_ref().and_then(|p| p.take());
+        let panicked = st.panic.as_ref().and_then(|p| p.take(st.stream));
 
         // Map back: copy `&mut` arguments (and atomics) to the host.
         for (a, &d) in args.iter().zip(st.device_ptrs.iter()) {
@@ -290,7 +299,11 @@ impl Backend for Cuda {
         // Keep this launch's device memory for the next ones.
         st.allocs = allocs.release(&mut st.cache);
         match panicked {
-            Some(recorded) => Err(recorded.into_error(&kernel.path(), st.stack_bytes)),
+            // The context has one panic record: with queued kernels not yet
+            // checked, the panic may be theirs (see `queue`).
+            Some(recorded) => {
+                Err(recorded.into_error(&super::queue::with_queued_candidates(kernel.path()), st.stack_bytes))
+            }
             None => Ok(()),
         }
     }

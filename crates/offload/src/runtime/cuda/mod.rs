@@ -26,6 +26,7 @@ mod context;
 mod error;
 mod launch;
 mod memory;
+pub(crate) mod queue;
 mod recover;
 mod staging;
 

@@ -13,8 +13,12 @@ use std::vec;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
+use offload_image::{Image, ImageKind};
+
 use super::error::driver_error;
-use crate::report::panic_record::{PanicRecord, DONE, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW};
+use crate::report::panic_record::{
+    PanicRecord, CLAIM_SYMBOL, DONE, EMPTY, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW,
+};
 use crate::runtime::error::{Error, Result};
 
 /// Sets the per-thread stack of kernels (`CU_LIMIT_STACK_SIZE`) to 8 KiB
@@ -74,6 +78,13 @@ const PROBE_SLACK: u64 = 64;
 /// module's `__offload_stack_floor` (`cuModuleGetGlobal`, then a copy that
 /// has landed when this returns).
 ///
+/// `probe`: whether the module has the probe, from the image's entry list
+/// ([`has_stack_probe`]); `Some(false)` skips the driver entirely, so that
+/// a module without recursion checks makes no failing driver call
+/// (compute-sanitizer reports every one: `CUDA_ERROR_NOT_FOUND` from
+/// `cuModuleGetFunction`). `None` (not known) looks the probe up and takes
+/// `CUDA_ERROR_NOT_FOUND` as "no probe".
+///
 /// Returns the floor, a local address; `None` if the module has no probe
 /// (no recursion checks, or an image built by an older `offload`): then
 /// there is nothing to do.
@@ -93,7 +104,14 @@ const PROBE_SLACK: u64 = 64;
 /// on the kernel nor on `L` (on an H200 `T` = 0xFFFDC0 for `L` = 1 and
 /// 64 KiB; `bench/probe/stack.cu` checks both on a GPU); `L` only changes
 /// in [`configure_context`] and, upwards, by the driver.
-pub(crate) fn install_stack_floor(module: sys::CUmodule, stream: sys::CUstream) -> Result<Option<u64>> {
+pub(crate) fn install_stack_floor(
+    module: sys::CUmodule,
+    stream: sys::CUstream,
+    probe: Option<bool>,
+) -> Result<Option<u64>> {
+    if probe == Some(false) {
+        return Ok(None);
+    }
     let probe_name = CString::new(PROBE_KERNEL).expect("no NUL");
     // SAFETY: `module` is loaded in the current context.
     let probe = match unsafe { result::module::get_function(module, probe_name) } {
@@ -146,6 +164,19 @@ pub(crate) fn install_stack_floor(module: sys::CUmodule, stream: sys::CUstream) 
     Ok(Some(floor))
 }
 
+/// Whether the device link put its stack probe (and so recursion checks)
+/// into the image `loaded`, from the entry points (`.entry`) of the
+/// bundle's PTX for the same target and architecture (`loaded` itself, or
+/// the PTX its cubin was assembled from: `cargo offload` embeds both);
+/// `None` if the bundle has no such PTX.
+pub(crate) fn has_stack_probe(images: &[Image<'_>], loaded: &Image<'_>) -> Option<bool> {
+    let ptx = images
+        .iter()
+        .find(|i| i.kind == ImageKind::Ptx && i.triple == loaded.triple && i.arch == loaded.arch)?;
+    let text = String::from_utf8_lossy(ptx.bytes);
+    Some(offload_image::ptx_entries(&text).iter().any(|e| e == PROBE_KERNEL))
+}
+
 /// What a GPU thread recorded before it exited: a panic, or a stack
 /// overflow caught by a recursion check (see `panic_record`).
 pub(crate) struct Recorded {
@@ -180,25 +211,25 @@ impl Recorded {
 }
 
 /// The panic record of the current context: page-locked host memory that the
-/// device writes through its mapped address.
+/// device writes through its mapped address, and the module's claim word
+/// (device memory) that decides which thread writes it.
 pub(crate) struct PanicSlot {
     host: *mut PanicRecord,
+    /// The module's `__offload_global_panic_claim` (4 bytes); `None` for an
+    /// image built by an older offload, whose device code claims the record
+    /// itself.
+    claim: Option<sys::CUdeviceptr>,
 }
 
 impl PanicSlot {
     /// Allocates a record and stores its device address in the module's
     /// `__offload_global_panic_slot`. `None` if the image has no such global
     /// (it was built by an older offload) or mapping is impossible: panics
-    /// then still fail the launch, without message.
+    /// then still fail the launch, without message. The module's claim word
+    /// is `EMPTY` as loaded (see `report::gpu::__offload_global_panic_claim`).
     pub(crate) fn install(module: sys::CUmodule) -> Option<PanicSlot> {
-        let name = CString::new(SLOT_SYMBOL).expect("no NUL");
-        let mut global: sys::CUdeviceptr = 0;
-        let mut size = 0usize;
-        // SAFETY: `module` is loaded in the current context; out-pointers are valid.
-        unsafe { sys::cuModuleGetGlobal_v2(&mut global, &mut size, module, name.as_ptr()) }.result().ok()?;
-        if size != 8 {
-            return None;
-        }
+        let global = module_global(module, SLOT_SYMBOL, 8)?;
+        let claim = module_global(module, CLAIM_SYMBOL, 4);
         let mut host: *mut c_void = core::ptr::null_mut();
         // SAFETY: allocates page-locked, device-mapped host memory.
         unsafe { sys::cuMemHostAlloc(&mut host, core::mem::size_of::<PanicRecord>(), sys::CU_MEMHOSTALLOC_DEVICEMAP) }
@@ -222,16 +253,40 @@ impl PanicSlot {
             let _ = unsafe { sys::cuMemFreeHost(host) };
             return None;
         }
-        Some(PanicSlot { host: host as *mut PanicRecord })
+        Some(PanicSlot { host: host as *mut PanicRecord, claim })
     }
 
     /// The record, if a thread published one, and empties the slot for the
-    /// next launch. Call only when no kernel runs.
-    pub(crate) fn take(&self) -> Option<Recorded> {
+    /// next failure: the record zeroed, then the claim word set back to
+    /// `EMPTY` (`cuMemsetD32Async` in `stream`, the context's own, waited
+    /// for, so that every launch after this sees it). Call after waiting
+    /// for the work that may have recorded it, with the context current.
+    ///
+    /// Kernels of other queues may still run: none of their threads writes
+    /// the record meanwhile, since the claim stays `DONE` (set before the
+    /// record was published) until the reset, which comes after the
+    /// zeroing.
+    pub(crate) fn take(&self, stream: sys::CUstream) -> Option<Recorded> {
         let r = self.read()?;
-        // SAFETY: no kernel runs (the stream is synchronized); the record is
-        // live host memory; zero is the empty state.
+        // SAFETY: the record is live host memory that no device thread
+        // writes now (the claim is `DONE`, see above); zero is the empty
+        // state.
         unsafe { core::ptr::write_bytes(self.host as *mut u8, 0, core::mem::size_of::<PanicRecord>()) };
+        if let Some(claim) = self.claim {
+            // SAFETY: `claim` is the module's 4-byte global of the current
+            // context; `stream` belongs to it.
+            let reset = unsafe { sys::cuMemsetD32Async(claim, EMPTY, 1, stream) }
+                .result()
+                // SAFETY: as above.
+                .and_then(|()| unsafe { result::stream::synchronize(stream) });
+            if let Err(e) = reset {
+                // The record is read; only later failures are at stake.
+                std::eprintln!(
+                    "offload: warning: could not reset the GPU panic record's claim (cuMemsetD32Async: {e}); \
+                     later panics in kernels of this context may go unreported"
+                );
+            }
+        }
         Some(r)
     }
 
@@ -269,6 +324,17 @@ impl PanicSlot {
             Some(Recorded { message, file, line: r.line, column: r.column, block, thread })
         }
     }
+}
+
+/// The address of the module's global `symbol` if it exists with `bytes`
+/// bytes (`cuModuleGetGlobal`).
+fn module_global(module: sys::CUmodule, symbol: &str, bytes: usize) -> Option<sys::CUdeviceptr> {
+    let name = CString::new(symbol).expect("no NUL");
+    let mut global: sys::CUdeviceptr = 0;
+    let mut size = 0usize;
+    // SAFETY: `module` is loaded in the current context; out-pointers are valid.
+    unsafe { sys::cuModuleGetGlobal_v2(&mut global, &mut size, module, name.as_ptr()) }.result().ok()?;
+    (size == bytes).then_some(global)
 }
 
 /// A string constant of the loaded image, by its device address (at most
@@ -332,4 +398,37 @@ pub(crate) unsafe fn copy_back(ptr: *mut u8, d: sys::CUdeviceptr, bytes: usize, 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(kind: ImageKind, arch: &'static str, bytes: &'static [u8]) -> Image<'static> {
+        Image { kind, triple: "nvptx64-nvidia-cuda", arch, kernels: "__offload_kernel_app_k_1\n", bytes, checksum: None }
+    }
+
+    /// The probe is looked up only where the image's PTX has it as an
+    /// entry point, for a cubin through the PTX of its architecture.
+    #[test]
+    fn the_stack_probe_is_found_in_the_images_entry_list() {
+        let with = image(
+            ImageKind::Ptx,
+            "sm_90",
+            b".visible .entry __offload_kernel_app_k_1(\n)\n{\n}\n.visible .entry __offload_stack_probe(\n\t.param .u64 p\n)\n{\n}\n\0",
+        );
+        // A mention that is not an entry (a comment, a call) does not count.
+        let without = image(
+            ImageKind::Ptx,
+            "sm_80",
+            b"// __offload_stack_probe\n.visible .entry __offload_kernel_app_k_1(\n)\n{\n}\n\0",
+        );
+        let cubin90 = image(ImageKind::Cubin, "sm_90", b"\x7fELF");
+        let cubin86 = image(ImageKind::Cubin, "sm_86", b"\x7fELF");
+        let all = [with, cubin90, without, cubin86];
+        assert_eq!(has_stack_probe(&all, &with), Some(true));
+        assert_eq!(has_stack_probe(&all, &cubin90), Some(true), "through the PTX of sm_90");
+        assert_eq!(has_stack_probe(&all, &without), Some(false));
+        assert_eq!(has_stack_probe(&all, &cubin86), None, "no PTX of sm_86: not known");
+    }
 }

@@ -1,0 +1,881 @@
+//! The CUDA backend's queues: one non-blocking stream per
+//! [`Queue`](crate::Queue) (`cuStreamCreate(CU_STREAM_NON_BLOCKING)`), in
+//! the primary context the blocking path uses.
+//!
+//! - Launches: `cuLaunchKernel` in the stream, parameters built as the
+//!   blocking path builds them (the driver copies them at the call, CUDA
+//!   Driver API, `cuLaunchKernel`), with no wait.
+//! - Fences: where another queue or the host must wait for the queue's
+//!   work up to sequence number `n`, an event (`CU_EVENT_DISABLE_TIMING`) is
+//!   recorded *now*: it completes after operation `n` and possibly later
+//!   ones, so waits are never too short. It is labelled `n` (what it is
+//!   known to cover) and reused for every `m <= n`.
+//! - Errors: the device records a panic in the context's one panic record
+//!   (see `panic_record`); after a wait, the record is read and the panic
+//!   reported on the queue, naming the kernels launched since the last
+//!   check as candidates (exactly one on a single queue). A sticky fault
+//!   (`CUDA_ERROR_ILLEGAL_ADDRESS`, a trap) is reported the same way and
+//!   the context rebuilt, as the blocking path does; streams, fences and
+//!   allocations of the old context are then forgotten, never used.
+
+use core::ffi::c_void;
+use std::collections::VecDeque;
+use std::format;
+use std::string::String;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::vec::Vec;
+
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+
+use super::context::Cuda;
+use super::error::driver_error;
+use crate::runtime::error::{Error, Result};
+use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
+use crate::runtime::queue::scope::ScopeState;
+use crate::runtime::queue::Progress;
+use crate::LaunchConfig;
+
+/// The current context generation: it changes when the context is rebuilt
+/// after a sticky fault (see `cuda::State::rebuild`).
+pub(crate) fn generation() -> u64 {
+    crate::runtime::GENERATION.load(Ordering::Acquire)
+}
+
+/// A stream of one context generation.
+struct Stream {
+    raw: sys::CUstream,
+    generation: u64,
+}
+
+pub(crate) struct CudaQueue {
+    cuda: &'static Cuda,
+    /// Used with the queue's submit lock held (enqueueing), or read to wait.
+    stream: Mutex<Stream>,
+    /// Fences by label, increasing.
+    fences: Mutex<VecDeque<(u64, Arc<Fence>)>>,
+    /// The parameter storage of a launch, kept with its capacity so that
+    /// launches allocate nothing. Locked only by `launch`, which runs with
+    /// the queue's submit lock held, so it is never contended; inside it
+    /// only a scope's own lock is taken (by `cuda_upload`), never the
+    /// other way round.
+    scratch: Mutex<Scratch>,
+}
+
+/// See [`CudaQueue::scratch`]: `slots` holds the scalars of the device
+/// pointers and lengths, `params` one pointer per kernel parameter (into
+/// `slots`, or to the caller's values). Both are only meaningful during
+/// one `cuLaunchKernel` call.
+#[derive(Default)]
+struct Scratch {
+    slots: Vec<u64>,
+    params: Vec<*mut c_void>,
+}
+
+// SAFETY: CUDA handles may be used from any thread once their context is
+// current (CUDA Driver API, "Context Management"); every use here makes the
+// context current first (`Cuda::enter` or `current`). The pointers in
+// `scratch` are never read outside the launch that wrote them.
+unsafe impl Send for CudaQueue {}
+// SAFETY: as above; mutable state is behind mutexes.
+unsafe impl Sync for CudaQueue {}
+
+/// An event of one context generation, destroyed when dropped.
+pub(crate) struct Fence {
+    raw: sys::CUevent,
+    generation: u64,
+}
+
+// SAFETY: as for `CudaQueue`.
+unsafe impl Send for Fence {}
+// SAFETY: as above.
+unsafe impl Sync for Fence {}
+
+impl Fence {
+    pub(crate) fn raw(&self) -> sys::CUevent {
+        self.raw
+    }
+
+    fn create(flags: sys::CUevent_flags) -> Result<Fence> {
+        let raw =
+            result::event::create(flags).map_err(|e| driver_error("cuEventCreate", None, e))?;
+        Ok(Fence {
+            raw,
+            generation: generation(),
+        })
+    }
+}
+
+impl Drop for Fence {
+    fn drop(&mut self) {
+        // An event of a context that was reset is gone with it.
+        if self.generation == generation() && current().is_ok() {
+            // SAFETY: created by `cuEventCreate` in this context generation,
+            // destroyed once. Destroying an event that a stream still waits
+            // for is allowed: "resources will be released automatically once
+            // the device has completed the event" (`cuEventDestroy`).
+            let _ = unsafe { result::event::destroy(self.raw) };
+        }
+    }
+}
+
+/// An event with timing, for [`Event`](crate::Event).
+pub(crate) struct TimedEvent(Arc<Fence>);
+
+impl TimedEvent {
+    pub(crate) fn raw(&self) -> sys::CUevent {
+        self.0.raw
+    }
+
+    /// The event as a fence: what [`CudaQueue::query`] asks about and an
+    /// event's future keeps.
+    pub(crate) fn fence(&self) -> &Arc<Fence> {
+        &self.0
+    }
+}
+
+/// Makes the primary context current on this thread.
+fn current() -> Result<()> {
+    let Ok(rt) = crate::runtime::get() else {
+        return Err(Error::Queue {
+            op: "use CUDA",
+            reason: "no runtime".into(),
+        });
+    };
+    match rt.backend.concrete() {
+        crate::runtime::Concrete::Cuda(c) => c.make_current(),
+        crate::runtime::Concrete::Host(_) => Err(Error::Queue {
+            op: "use CUDA",
+            reason: "the host fallback runs kernels".into(),
+        }),
+    }
+}
+
+/// Kernels launched on queues whose completion nobody has checked yet:
+/// `(queue id, kernel)`, each pair once. A panic found in the record is
+/// attributed to them.
+static UNCHECKED: Mutex<Vec<(u64, &'static KernelInfo)>> = Mutex::new(Vec::new());
+
+impl CudaQueue {
+    pub(crate) fn new(cuda: &'static Cuda) -> Result<Self> {
+        cuda.make_current()?;
+        let raw = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| driver_error("cuStreamCreate", None, e))?;
+        Ok(CudaQueue {
+            cuda,
+            stream: Mutex::new(Stream {
+                raw,
+                generation: generation(),
+            }),
+            fences: Mutex::new(VecDeque::new()),
+            scratch: Mutex::new(Scratch::default()),
+        })
+    }
+
+    /// The stream, made anew if the context was rebuilt since it was made.
+    /// The context is current when this returns `Ok`.
+    pub(crate) fn stream(&self) -> Result<sys::CUstream> {
+        self.cuda.make_current()?;
+        self.stream_in_current()
+    }
+
+    /// [`stream`](Self::stream) for a caller that has just made the
+    /// context current on this thread (`Cuda::prepare`, `Cuda::enter`).
+    fn stream_in_current(&self) -> Result<sys::CUstream> {
+        let mut s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        if s.generation != generation() {
+            s.raw = result::stream::create(result::stream::StreamKind::NonBlocking)
+                .map_err(|e| driver_error("cuStreamCreate", None, e))?;
+            s.generation = generation();
+            self.fences
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+        }
+        Ok(s.raw)
+    }
+
+    /// Enqueues a launch of `kernel` (the caller holds the queue's submit
+    /// lock). Host memory arguments (only in a scope) are copied to device
+    /// memory of the scope first, and back at the scope's end.
+    pub(crate) fn launch(
+        &self,
+        cuda: &Cuda,
+        kernel: &'static KernelInfo,
+        cfg: &LaunchConfig,
+        args: &[ArgSpec<'_>],
+        scope: Option<&ScopeState>,
+    ) -> Result<()> {
+        let err = |op: &'static str, e: DriverError| driver_error(op, Some(&kernel.path()), e);
+        // One context switch per launch: `prepare` makes the context current.
+        let f = cuda.prepare(kernel, cfg.shared_mem_bytes)?;
+        let stream = self.stream_in_current()?;
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let Scratch { slots, params } = &mut *scratch;
+        slots.clear();
+        params.clear();
+        // The scalars: a device pointer per slice (and its length if the
+        // entry point takes it).
+        for a in args {
+            let (d, len, pass_len) = match a.kind {
+                ArgKind::Value { .. } => continue,
+                ArgKind::Host {
+                    ptr,
+                    bytes,
+                    atomic,
+                    writeback,
+                    len,
+                    pass_len,
+                } if bytes > 0 => {
+                    let Some(scope) = scope else {
+                        return Err(Error::Queue {
+                            op: "enqueue a launch",
+                            reason: format!(
+                                "kernel `{}` got host memory outside a scope",
+                                kernel.path()
+                            ),
+                        });
+                    };
+                    // SAFETY: `ptr` is valid for `bytes` until the scope
+                    // ends (the scope's borrow); the context is current.
+                    let d = unsafe { scope.cuda_upload(stream, ptr, bytes, writeback, atomic) }
+                        .map_err(|(op, e)| err(op, e))?;
+                    (d, len, pass_len)
+                }
+                ArgKind::Host {
+                    ptr, len, pass_len, ..
+                } => (ptr as u64, len, pass_len),
+                ArgKind::Resident {
+                    addr,
+                    len,
+                    pass_len,
+                    ..
+                } => (addr, len, pass_len),
+            };
+            slots.push(d);
+            if pass_len {
+                slots.push(len as u64);
+            }
+        }
+        // The parameters, in the entry point's order. `slots` is complete
+        // and not resized any more, so pointers into it stay valid.
+        let base = slots.as_mut_ptr();
+        let mut next = 0;
+        for a in args {
+            match a.kind {
+                ArgKind::Value { ptr } => params.push(ptr as *mut c_void),
+                ArgKind::Host { pass_len, .. } | ArgKind::Resident { pass_len, .. } => {
+                    let n = if pass_len { 2 } else { 1 };
+                    for _ in 0..n {
+                        params.push(base.wrapping_add(next) as *mut c_void);
+                        next += 1;
+                    }
+                }
+            }
+        }
+        let mut shape = crate::device::thread::launch_shape(cfg.block, cfg.grid);
+        params.push(&mut shape as *mut u32 as *mut c_void);
+        let (g, b) = (cfg.grid, cfg.block);
+        // SAFETY: `f` belongs to the loaded module of the current context;
+        // `params` has one pointer per parameter of the entry point made
+        // from the same signature (as in the blocking path), each valid for
+        // the call, which copies them ("kernelParams ... are copied at the
+        // time of the call", `cuLaunchKernel`); every device address is
+        // memory that stays allocated until the launch has finished
+        // (tracked buffers, or the scope's copies); the pointers into
+        // `slots` are in bounds (`next` ends at `slots.len()`).
+        unsafe {
+            result::launch_kernel(
+                f,
+                (g.x, g.y, g.z),
+                (b.x, b.y, b.z),
+                cfg.shared_mem_bytes,
+                stream,
+                params,
+            )
+        }
+        .map_err(|e| err("cuLaunchKernel", e))
+    }
+
+    /// Notes a launch for error attribution.
+    pub(crate) fn note_kernel(&self, queue: u64, kernel: &'static KernelInfo) {
+        let mut u = UNCHECKED.lock().unwrap_or_else(|e| e.into_inner());
+        if !u
+            .iter()
+            .any(|&(q, k)| q == queue && core::ptr::eq(k, kernel))
+        {
+            u.push((queue, kernel));
+        }
+    }
+
+    /// An event with timing recorded now (the caller holds the submit lock).
+    pub(crate) fn record_timed(&self) -> Result<TimedEvent> {
+        let stream = self.stream()?;
+        let f = Fence::create(sys::CUevent_flags::CU_EVENT_DEFAULT)?;
+        // SAFETY: event and stream belong to the current context.
+        unsafe { result::event::record(f.raw, stream) }
+            .map_err(|e| driver_error("cuEventRecord", None, e))?;
+        Ok(TimedEvent(Arc::new(f)))
+    }
+
+    /// Makes the stream wait for `event` (the caller holds the submit lock).
+    pub(crate) fn wait_event(&self, event: sys::CUevent) -> Result<()> {
+        let stream = self.stream()?;
+        // SAFETY: both belong to the current context (events of an older
+        // generation are never handed out: `stream` cleared the fences).
+        unsafe {
+            result::stream::wait_event(
+                stream,
+                event,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+        .map_err(|e| driver_error("cuStreamWaitEvent", None, e))
+    }
+
+    /// A fence that completes after operation `seq` (see the module docs).
+    pub(crate) fn fence(&self, progress: &Progress, seq: u64) -> Result<Arc<Fence>> {
+        let stream = self.stream()?;
+        let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+        while fences
+            .front()
+            .is_some_and(|(label, _)| progress.is_done(*label))
+            && fences.len() > 1
+        {
+            fences.pop_front();
+        }
+        if let Some((_, f)) = fences.iter().find(|(label, _)| *label >= seq) {
+            return Ok(f.clone());
+        }
+        let f = Arc::new(Fence::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?);
+        // SAFETY: event and stream belong to the current context. Operation
+        // `seq` is already in the stream: uses are recorded after their
+        // operation is enqueued (see `queue::enqueue`).
+        unsafe { result::event::record(f.raw, stream) }
+            .map_err(|e| driver_error("cuEventRecord", None, e))?;
+        fences.push_back((seq, f.clone()));
+        Ok(f)
+    }
+
+    /// Whether `seq` is complete, by asking the driver about an existing
+    /// fence that covers it (none is recorded here).
+    pub(crate) fn poll(&self, progress: &Progress, seq: u64) -> bool {
+        let found = {
+            let fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+            fences
+                .iter()
+                .find(|(label, _)| *label >= seq)
+                .map(|(l, f)| (*l, f.clone()))
+        };
+        let Some((label, f)) = found else {
+            return false;
+        };
+        if f.generation != generation() || self.cuda.make_current().is_err() {
+            return false;
+        }
+        // SAFETY: an event of the current context generation.
+        match unsafe { result::event::query(f.raw) } {
+            Ok(()) => {
+                progress.advance(label);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether `fence`, an event of this queue that completes after its
+    /// operation `seq`, has completed: `cuEventQuery` of that event itself,
+    /// without waiting (unlike [`poll`](Self::poll), which can only use the
+    /// queue's own fences). On completion the progress advances to `seq`.
+    ///
+    /// Also complete, so that nobody polls forever: an event of a context
+    /// that was rebuilt since (its work is gone, as in
+    /// [`wait_timed`](Self::wait_timed)), and one whose query returns an
+    /// error other than `CUDA_ERROR_NOT_READY` (a sticky fault): that error
+    /// is kept as the queue's error for its next report and the context
+    /// rebuilt, as [`wait_host`](Self::wait_host) does.
+    pub(crate) fn query(&self, queue: u64, progress: &Progress, fence: &Fence, seq: u64) -> bool {
+        if progress.is_done(seq) {
+            return true;
+        }
+        if fence.generation == generation() {
+            if let Err(e) = self.cuda.make_current() {
+                progress.fail(e);
+            } else {
+                // SAFETY: an event of the current context generation.
+                match unsafe { result::event::query(fence.raw) } {
+                    Ok(()) => {}
+                    Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => return false,
+                    // Rebuilt by another thread between the check and the
+                    // query: the event went with its context, and its work.
+                    Err(_) if fence.generation != generation() => {}
+                    Err(e) => progress.fail(self.fault(queue, e)),
+                }
+            }
+        }
+        progress.advance(seq);
+        true
+    }
+
+    /// Blocks until `seq` is complete. A fault found here is kept as the
+    /// queue's error (and the context rebuilt).
+    pub(crate) fn wait_host(&self, queue: u64, progress: &Progress, seq: u64) {
+        let waited = match self.fence(progress, seq) {
+            // SAFETY: an event of the current context (`fence` made it current).
+            Ok(f) => unsafe { result::event::synchronize(f.raw) }.map_err(|e| self.fault(queue, e)),
+            // No fence (out of events?): wait for the whole stream instead,
+            // never less than `seq`.
+            Err(_) => self.stream().and_then(|stream| {
+                // SAFETY: a stream of the current context (`stream` made it current).
+                unsafe { result::stream::synchronize(stream) }.map_err(|e| self.fault(queue, e))
+            }),
+        };
+        // After an error the context was rebuilt (or is unusable): the
+        // queue's work is gone either way, so nothing is left to wait for.
+        if let Err(e) = waited {
+            progress.fail(e);
+        }
+        progress.advance(seq);
+    }
+
+    /// As [`wait_host`](Self::wait_host), for a timed event at `seq`.
+    pub(crate) fn wait_timed(&self, queue: u64, progress: &Progress, e: &TimedEvent, seq: u64) {
+        let waited = if e.0.generation != generation() {
+            Ok(())
+        } else {
+            self.cuda.make_current().and_then(|()| {
+                // SAFETY: an event of the current context generation.
+                unsafe { result::event::synchronize(e.0.raw) }.map_err(|err| self.fault(queue, err))
+            })
+        };
+        if let Err(err) = waited {
+            progress.fail(err);
+        }
+        progress.advance(seq);
+    }
+
+    /// The error of a sticky fault seen while waiting for `queue`: the panic
+    /// the device recorded, or the driver's error, naming the candidate
+    /// kernels; then the context is rebuilt so that later work can run.
+    fn fault(&self, queue: u64, e: DriverError) -> Error {
+        let names = take_candidates(queue);
+        let err = self.cuda.fault(&names, e);
+        self.fences
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        err
+    }
+
+    /// After `queue`'s work up to now has been waited for: the panic the
+    /// device recorded, if any, as the queue's error.
+    pub(crate) fn collect_errors(&self, queue: u64) -> Option<Error> {
+        let names = take_candidates(queue);
+        self.cuda.take_panic(&names)
+    }
+}
+
+impl Drop for CudaQueue {
+    fn drop(&mut self) {
+        let s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        if s.generation == generation() && self.cuda.make_current().is_ok() {
+            // SAFETY: created by `cuStreamCreate` in this generation,
+            // destroyed once; `Queue`'s drop waited for its work ("in case
+            // the device is still doing work in the stream ... resources
+            // will be released automatically", `cuStreamDestroy`, anyway).
+            let _ = unsafe { result::stream::destroy(s.raw) };
+        }
+    }
+}
+
+/// The kernels a panic found after waiting for `queue` may come from: the
+/// queue's unchecked launches (now checked, so removed), and, while other
+/// queues have unchecked launches (still running, perhaps), theirs too.
+/// Spelled for the error's `kernel` field: `app::k`, or
+/// "one of `app::a`, `app::b`".
+fn take_candidates(queue: u64) -> String {
+    let mut u = UNCHECKED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut names: Vec<String> = u
+        .iter()
+        .filter(|(q, _)| *q == queue)
+        .map(|(_, k)| k.path())
+        .collect();
+    u.retain(|(q, _)| *q != queue);
+    for (_, k) in u.iter() {
+        let p = k.path();
+        if !names.contains(&p) {
+            names.push(p);
+        }
+    }
+    match names.len() {
+        0 => String::from("<a kernel of another queue or launch>"),
+        1 => names.pop().unwrap_or_default(),
+        _ => format!("one of {}", names.join(", ")),
+    }
+}
+
+/// The kernel a panic found by a blocking launch of `kernel` belongs to:
+/// `kernel`, or, while queued kernels are unchecked (perhaps still
+/// running), "one of" it and them.
+pub(crate) fn with_queued_candidates(kernel: String) -> String {
+    let u = UNCHECKED.lock().unwrap_or_else(|e| e.into_inner());
+    if u.is_empty() {
+        return kernel;
+    }
+    let mut names = std::vec![kernel];
+    for (_, k) in u.iter() {
+        let p = k.path();
+        if !names.contains(&p) {
+            names.push(p);
+        }
+    }
+    format!("one of {}", names.join(", "))
+}
+
+/// Milliseconds between two timed events (`cuEventElapsedTime`).
+pub(crate) fn elapsed_ms(a: &TimedEvent, b: &TimedEvent) -> Result<f32> {
+    if a.0.generation != generation() || b.0.generation != generation() {
+        return Err(Error::Queue {
+            op: "time events",
+            reason: "the CUDA context was rebuilt after a fault since the events were recorded"
+                .into(),
+        });
+    }
+    current()?;
+    // SAFETY: both events belong to the current context and have completed
+    // (the caller waited for them).
+    unsafe { result::event::elapsed(a.0.raw, b.0.raw) }
+        .map_err(|e| driver_error("cuEventElapsedTime", None, e))
+}
+
+impl CudaQueue {
+    /// Enqueues `copy` in the stream (the caller holds the submit lock).
+    ///
+    /// # Safety
+    /// The memory of `copy` stays valid until the copy has finished; host
+    /// memory of an `HtoD` / `DtoH` copy is page-locked (a `PinnedBuffer`)
+    /// or, for `HtoD`, pageable memory the driver stages at the call.
+    pub(crate) unsafe fn copy(&self, copy: crate::runtime::queue::copy::CopyOp) -> Result<()> {
+        use crate::runtime::queue::copy::Dir;
+        let stream = self.stream()?;
+        let (dst, src, n) = (copy.dst, copy.src, copy.bytes);
+        // SAFETY: the caller's contract; the stream belongs to the current
+        // context. From page-locked memory the copies are asynchronous DMA
+        // (CUDA Driver API, "API synchronization behavior": "for transfers
+        // from pinned host memory ... the function returns immediately").
+        let r = unsafe {
+            match copy.dir {
+                Dir::HtoD => sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, n, stream),
+                Dir::DtoH => sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, n, stream),
+                Dir::DtoD => sys::cuMemcpyDtoDAsync_v2(dst, src, n, stream),
+            }
+        };
+        let op = match copy.dir {
+            Dir::HtoD => "cuMemcpyHtoDAsync",
+            Dir::DtoH => "cuMemcpyDtoHAsync",
+            Dir::DtoD => "cuMemcpyDtoDAsync",
+        };
+        r.result().map_err(|e| driver_error(op, None, e))
+    }
+}
+
+/// The device memory of one scope (CUDA): copies of the host memory its
+/// launches read, and those they write, copied back at its end.
+#[derive(Default)]
+pub(crate) struct ScopeCopies {
+    /// Device copies of read-only host memory: `(host, bytes, device)`,
+    /// reused when the same slice is passed again.
+    reads: Vec<(usize, usize, u64)>,
+    /// Device memory copied to host memory at the end:
+    /// `(device, host, bytes, atomic element size or 0)`.
+    writes: Vec<(u64, usize, usize, u8)>,
+    /// Every allocation, freed at the end: `(device, generation)`.
+    allocs: Vec<(u64, u64)>,
+}
+
+// SAFETY: holds addresses only; the memory they name is the scope's.
+unsafe impl Send for ScopeCopies {}
+
+impl ScopeCopies {
+    fn alloc(&mut self, bytes: usize) -> core::result::Result<u64, (&'static str, DriverError)> {
+        // SAFETY: the context is current (the caller's contract).
+        let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| ("cuMemAlloc", e))?;
+        self.allocs.push((d, generation()));
+        Ok(d)
+    }
+
+    /// See `ScopeState::cuda_upload`.
+    ///
+    /// # Safety
+    /// As there.
+    pub(crate) unsafe fn upload(
+        &mut self,
+        stream: sys::CUstream,
+        ptr: *mut u8,
+        bytes: usize,
+        writeback: bool,
+        atomic: u8,
+    ) -> core::result::Result<u64, (&'static str, DriverError)> {
+        if !writeback {
+            if let Some(&(_, _, d)) = self
+                .reads
+                .iter()
+                .find(|&&(h, b, _)| h == ptr as usize && b == bytes)
+            {
+                return Ok(d);
+            }
+        }
+        let d = self.alloc(bytes)?;
+        // SAFETY: `d` holds `bytes`; `ptr` is valid for `bytes` (the
+        // caller's contract); from pageable memory the call returns once
+        // the driver has staged the data, so `ptr` is read by then.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(d, ptr as *const c_void, bytes, stream) }
+            .result()
+            .map_err(|e| ("cuMemcpyHtoDAsync", e))?;
+        if writeback {
+            self.writes.push((d, ptr as usize, bytes, atomic));
+        } else {
+            self.reads.push((ptr as usize, bytes, d));
+        }
+        Ok(d)
+    }
+
+    /// Device memory of `bytes` that the scope's end copies to `host`.
+    ///
+    /// # Safety
+    /// `host` is valid for writes of `bytes` until the scope ends.
+    pub(crate) unsafe fn download_later(
+        &mut self,
+        _stream: sys::CUstream,
+        host: *mut u8,
+        bytes: usize,
+    ) -> Result<u64> {
+        let d = self
+            .alloc(bytes)
+            .map_err(|(op, e)| driver_error(op, None, e))?;
+        self.writes.push((d, host as usize, bytes, 0));
+        Ok(d)
+    }
+
+    /// At the scope's end, after its queue has been waited for: copies the
+    /// written memory back (in the order it was enqueued) and frees
+    /// everything. Memory of a context that was reset is gone: nothing to
+    /// copy or free.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        let mut first: Result<()> = Ok(());
+        let live = |g: u64| g == generation();
+        if let Ok(rt) = crate::runtime::get() {
+            for (d, host, bytes, atomic) in self.writes.drain(..) {
+                let g = self.allocs.iter().find(|(a, _)| *a == d).map_or(0, |x| x.1);
+                if !live(g) {
+                    continue;
+                }
+                let r = if atomic == 0 {
+                    // SAFETY: `host` is valid for writes of `bytes` (the
+                    // scope's borrow, still held); `d` holds `bytes` and the
+                    // work that wrote it has finished.
+                    unsafe { rt.backend.copy_from_device(host as *mut u8, d, bytes) }
+                } else {
+                    current().and_then(|()| {
+                        // SAFETY: as above; `host` holds atomics of `atomic`
+                        // bytes.
+                        unsafe {
+                            super::recover::copy_back(
+                                host as *mut u8,
+                                d,
+                                bytes,
+                                atomic,
+                                "a scope's launch",
+                            )
+                        }
+                    })
+                };
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+        }
+        self.reads.clear();
+        if current().is_ok() {
+            for (d, g) in self.allocs.drain(..) {
+                if live(g) {
+                    // SAFETY: allocated by `alloc`, freed once; the queue
+                    // was waited for, so no work uses it.
+                    let _ = unsafe { result::free_sync(d) };
+                }
+            }
+        }
+        first
+    }
+}
+
+/// A captured graph, not instantiated yet (`cuStreamEndCapture`).
+pub(crate) struct CapturedGraph {
+    raw: sys::CUgraph,
+    generation: u64,
+}
+
+/// An instantiated graph (`cuGraphInstantiate`) and the graph it came from.
+pub(crate) struct CudaGraph {
+    exec: sys::CUgraphExec,
+    graph: CapturedGraph,
+}
+
+// SAFETY: graph handles are used with the context current, as streams.
+unsafe impl Send for CudaGraph {}
+// SAFETY: as above; launching one exec from several threads is ordered by
+// the driver ("each launch is ordered behind ... any previous launches of
+// hGraphExec", `cuGraphLaunch`).
+unsafe impl Sync for CudaGraph {}
+// SAFETY: as above.
+unsafe impl Send for CapturedGraph {}
+
+impl CapturedGraph {
+    /// `cuGraphInstantiateWithFlags(graph, 0)`.
+    pub(crate) fn instantiate(self) -> Result<CudaGraph> {
+        current()?;
+        // SAFETY: `raw` is a graph of the current context from
+        // `cuStreamEndCapture`.
+        let exec =
+            unsafe { result::graph::instantiate(self.raw, sys::CUgraphInstantiate_flags(0)) }
+                .map_err(|e| driver_error("cuGraphInstantiate", None, e))?;
+        Ok(CudaGraph { exec, graph: self })
+    }
+}
+
+impl Drop for CapturedGraph {
+    fn drop(&mut self) {
+        if self.generation == generation() && current().is_ok() {
+            // SAFETY: from `cuStreamEndCapture`, destroyed once; its exec (if
+            // any) is destroyed first (field order of `CudaGraph`'s drop).
+            let _ = unsafe { result::graph::destroy(self.raw) };
+        }
+    }
+}
+
+impl Drop for CudaGraph {
+    fn drop(&mut self) {
+        if self.graph.generation == generation() && current().is_ok() {
+            // SAFETY: from `cuGraphInstantiate`, destroyed once; `Graph`'s
+            // drop waited for its replays.
+            let _ = unsafe { result::graph::exec_destroy(self.exec) };
+        }
+    }
+}
+
+impl CudaQueue {
+    /// Starts capturing the stream (`cuStreamBeginCapture`, thread-local
+    /// mode: other threads may keep calling the driver, this one may not
+    /// synchronize; the caller holds the submit lock).
+    pub(crate) fn begin_capture(&self) -> Result<()> {
+        let stream = self.stream()?;
+        // SAFETY: a stream of the current context, not being captured (the
+        // queue's capture state said so under the submit lock).
+        unsafe {
+            result::stream::begin_capture(
+                stream,
+                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            )
+        }
+        .map_err(|e| driver_error("cuStreamBeginCapture", None, e))
+    }
+
+    /// Ends the capture (`cuStreamEndCapture`); the caller holds the submit
+    /// lock. An error if something in the capture was invalid (then CUDA
+    /// has ended the capture anyway).
+    pub(crate) fn end_capture(&self) -> Result<CapturedGraph> {
+        let stream = self.stream()?;
+        // SAFETY: the stream is being captured (`begin_capture`).
+        let raw = unsafe { result::stream::end_capture(stream) }
+            .map_err(|e| driver_error("cuStreamEndCapture", None, e))?;
+        if raw.is_null() {
+            return Err(Error::Queue {
+                op: "capture a graph",
+                reason: "the driver returned no graph".into(),
+            });
+        }
+        Ok(CapturedGraph {
+            raw,
+            generation: generation(),
+        })
+    }
+
+    /// Enqueues a replay (`cuGraphLaunch`); the caller holds the submit lock.
+    pub(crate) fn launch_graph(&self, g: &CudaGraph) -> Result<()> {
+        if g.graph.generation != generation() {
+            return Err(Error::Queue {
+                op: "launch a graph",
+                reason: "the CUDA context was rebuilt after a fault since the graph was captured; capture it again".into(),
+            });
+        }
+        let stream = self.stream()?;
+        // SAFETY: an exec of the current context; the memory its nodes use
+        // is kept alive by the graph (`queue::graph`).
+        unsafe { result::graph::launch(g.exec, stream) }
+            .map_err(|e| driver_error("cuGraphLaunch", None, e))
+    }
+}
+
+/// What queues need of the backend's state.
+impl Cuda {
+    /// The primary context in use.
+    pub(crate) fn context(&self) -> sys::CUcontext {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).ctx
+    }
+
+    /// Makes the context current on this thread.
+    pub(super) fn make_current(&self) -> Result<()> {
+        drop(self.enter("cuCtxSetCurrent")?);
+        Ok(())
+    }
+
+    /// The function of `kernel`, allowed `shared` bytes of dynamic shared
+    /// memory: the checks a blocking launch makes before it maps anything
+    /// (`Error::KernelNotFound`, `Error::InstanceNotBuilt`,
+    /// `Error::InvalidLaunch`).
+    pub(super) fn prepare(&self, kernel: &'static KernelInfo, shared: u32) -> Result<sys::CUfunction> {
+        let mut st = self.enter("cuCtxSetCurrent")?;
+        let function = st.function(kernel)?;
+        st.allow_dynamic_shared(kernel, function, shared)?;
+        Ok(function.f)
+    }
+
+    /// The panic the device recorded, if any, as the error of `kernel`
+    /// (a name, or candidates), and the record emptied. Call after waiting
+    /// for the work that may have recorded it.
+    pub(super) fn take_panic(&self, kernel: &str) -> Option<Error> {
+        let st = self.enter("cuCtxSetCurrent").ok()?;
+        let recorded = st.panic.as_ref().and_then(|p| p.take(st.stream))?;
+        Some(crate::runtime::launch::divergence_from_record(recorded.into_error(kernel, st.stack_bytes)))
+    }
+
+    /// A sticky fault `e` seen while waiting for queued work of `kernel`:
+    /// its error (the recorded panic, or the driver's), after which the
+    /// context is rebuilt as after a failed blocking launch.
+    pub(super) fn fault(&self, kernel: &str, e: DriverError) -> Error {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let err = crate::runtime::launch::divergence_from_record(super::recover::failed_launch_error(
+            st.panic.as_ref(),
+            kernel,
+            e,
+            st.stack_bytes,
+        ));
+        st.cache.free.clear();
+        st.cache.bytes = 0;
+        match st.rebuild() {
+            Ok(()) => err,
+            Err(rebuild) => Error::Driver {
+                op: "rebuilding the CUDA context after a failed kernel",
+                kernel: Some(kernel.into()),
+                code: 0,
+                name: "CUDA_ERROR_UNKNOWN".into(),
+                text: format!(
+                    "{rebuild}; the kernel's own failure was: {err}. CUDA leaves a context in this state unusable \
+                     until the process ends: restart the program"
+                ),
+                log: None,
+            },
+        }
+    }
+}

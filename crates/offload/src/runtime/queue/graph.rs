@@ -1,0 +1,405 @@
+//! Graphs: a sequence of queued launches and device copies, captured once
+//! (`cuStreamBeginCapture` … `cuStreamEndCapture`, `cuGraphInstantiate`)
+//! and replayed with one call (`cuGraphLaunch`). On the host fallback the
+//! graph is the recorded list of operations, which a replay enqueues.
+//!
+//! A replay writes buffers without borrowing them (the graph keeps their
+//! memory, not a borrow), so unlike a launch it can meet other work on its
+//! buffers that has already looked at their pending work. Every enqueue
+//! that orders itself by buffers (launches, copies) and every blocking use
+//! of a buffer therefore holds [`REPLAYS`] shared while it looks and
+//! registers; a replay holds it exclusively. A replay thus either comes
+//! after such a use (and waits for it as pending work) or before it (and
+//! the use waits for the replay), never in between.
+
+use std::boxed::Box;
+use std::cell::Cell;
+use std::string::String;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::vec::Vec;
+
+use super::track::{self, Resource, Use};
+use super::{Imp, Queue, QueueInner};
+use crate::runtime::error::{Error, Result};
+use crate::runtime::spec::KernelInfo;
+use crate::runtime::cuda::queue::CudaGraph;
+use crate::{DeviceBuffer, DeviceCopy};
+
+/// A recorded host operation, re-runnable (a graph replays it).
+pub(crate) type HostOp = Arc<dyn Fn() -> Result<()> + Send + Sync + 'static>;
+
+/// See the module docs.
+static REPLAYS: RwLock<()> = RwLock::new(());
+
+/// Held while work orders itself by buffers' pending work (see the module
+/// docs).
+pub(crate) fn hold() -> RwLockReadGuard<'static, ()> {
+    REPLAYS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+std::thread_local! {
+    /// This thread is inside [`Queue::capture`].
+    static CAPTURING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// What a capture collects.
+#[derive(Default)]
+pub(crate) struct CaptureState {
+    kernels: Vec<&'static KernelInfo>,
+    /// Device memory the graph uses, and whether it writes it.
+    buffers: Vec<(Arc<Resource>, bool)>,
+    host_ops: Vec<HostOp>,
+}
+
+impl CaptureState {
+    fn keep(&mut self, res: &Arc<Resource>, write: bool) {
+        match self.buffers.iter_mut().find(|(r, _)| Arc::ptr_eq(r, res)) {
+            Some(entry) => entry.1 |= write,
+            None => self.buffers.push((res.clone(), write)),
+        }
+    }
+}
+
+/// Whether `queue` is being captured.
+pub(crate) fn is_capturing(queue: &QueueInner) -> bool {
+    queue
+        .capture
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_some()
+}
+
+/// [`Error::Queue`] for an operation that a capture cannot contain: a
+/// synchronization, an event, a wait, on any queue of a thread that is
+/// capturing (CUDA: `cudaErrorStreamCaptureUnsupported`, which also
+/// invalidates the capture).
+pub(crate) fn refuse_in_capture(queue: &QueueInner, op: &'static str) -> Result<()> {
+    if CAPTURING.with(|c| c.get()) || is_capturing(queue) {
+        return Err(Error::Queue {
+            op,
+            reason: "inside `Queue::capture` only queued launches and `memcpy_dtod` on the captured queue are allowed \
+                     (CUDA forbids synchronizing during stream capture); do it before or after the capture"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// [`Error::Queue`] for queued work on a queue other than the one being
+/// captured, from the capturing thread (its tracking could join the
+/// captured stream with another, which CUDA forbids).
+pub(crate) fn refuse_other_queue_in_capture(op: &'static str) -> Result<()> {
+    if CAPTURING.with(|c| c.get()) {
+        return Err(Error::Queue {
+            op,
+            reason: "inside `Queue::capture` only the captured queue takes work; enqueue on other queues before or \
+                     after the capture"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// [`Error::InvalidLaunch`] for a blocking launch inside a capture.
+pub(crate) fn refuse_blocking_in_capture(kernel: &KernelInfo) -> Result<()> {
+    if CAPTURING.with(|c| c.get()) {
+        return Err(Error::InvalidLaunch {
+            kernel: kernel.path(),
+            reason: "a blocking launch inside `Queue::capture` (it would synchronize, which CUDA forbids during stream \
+                     capture): use `kernel::on(g, …)` with the capture, or launch it before or after"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// [`Error::Queue`] for a blocking copy inside a capture.
+pub(crate) fn refuse_copy_in_capture(op: &'static str) -> Result<()> {
+    if CAPTURING.with(|c| c.get()) {
+        return Err(Error::Queue {
+            op,
+            reason: "a blocking copy inside `Queue::capture` (CUDA forbids synchronous copies during stream capture): \
+                     use `g.memcpy_dtod`, or copy before or after the capture"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// A launch of `kernel` being captured on `queue` with `buffers`.
+pub(crate) fn note_launch<'r>(
+    queue: &QueueInner,
+    kernel: &'static KernelInfo,
+    buffers: impl IntoIterator<Item = (&'r Arc<Resource>, bool)>,
+) {
+    let mut c = queue.capture.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = c.as_mut() {
+        if !c.kernels.iter().any(|k| core::ptr::eq(*k, kernel)) {
+            c.kernels.push(kernel);
+        }
+        for (r, w) in buffers {
+            c.keep(r, w);
+        }
+    }
+}
+
+/// A copy being captured on `queue`.
+pub(crate) fn note_copy(queue: &QueueInner, keep: &[(&Arc<Resource>, bool)]) {
+    let mut c = queue.capture.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = c.as_mut() {
+        for &(r, w) in keep {
+            c.keep(r, w);
+        }
+    }
+}
+
+/// Host fallback: an operation captured on `queue`.
+pub(crate) fn push_host_op(queue: &QueueInner, op: HostOp) {
+    if let Some(c) = queue
+        .capture
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+    {
+        c.host_ops.push(op);
+    }
+}
+
+/// What [`Queue::capture`] hands its closure: enqueue on it as on a bare
+/// queue (`kernel::on(g, …)` with values and [`DeviceBuffer`]s,
+/// [`memcpy_dtod`](Self::memcpy_dtod)); nothing runs until the graph is
+/// launched.
+pub struct Capture<'q> {
+    queue: &'q Queue,
+}
+
+impl Capture<'_> {
+    pub(crate) fn queue(&self) -> &Arc<QueueInner> {
+        &self.queue.inner
+    }
+
+    /// Captures a copy of `src` into `dst` (`cuMemcpyDtoDAsync`).
+    ///
+    /// # Errors
+    /// As [`Queue::memcpy_dtod`].
+    pub fn memcpy_dtod<T: DeviceCopy>(
+        &self,
+        src: &DeviceBuffer<T>,
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        self.queue.memcpy_dtod(src, dst)
+    }
+}
+
+impl core::fmt::Debug for Capture<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Capture")
+            .field("queue", &self.queue)
+            .finish()
+    }
+}
+
+/// A captured sequence of launches and device copies; replay it with
+/// [`launch`](Self::launch). See [`Queue::capture`].
+pub struct Graph {
+    imp: GraphImp,
+    kernels: Vec<&'static KernelInfo>,
+    /// The device memory it uses (kept alive) and whether it writes it.
+    buffers: Vec<(Arc<Resource>, bool)>,
+    /// Replays not known to be finished.
+    replays: Mutex<Vec<Use>>,
+}
+
+enum GraphImp {
+    Host(Arc<[HostOp]>),
+    Cuda(CudaGraph),
+}
+
+impl Queue {
+    /// Captures the launches and device copies that `f` enqueues on the
+    /// [`Capture`] it gets, without running them, into a [`Graph`]
+    /// (`cuStreamBeginCapture` in `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL`,
+    /// `cuStreamEndCapture`, `cuGraphInstantiate`).
+    ///
+    /// ```ignore
+    /// let graph = q.capture(|g| {
+    ///     jacobi::on(g, cfg, &a, &mut b)?;
+    ///     jacobi::on(g, cfg, &b, &mut a)?;
+    ///     Ok(())
+    /// })?;
+    /// for _ in 0..250 { graph.launch(&q)?; }
+    /// ```
+    ///
+    /// The graph replays exactly what was captured: the same values and
+    /// the same buffers (to run with others, capture another graph). It
+    /// keeps the memory of its buffers alive: a `DeviceBuffer` dropped
+    /// before the graph is freed after the graph.
+    ///
+    /// # Errors
+    /// `f`'s error (nothing is kept); [`Error::Queue`] if the queue is
+    /// already being captured or inside `f` for what a capture cannot hold
+    /// (host memory, synchronizations, blocking launches and copies);
+    /// [`Error::Driver`] if capturing or instantiating fails.
+    pub fn capture(&self, f: impl FnOnce(&Capture<'_>) -> Result<()>) -> Result<Graph> {
+        refuse_in_capture(&self.inner, "capture a graph")?;
+        {
+            let seq = self.inner.lock_submit();
+            if is_capturing(&self.inner) {
+                return Err(Error::Queue {
+                    op: "capture a graph",
+                    reason: "the queue is already being captured".into(),
+                });
+            }
+            if let Imp::Cuda(c) = &self.inner.imp {
+                // A fence for the work before the capture: nothing can be
+                // recorded on the stream for it while it is captured (an
+                // event recorded then would be a node of the graph).
+                if !self.inner.progress.is_done(*seq) {
+                    c.fence(&self.inner.progress, *seq)?;
+                }
+            }
+            *self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(CaptureState::default());
+            if let Imp::Cuda(c) = &self.inner.imp {
+                if let Err(e) = c.begin_capture() {
+                    *self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    return Err(e);
+                }
+            }
+        }
+        CAPTURING.with(|c| c.set(true));
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&Capture { queue: self })));
+        CAPTURING.with(|c| c.set(false));
+        let state = self
+            .inner
+            .capture
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default();
+        let ended = match &self.inner.imp {
+            Imp::Cuda(c) => {
+                let _seq = self.inner.lock_submit();
+                c.end_capture().map(Some)
+            }
+            Imp::Host(_) => Ok(None),
+        };
+        let result = match result {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(r) => r,
+        };
+        let graph = ended?;
+        result?;
+        let imp = match graph {
+            Some(g) => GraphImp::Cuda(g.instantiate()?),
+            None => GraphImp::Host(state.host_ops.into()),
+        };
+        Ok(Graph {
+            imp,
+            kernels: state.kernels,
+            buffers: state.buffers,
+            replays: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Graph {
+    /// Enqueues one replay of the graph on `q` (`cuGraphLaunch`; host
+    /// fallback: its operations, in order). Returns at once. Ordered with
+    /// the pending work of its buffers like a launch; host access to them
+    /// waits for it; errors arrive at `q`'s next synchronization, naming the
+    /// graph's kernels.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if `cuGraphLaunch` fails; [`Error::Queue`] inside
+    /// a capture.
+    pub fn launch(&self, q: &Queue) -> Result<()> {
+        refuse_in_capture(&q.inner, "launch a graph")?;
+        let _replays = REPLAYS.write().unwrap_or_else(|e| e.into_inner());
+        let queue = &q.inner;
+        let mut seq = queue.lock_submit();
+        let buffers: Vec<(&track::Tracker, bool)> =
+            self.buffers.iter().map(|(r, w)| (&r.tracker, *w)).collect();
+        track::order_before(queue, &mut seq, buffers.iter().copied())?;
+        match (&queue.imp, &self.imp) {
+            (Imp::Host(h), GraphImp::Host(ops)) => {
+                let ops = ops.clone();
+                *seq += 1;
+                h.send(
+                    *seq,
+                    Box::new(move || {
+                        let mut first = Ok(());
+                        for op in ops.iter() {
+                            let r = op();
+                            if first.is_ok() {
+                                first = r;
+                            }
+                        }
+                        first
+                    }),
+                );
+            }
+            (Imp::Cuda(c), GraphImp::Cuda(g)) => {
+                c.launch_graph(g)?;
+                *seq += 1;
+                for k in &self.kernels {
+                    c.note_kernel(queue.id, k);
+                }
+            }
+            _ => unreachable!("one process has one backend"),
+        }
+        for (t, write) in buffers {
+            t.record(queue, *seq, write);
+        }
+        // One entry per queue: a queue runs its replays in order, so its
+        // latest covers the earlier ones. (An entry per replay made every
+        // launch check all the replays not known to be finished, a lock
+        // each on CUDA: quadratic in the replays between synchronizations.)
+        let mut replays = self.replays.lock().unwrap_or_else(|e| e.into_inner());
+        match replays.iter_mut().find(|u| Arc::ptr_eq(&u.queue, queue)) {
+            Some(u) => u.seq = *seq,
+            None => {
+                replays.retain(|u| !u.queue.is_done(u.seq));
+                replays.push(Use {
+                    queue: queue.clone(),
+                    seq: *seq,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// How many replays the graph's drop would wait for (tests).
+    #[doc(hidden)]
+    pub fn pending_replays(&self) -> usize {
+        self.replays.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// The kernels the graph launches, as paths (`app::jacobi`).
+    pub fn kernels(&self) -> Vec<String> {
+        self.kernels.iter().map(|k| k.path()).collect()
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        for u in self
+            .replays
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            u.queue.wait_host(u.seq);
+        }
+    }
+}
+
+impl core::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Graph")
+            .field("kernels", &self.kernels())
+            .field("buffers", &self.buffers.len())
+            .finish()
+    }
+}

@@ -1,0 +1,668 @@
+//! Asynchronous execution (docs/async.md), written once for every backend:
+//! under plain `cargo test` the kernels run on the host fallback's queue
+//! workers; under `cargo offload test` with a GPU on CUDA streams. Every
+//! result is compared with values computed here on the host.
+//!
+//! Ordering tests use `churn`, a kernel slow enough (tens of milliseconds)
+//! that work which did not wait for it would see the data before it wrote
+//! it.
+// `offload::Error` is large (it carries the driver's texts); closures
+// returning `offload::Result` are what scopes and captures take.
+#![allow(clippy::result_large_err)]
+
+use offload::prelude::*;
+use offload::LaunchConfig;
+#[offload::host]
+use offload::Error;
+
+/// The 64-bit LCG of Knuth's MMIX, `iters` steps from `v`.
+fn lcg(mut v: u64, iters: u32) -> u64 {
+    let mut i = 0;
+    while i < iters {
+        v = v.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        i += 1;
+    }
+    v
+}
+
+/// `out[i] = lcg(seed + i, iters)`.
+#[kernel]
+fn churn(iters: u32, seed: u64, out: &mut [u64]) {
+    if let Some((i, o)) = out.at_thread() {
+        *o = lcg(seed + i as u64, iters);
+    }
+}
+
+/// `out[i] = lcg(x[i], iters)`: reads `x` for a long time.
+#[kernel(same_len(x, out))]
+fn mix(iters: u32, x: &[u64], out: &mut [u64]) {
+    if let Some((i, o)) = out.at_thread() {
+        *o = lcg(x[i], iters);
+    }
+}
+
+/// `y[i] = x[i] + k`.
+#[kernel(same_len(x, y))]
+fn plus(k: u64, x: &[u64], y: &mut [u64]) {
+    if let Some((i, yi)) = y.at_thread() {
+        *yi = x[i].wrapping_add(k);
+    }
+}
+
+/// `y[i] = v`.
+#[kernel]
+fn fill(v: u64, y: &mut [u64]) {
+    if let Some((_, yi)) = y.at_thread() {
+        *yi = v;
+    }
+}
+
+/// `y = a·x + y`.
+#[kernel(same_len(x, y))]
+fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+    if let Some((i, yi)) = y.at_thread() {
+        *yi += a * x[i];
+    }
+}
+
+/// Panics in the thread of index `bad`; the others write `i`.
+#[kernel]
+fn panics_at(bad: u32, out: &mut [u32]) {
+    if let Some((i, o)) = out.at_thread() {
+        if i as u32 == bad {
+            panic!("bad index {i}"); // MARK:panics_at
+        }
+        *o = i as u32;
+    }
+}
+
+/// One Jacobi step in 1-D with fixed ends: `b[i] = (a[i-1] + a[i] + a[i+1]) / 3`.
+#[kernel(same_len(a, b))]
+fn relax(a: &[f64], b: &mut [f64]) {
+    let n = a.len();
+    if let Some((i, bi)) = b.at_thread() {
+        *bi = if i == 0 || i + 1 == n { a[i] } else { (a[i - 1] + a[i] + a[i + 1]) / 3.0 };
+    }
+}
+
+/// `v[i] *= k`, for any float.
+#[kernel]
+fn scale<T>(k: T, v: &mut [T])
+where
+    T: DeviceCopy + core::ops::Mul<Output = T>,
+{
+    if let Some((_, x)) = v.at_thread() {
+        *x = *x * k;
+    }
+}
+
+/// `out = *r + x`: a `&T` parameter (host memory, only in a scope).
+#[kernel(same_len(x, out))]
+fn add_ref(r: &f64, x: &[f64], out: &mut [f64]) {
+    if let Some((i, o)) = out.at_thread() {
+        *o = *r + x[i];
+    }
+}
+
+mod kernels {
+    use offload::prelude::*;
+
+    /// `v[i] = 2 v[i]`, from a module, crate-visible.
+    #[kernel]
+    pub(crate) fn twice(v: &mut [u32]) {
+        if let Some((_, x)) = v.at_thread() {
+            *x *= 2;
+        }
+    }
+}
+
+mod outer {
+    /// A value type one module up from its kernel.
+    #[derive(Clone, Copy, offload::DeviceCopy)]
+    #[repr(C)]
+    pub struct Pair {
+        pub a: u32,
+        pub b: u32,
+    }
+
+    pub mod inner {
+        use offload::prelude::*;
+
+        /// A value type in the kernel's own module.
+        #[derive(Clone, Copy, offload::DeviceCopy)]
+        #[repr(C)]
+        pub struct Scale(pub u32);
+
+        /// `out[i] = (p.a + p.b) · s + i`: `super::` and `self::` paths in the
+        /// signature mean the same in the queued form.
+        #[kernel]
+        pub fn pair_sum(p: super::Pair, s: self::Scale, out: &mut [u32]) {
+            if let Some((i, o)) = out.at_thread() {
+                *o = (p.a + p.b) * s.0 + i as u32;
+            }
+        }
+    }
+}
+
+const N: usize = 256;
+
+/// Steps of `churn` that take tens of milliseconds: about 50 ms for `N`
+/// threads on the host fallback (debug build), about 100 ms on an H200.
+#[offload::host]
+fn slow() -> u32 {
+    match offload::backend().map(|b| b.kind) {
+        Ok(offload::BackendKind::Cuda) => 20_000_000,
+        _ => 100_000,
+    }
+}
+
+/// `lcg(v, n)` computed independently, in O(log n): `n` steps of
+/// `x -> a x + c` are the affine map `x -> A x + C`, built by squaring.
+#[offload::host]
+fn lcg_jump(v: u64, mut n: u32) -> u64 {
+    let (mut a, mut c) = (6364136223846793005u64, 1442695040888963407u64);
+    let (mut big_a, mut big_c) = (1u64, 0u64);
+    while n > 0 {
+        if n & 1 == 1 {
+            // Apply (a, c) after (A, C): x -> a (A x + C) + c.
+            big_a = a.wrapping_mul(big_a);
+            big_c = a.wrapping_mul(big_c).wrapping_add(c);
+        }
+        // (a, c) ∘ (a, c): x -> a (a x + c) + c.
+        c = a.wrapping_mul(c).wrapping_add(c);
+        a = a.wrapping_mul(a);
+        n >>= 1;
+    }
+    big_a.wrapping_mul(v).wrapping_add(big_c)
+}
+
+#[test]
+fn the_jump_matches_the_steps() {
+    for (v, n) in [(0u64, 0u32), (1, 1), (7, 2), (12345, 1000), (u64::MAX, 77_777)] {
+        assert_eq!(lcg_jump(v, n), lcg(v, n), "v {v}, n {n}");
+    }
+}
+
+#[offload::host]
+fn cfg() -> LaunchConfig {
+    for_len(N)
+}
+
+#[offload::host]
+fn expected_churn(seed: u64, iters: u32) -> Vec<u64> {
+    (0..N as u64).map(|i| lcg_jump(seed + i, iters)).collect()
+}
+
+/// The message of a panic whose text has arguments, `formatted` as the
+/// host prints it: the host fallback and GPU builds with debug assertions
+/// format it; optimized GPU builds report
+/// [`offload::UNFORMATTED_PANIC_MESSAGE`] instead (a documented limitation,
+/// docs/device-model.md, "Panics"). offload's device code is built with
+/// this test's profile, so `cfg!(debug_assertions)` here is the device's.
+#[offload::host]
+fn panic_message(formatted: String) -> String {
+    match offload::backend().map(|b| b.kind) {
+        Ok(offload::BackendKind::Cuda) if !cfg!(debug_assertions) => offload::UNFORMATTED_PANIC_MESSAGE.into(),
+        _ => formatted,
+    }
+}
+
+/// `file:line:column` of the line of this file marked `// MARK:<mark>`,
+/// found in the source text, the column that of its `panic!`.
+#[offload::host]
+fn panic_site(mark: &str) -> String {
+    let needle = format!("// MARK:{mark}");
+    let (n, line) = include_str!("queue.rs")
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.trim_end().ends_with(&needle) && l.contains("panic!("))
+        .expect("the marked panic");
+    format!("{}:{}:{}", file!(), n + 1, line.find("panic!(").expect("panic!") + 1)
+}
+
+/// `r` is the panic of `panics_at` in thread `bad` of a launch with
+/// `cfg`: every field, on every backend (the message as
+/// [`panic_message`] says).
+#[offload::host]
+#[track_caller]
+fn assert_panics_at(r: &offload::Result<()>, cfg: LaunchConfig, bad: u32) {
+    let Err(Error::KernelPanic { kernel, message, location, block, thread }) = r else {
+        panic!("expected the panic of `panics_at` in thread {bad}, got {r:?}");
+    };
+    let per_block = cfg.block.x;
+    assert_eq!(kernel, "queue::panics_at");
+    assert_eq!(*message, panic_message(format!("bad index {bad}")));
+    assert_eq!(*location, panic_site("panics_at"));
+    assert_eq!(*block, format!("({}, 0, 0)", bad / per_block));
+    assert_eq!(*thread, format!("({}, 0, 0)", bad % per_block));
+}
+
+#[test]
+fn queued_launches_return_at_once_and_run_in_order() {
+    let q = Queue::new().unwrap();
+    let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    churn::on(&q, cfg(), slow(), 7, &mut a).unwrap();
+    let e = q.record().unwrap();
+    assert!(!e.is_complete(), "the launch waited for its kernel");
+    plus::on(&q, cfg(), 5, &a, &mut b).unwrap();
+    plus::on(&q, cfg(), 1, &b, &mut a).unwrap();
+    q.synchronize().unwrap();
+    let want_b: Vec<u64> = expected_churn(7, slow()).iter().map(|v| v.wrapping_add(5)).collect();
+    let want_a: Vec<u64> = want_b.iter().map(|v| v.wrapping_add(1)).collect();
+    assert_eq!(b.to_vec().unwrap(), want_b);
+    assert_eq!(a.to_vec().unwrap(), want_a);
+}
+
+#[test]
+fn an_event_orders_another_queue() {
+    let (q1, q2) = (Queue::new().unwrap(), Queue::new().unwrap());
+    let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    churn::on(&q1, cfg(), slow(), 1, &mut a).unwrap();
+    let e1 = q1.record().unwrap();
+    q2.wait(&e1).unwrap();
+    let e2 = q2.record().unwrap();
+    e2.synchronize().unwrap();
+    assert!(e1.is_complete(), "q2 reached its event before q1's event it waited for");
+    let t = e1.elapsed_ms(&e2).unwrap();
+    assert!((0.0..60_000.0).contains(&t), "{t} ms between events");
+    assert_eq!(a.to_vec().unwrap(), expected_churn(1, slow()));
+}
+
+/// Waiting for an event (its future, `elapsed_ms`, `is_complete`) is
+/// about the event's own point, not a later point of its queue: with work
+/// four times as long enqueued after the event, the wait returns while that
+/// work still runs. (On CUDA both used to wait for an event recorded at the
+/// time of the call, i.e. for the later work too.) Each round returns
+/// `(time to the event, time to the end of the later work)`.
+#[test]
+fn an_event_is_waited_for_without_the_work_after_it() {
+    fn round(seed: u64, wait: &dyn Fn(&Event, &Event)) -> (std::time::Duration, std::time::Duration) {
+        let q = Queue::new().unwrap();
+        let (mut a, mut b) = (DeviceBuffer::<u64>::zeroed(N).unwrap(), DeviceBuffer::<u64>::zeroed(N).unwrap());
+        let start = q.record().unwrap();
+        churn::on(&q, cfg(), slow(), seed, &mut a).unwrap();
+        let e = q.record().unwrap();
+        churn::on(&q, cfg(), 4 * slow(), seed + 1, &mut b).unwrap();
+        let later = q.record().unwrap();
+        let t0 = std::time::Instant::now();
+        wait(&start, &e);
+        let to_event = t0.elapsed();
+        assert!(e.is_complete(), "the event was waited for");
+        later.synchronize().unwrap();
+        assert!(later.is_complete());
+        assert_eq!(a.to_vec().unwrap(), expected_churn(seed, slow()));
+        (to_event, t0.elapsed())
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let (to_event, to_end) = round(20, &|_, e| rt.block_on(async { e.await.unwrap() }));
+    assert!(to_event < to_end / 2, "awaiting the event took {to_event:?} of {to_end:?}: it waited for the later work");
+    let (to_event, to_end) = round(30, &|start, e| {
+        let ms = start.elapsed_ms(e).unwrap();
+        assert!(ms > 0.0, "{ms} ms from the start to the event, across a kernel");
+    });
+    assert!(to_event < to_end / 2, "elapsed_ms took {to_event:?} of {to_end:?}: it waited for the later work");
+}
+
+#[test]
+fn a_buffer_orders_a_read_on_another_queue_after_its_write() {
+    let (q1, q2) = (Queue::new().unwrap(), Queue::new().unwrap());
+    let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    churn::on(&q1, cfg(), slow(), 2, &mut a).unwrap();
+    // No event: `a`'s pending write orders it.
+    plus::on(&q2, cfg(), 1, &a, &mut b).unwrap();
+    q2.synchronize().unwrap();
+    let want: Vec<u64> = expected_churn(2, slow()).iter().map(|v| v.wrapping_add(1)).collect();
+    assert_eq!(b.to_vec().unwrap(), want);
+}
+
+#[test]
+fn a_buffer_orders_a_write_on_another_queue_after_its_reads() {
+    let (q1, q2) = (Queue::new().unwrap(), Queue::new().unwrap());
+    let before: Vec<u64> = (0..N as u64).map(|i| i * 3 + 1).collect();
+    let mut a = DeviceBuffer::from_slice(&before).unwrap();
+    let mut r = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    mix::on(&q1, cfg(), slow(), &a, &mut r).unwrap();
+    fill::on(&q2, cfg(), 99, &mut a).unwrap();
+    q2.synchronize().unwrap();
+    q1.synchronize().unwrap();
+    let want: Vec<u64> = before.iter().map(|&v| lcg_jump(v, slow())).collect();
+    assert_eq!(r.to_vec().unwrap(), want, "the write overtook the read");
+    assert_eq!(a.to_vec().unwrap(), vec![99; N]);
+}
+
+#[test]
+fn host_access_waits_for_pending_work() {
+    let q = Queue::new().unwrap();
+    let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    churn::on(&q, cfg(), slow(), 3, &mut a).unwrap();
+    // No synchronize: `to_vec` waits for the pending write.
+    assert_eq!(a.to_vec().unwrap(), expected_churn(3, slow()));
+    // A blocking launch waits too.
+    churn::on(&q, cfg(), slow(), 4, &mut a).unwrap();
+    let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    plus(cfg(), 2, &a, &mut b).unwrap();
+    let want: Vec<u64> = expected_churn(4, slow()).iter().map(|v| v.wrapping_add(2)).collect();
+    assert_eq!(b.to_vec().unwrap(), want);
+    // And an overwrite from the host waits for a pending read.
+    let before = a.to_vec().unwrap();
+    let mut r = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    mix::on(&q, cfg(), slow(), &a, &mut r).unwrap();
+    a.copy_from_slice(&vec![0; N]).unwrap();
+    let want: Vec<u64> = before.iter().map(|&v| lcg_jump(v, slow())).collect();
+    assert_eq!(r.to_vec().unwrap(), want);
+}
+
+#[test]
+fn a_buffer_dropped_while_in_use_is_freed_after_its_work() {
+    let q = Queue::new().unwrap();
+    let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    churn::on(&q, cfg(), slow(), 5, &mut a).unwrap();
+    let addr = a.addr();
+    drop(a);
+    assert!(offload::__private::graveyard_holds(addr), "freed under a running kernel");
+    q.synchronize().unwrap();
+    assert!(!offload::__private::graveyard_holds(addr), "still held after its work finished");
+}
+
+#[test]
+fn a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on() {
+    let q = Queue::new().unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(64).unwrap();
+    panics_at::on(&q, for_len(64), 37, &mut out).unwrap();
+    assert_panics_at(&q.synchronize(), for_len(64), 37);
+    // Reported once; the queue works on.
+    q.synchronize().unwrap();
+    let mut v = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    fill::on(&q, cfg(), 11, &mut v).unwrap();
+    q.synchronize().unwrap();
+    assert_eq!(v.to_vec().unwrap(), vec![11; N]);
+    // An event reports it too.
+    panics_at::on(&q, for_len(64), 3, &mut out).unwrap();
+    let e = q.record().unwrap();
+    assert_panics_at(&e.synchronize(), for_len(64), 3);
+    q.synchronize().unwrap();
+}
+
+#[test]
+fn launch_checks_fail_at_once() {
+    let q = Queue::new().unwrap();
+    let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let r = fill::on(&q, LaunchConfig::new(1u32, 4096u32), 1, &mut a);
+    assert!(matches!(r, Err(Error::InvalidLaunch { .. })), "{r:?}");
+    let x = DeviceBuffer::<u64>::zeroed(N - 1).unwrap();
+    let r = plus::on(&q, cfg(), 1, &x, &mut a);
+    assert!(matches!(&r, Err(Error::InvalidLaunch { reason, .. }) if reason.contains("same_len")), "{r:?}");
+    let p = PinnedBuffer::<u64>::zeroed(3).unwrap();
+    let r = q.memcpy_htod(&p, &mut a);
+    assert!(matches!(r, Err(Error::Memory { .. })), "{r:?}");
+    q.synchronize().unwrap();
+}
+
+#[test]
+fn a_scope_borrows_host_memory_until_it_ends() {
+    let q = Queue::new().unwrap();
+    let n = 1000;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut y: Vec<f32> = (0..n).map(|i| (2 * i) as f32).collect();
+    let mut d = DeviceBuffer::<f32>::zeroed(n).unwrap();
+    let mut out = vec![0f32; n];
+    let r = 0.5f64;
+    let xd: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let mut sum = vec![0f64; n];
+    offload::scope(&q, |s| {
+        saxpy::on(s, for_len(n), 3.0, &x, &mut y)?;
+        s.memcpy_htod(&x, &mut d)?;
+        saxpy::on(s, for_len(n), 2.0, &x, &mut d)?;
+        s.memcpy_dtoh(&d, &mut out)?;
+        add_ref::on(s, for_len(n), &r, &xd, &mut sum)?;
+        Ok(())
+    })
+    .unwrap();
+    for i in 0..n {
+        assert_eq!(y[i], 3.0 * i as f32 + (2 * i) as f32, "y[{i}]");
+        assert_eq!(out[i], 3.0 * i as f32, "out[{i}]");
+        assert_eq!(sum[i], 0.5 + i as f64, "sum[{i}]");
+    }
+}
+
+#[test]
+fn a_scope_returns_the_closures_error_or_the_queues() {
+    let q = Queue::new().unwrap();
+    let mut v = vec![0u64; N];
+    let r: offload::Result<()> = offload::scope(&q, |s| {
+        churn::on(s, cfg(), slow(), 9, &mut v)?;
+        Err(Error::Memory { op: "test", reason: "the closure's own error".into() })
+    });
+    assert!(matches!(&r, Err(Error::Memory { reason, .. }) if reason == "the closure's own error"), "{r:?}");
+    // It waited: the launch's result is in `v`.
+    assert_eq!(v, expected_churn(9, slow()));
+    let mut out = vec![0u32; 64];
+    let r = offload::scope(&q, |s| panics_at::on(s, for_len(64), 5, &mut out));
+    assert_panics_at(&r, for_len(64), 5);
+}
+
+#[test]
+fn pinned_copies_are_queued_and_ordered() {
+    let q = Queue::new().unwrap();
+    let src: Vec<u64> = (0..N as u64).map(|i| i * i).collect();
+    let p = PinnedBuffer::from_slice(&src).unwrap();
+    let mut d = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut d2 = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut back = PinnedBuffer::<u64>::zeroed(N).unwrap();
+    q.memcpy_htod(&p, &mut d).unwrap();
+    plus::on(&q, cfg(), 10, &d, &mut d2).unwrap();
+    q.memcpy_dtod(&d2, &mut d).unwrap();
+    q.memcpy_dtoh(&d, &mut back).unwrap();
+    // Reading `back` waits for the copy into it.
+    let want: Vec<u64> = src.iter().map(|v| v + 10).collect();
+    assert_eq!(&back[..], &want[..]);
+}
+
+#[test]
+fn dropping_a_queue_waits_for_its_work() {
+    let q = Queue::new().unwrap();
+    let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    churn::on(&q, cfg(), slow(), 6, &mut a).unwrap();
+    let e = q.record().unwrap();
+    drop(q);
+    assert!(e.is_complete(), "the queue was dropped before its work finished");
+    assert_eq!(a.to_vec().unwrap(), expected_churn(6, slow()));
+}
+
+#[test]
+fn generic_and_module_kernels_have_queued_forms() {
+    let q = Queue::new().unwrap();
+    let mut f = DeviceBuffer::from_slice(&[1.5f32, -2.0, 4.0]).unwrap();
+    let mut g = DeviceBuffer::from_slice(&[1.5f64, -2.0, 4.0]).unwrap();
+    scale::on(&q, for_len(3), 2.0f32, &mut f).unwrap();
+    scale::on::<f64, _>(&q, for_len(3), -0.5, &mut g).unwrap();
+    let mut u = DeviceBuffer::from_slice(&[1u32, 2, 3]).unwrap();
+    kernels::twice::on(&q, for_len(3), &mut u).unwrap();
+    use kernels::twice;
+    twice::on(&q, for_len(3), &mut u).unwrap();
+    twice(for_len(3), &mut u).unwrap();
+    q.synchronize().unwrap();
+    assert_eq!(f.to_vec().unwrap(), vec![3.0, -4.0, 8.0]);
+    assert_eq!(g.to_vec().unwrap(), vec![-0.75, 1.0, -2.0]);
+    assert_eq!(u.to_vec().unwrap(), vec![8, 16, 24]);
+    let mut o = DeviceBuffer::<u32>::zeroed(4).unwrap();
+    let (p, s) = (outer::Pair { a: 2, b: 5 }, outer::inner::Scale(3));
+    outer::inner::pair_sum::on(&q, for_len(4), p, s, &mut o).unwrap();
+    assert_eq!(o.to_vec().unwrap(), vec![21, 22, 23, 24]);
+}
+
+/// A kernel declared in a function body (compiled on both passes, so that
+/// the device image has it) has its queued form there too.
+fn local_kernel() {
+    #[kernel]
+    fn local_inc(v: &mut [u32]) {
+        if let Some((i, x)) = v.at_thread() {
+            *x += i as u32;
+        }
+    }
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    {
+        let q = Queue::new().unwrap();
+        let mut u = DeviceBuffer::from_slice(&[5u32, 6, 7]).unwrap();
+        local_inc::on(&q, for_len(3), &mut u).unwrap();
+        assert_eq!(u.to_vec().unwrap(), vec![5, 7, 9]);
+    }
+}
+
+#[test]
+fn a_kernel_in_a_function_body_has_a_queued_form() {
+    local_kernel();
+}
+
+/// The same steps on the host, in f64 as the kernel computes them.
+#[offload::host]
+fn relax_host(a: &[f64]) -> Vec<f64> {
+    let n = a.len();
+    (0..n).map(|i| if i == 0 || i + 1 == n { a[i] } else { (a[i - 1] + a[i] + a[i + 1]) / 3.0 }).collect()
+}
+
+#[test]
+fn a_graph_replays_its_launches() {
+    let q = Queue::new().unwrap();
+    let n = 300;
+    let init: Vec<f64> = (0..n).map(|i| if i % 7 == 0 { 1.0 } else { 0.0 }).collect();
+    let mut a = DeviceBuffer::from_slice(&init).unwrap();
+    let mut b = DeviceBuffer::<f64>::zeroed(n).unwrap();
+    let graph = q
+        .capture(|g| {
+            relax::on(g, for_len(n), &a, &mut b)?;
+            relax::on(g, for_len(n), &b, &mut a)?;
+            Ok(())
+        })
+        .unwrap();
+    // Nothing ran during the capture.
+    assert_eq!(a.to_vec().unwrap(), init);
+    for _ in 0..10 {
+        graph.launch(&q).unwrap();
+    }
+    let mut want = init.clone();
+    for _ in 0..20 {
+        want = relax_host(&want);
+    }
+    // Host access waits for the replays (no synchronize).
+    assert_eq!(a.to_vec().unwrap(), want);
+    q.synchronize().unwrap();
+    assert_eq!(graph.kernels().len(), 1);
+}
+
+#[test]
+fn a_graph_keeps_its_buffers_and_refuses_what_it_cannot_hold() {
+    let q = Queue::new().unwrap();
+    let init: Vec<u64> = (0..N as u64).collect();
+    let a = DeviceBuffer::from_slice(&init).unwrap();
+    let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut c = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let graph = q
+        .capture(|g| {
+            plus::on(g, cfg(), 1, &a, &mut b)?;
+            g.memcpy_dtod(&b, &mut c)?;
+            plus::on(g, cfg(), 1, &c, &mut b)?;
+            Ok(())
+        })
+        .unwrap();
+    // The graph keeps `c`'s memory: the replay below still copies through it.
+    drop(c);
+    graph.launch(&q).unwrap();
+    let want: Vec<u64> = init.iter().map(|v| v + 2).collect();
+    assert_eq!(b.to_vec().unwrap(), want);
+    // Inside a capture: no synchronization, blocking launch, other queue.
+    let other = Queue::new().unwrap();
+    let r = q.capture(|g| {
+        let e = g_sync(&q);
+        assert!(matches!(e, Err(Error::Queue { .. })), "{e:?}");
+        let e = plus(cfg(), 1, &a, &mut b);
+        assert!(matches!(e, Err(Error::InvalidLaunch { .. })), "{e:?}");
+        let e = plus::on(&other, cfg(), 1, &a, &mut b);
+        assert!(matches!(e, Err(Error::Queue { .. })), "{e:?}");
+        let e = b.to_vec();
+        assert!(matches!(e, Err(Error::Queue { .. })), "{e:?}");
+        plus::on(g, cfg(), 1, &a, &mut b)
+    });
+    assert!(r.is_ok(), "{r:?}");
+    q.synchronize().unwrap();
+    drop(graph);
+}
+
+#[test]
+fn a_graph_replayed_many_times_keeps_one_pending_replay_per_queue() {
+    let q = Queue::new().unwrap();
+    let other = Queue::new().unwrap();
+    // Both queues busy first, so that no replay below finishes early.
+    let mut busy = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut busy2 = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    churn::on(&q, cfg(), slow(), 8, &mut busy).unwrap();
+    churn::on(&other, cfg(), slow(), 9, &mut busy2).unwrap();
+    let init: Vec<u64> = (0..N as u64).collect();
+    let mut a = DeviceBuffer::from_slice(&init).unwrap();
+    let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let graph = q
+        .capture(|g| {
+            plus::on(g, cfg(), 1, &a, &mut b)?;
+            plus::on(g, cfg(), 1, &b, &mut a)
+        })
+        .unwrap();
+    for _ in 0..300 {
+        graph.launch(&q).unwrap();
+    }
+    // On another queue the replays are ordered after q's by the buffers.
+    for _ in 0..300 {
+        graph.launch(&other).unwrap();
+    }
+    // The drop waits for the latest replay of each queue, which covers
+    // the earlier ones; the list does not grow with every launch.
+    assert!(graph.pending_replays() <= 2, "{} pending replays kept", graph.pending_replays());
+    let want: Vec<u64> = init.iter().map(|v| v + 1200).collect();
+    assert_eq!(a.to_vec().unwrap(), want);
+    q.synchronize().unwrap();
+    other.synchronize().unwrap();
+    drop(graph);
+    assert_eq!(busy.to_vec().unwrap(), expected_churn(8, slow()));
+}
+
+#[offload::host]
+fn g_sync(q: &Queue) -> offload::Result<()> {
+    q.synchronize()
+}
+
+#[test]
+fn futures_complete_on_tokio() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    rt.block_on(async {
+        let q = Queue::new().unwrap();
+        let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+        churn::on(&q, cfg(), slow(), 8, &mut a).unwrap();
+        let e = q.record().unwrap();
+        // Spawned: the future is `Send + 'static`.
+        let waited = tokio::spawn(e.into_future_checked()).await.unwrap();
+        waited.unwrap();
+        assert_eq!(a.to_vec().unwrap(), expected_churn(8, slow()));
+        let mut out = DeviceBuffer::<u32>::zeroed(64).unwrap();
+        panics_at::on(&q, for_len(64), 2, &mut out).unwrap();
+        let r = q.synchronize_async().await;
+        assert_panics_at(&r, for_len(64), 2);
+        fill::on(&q, cfg(), 4, &mut a).unwrap();
+        let e = q.record().unwrap();
+        (&e).await.unwrap();
+        e.await.unwrap();
+        assert_eq!(a.to_vec().unwrap(), vec![4; N]);
+    });
+}
+
+#[offload::host]
+trait IntoFutureChecked {
+    fn into_future_checked(self) -> offload::Wait;
+}
+
+#[offload::host]
+impl IntoFutureChecked for offload::Event {
+    fn into_future_checked(self) -> offload::Wait {
+        std::future::IntoFuture::into_future(self)
+    }
+}

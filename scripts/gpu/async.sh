@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Suite `async`: queues, queued launches, events, pending-work tracking,
+# scopes, queued copies, graphs and futures on CUDA streams
+# (docs/async.md): crates/offload/tests/queue.rs built for the GPU, each
+# test its own check (so that a failure names the property); then the whole
+# file once more with its tests on parallel threads (several queues of
+# several host threads at once), without the tests that panic on purpose
+# (a context has one panic record: with kernels of several tests' queues
+# running, a panic is reported to whichever queue checks first, docs/async.md
+# section 5); then the whole file, panics included, under compute-sanitizer:
+# memcheck (no invalid access, no failed driver call: "ERROR SUMMARY: 0
+# errors") and racecheck without the panicking tests. The sanitizer checks
+# are skipped, with a line saying so, where compute-sanitizer is not found
+# (PATH, /usr/local/cuda/bin).
+what="queues, events, tracking, scopes, copies, graphs, tokio futures; memcheck, racecheck"
+needs="NVIDIA driver; compute-sanitizer (optional)"
+takes="about 1 min, up to 5 min more with compute-sanitizer"
+
+build() { # dir
+    local out=$1 arch=${ARCH:-sm_90} exe
+    exe=$(offload test -q --release --arch "$arch" -p offload --test queue --no-run --message-format=json |
+        test_executable queue | sort -u)
+    cp "$exe" "$out/queue-tests"
+}
+
+# One test of tests/queue.rs, alone, on the GPU.
+one() { # check-name test-name
+    gpu_check "$1" 0 "1 passed" -- env OFFLOAD_DEVICE=cuda ./queue-tests --exact "$2" --test-threads=1
+}
+
+run() { # dir
+    cd "$1" || return 1
+    one "queued launches return at once and run in order" queued_launches_return_at_once_and_run_in_order
+    one "an event orders another queue" an_event_orders_another_queue
+    one "a buffer orders a read on another queue after its write" a_buffer_orders_a_read_on_another_queue_after_its_write
+    one "a buffer orders a write on another queue after its reads" a_buffer_orders_a_write_on_another_queue_after_its_reads
+    one "host access and blocking launches wait for pending work" host_access_waits_for_pending_work
+    one "a buffer dropped while in use is freed after its work" a_buffer_dropped_while_in_use_is_freed_after_its_work
+    one "a panic in a queued launch arrives at synchronize, the queue goes on" \
+        a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on
+    one "launch checks fail at once" launch_checks_fail_at_once
+    one "a scope borrows host memory until it ends" a_scope_borrows_host_memory_until_it_ends
+    one "a scope returns the closure's error or the queue's" a_scope_returns_the_closures_error_or_the_queues
+    one "pinned copies are queued and ordered (async DMA)" pinned_copies_are_queued_and_ordered
+    one "dropping a queue waits for its work" dropping_a_queue_waits_for_its_work
+    one "generic and module kernels have queued forms" generic_and_module_kernels_have_queued_forms
+    one "a kernel in a function body has a queued form" a_kernel_in_a_function_body_has_a_queued_form
+    one "a graph replays its launches (cuGraphLaunch)" a_graph_replays_its_launches
+    one "a graph keeps its buffers, refuses what it cannot hold" a_graph_keeps_its_buffers_and_refuses_what_it_cannot_hold
+    one "a graph replayed many times keeps one pending replay per queue" \
+        a_graph_replayed_many_times_keeps_one_pending_replay_per_queue
+    one "futures complete on tokio" futures_complete_on_tokio
+    one "an event is waited for without the work after it" an_event_is_waited_for_without_the_work_after_it
+    local panicking=(--skip a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on
+        --skip a_scope_returns_the_closures_error_or_the_queues --skip futures_complete_on_tokio)
+    gpu_check "all of tests/queue.rs but the panics, tests on parallel threads" 0 "test result: ok" \
+        -- env OFFLOAD_DEVICE=cuda ./queue-tests "${panicking[@]}"
+    # Under the sanitizers each kernel runs instrumented; the test
+    # threads one at a time, as the sanitizers report per launch.
+    gpu_sanitize "memcheck: all of tests/queue.rs, panics included" memcheck "test result: ok" \
+        -- ./queue-tests --test-threads=1
+    gpu_sanitize "racecheck: tests/queue.rs but the panics" racecheck "test result: ok" \
+        -- ./queue-tests --test-threads=1 "${panicking[@]}"
+}
