@@ -53,13 +53,40 @@ build_b_runtime_tests() {
     exe=$(offload test -q --release --arch "$arch" -p offload --test runtime --no-run --message-format=json | test_executable runtime)
     cp "$exe" "$out/runtime-tests"
     # The recursive functions carry the device link's stack checks: their
-    # names are string constants of the image (raw bytes in the cubin).
-    for f in 'runtime::recurse' 'runtime::p[io]ng'; do
+    # names are string constants of the image (raw bytes in the cubin); and
+    # the image has the stack probe and the floor the checks read.
+    for f in 'runtime::recurse' 'runtime::p[io]ng' '__offload_stack_probe' '__offload_stack_floor'; do
         if ! grep -aqE "$f" "$out/runtime-tests"; then
-            echo "error: no recursion check for $f in the image of runtime-tests" >&2
+            echo "error: no $f (recursion check) in the image of runtime-tests" >&2
             exit 1
         fi
     done
+}
+
+# The CUDA C stack probe (bench/probe/stack.cu: where a thread's stack
+# starts and ends, for the recursion checks' floor): its source, and a
+# binary if nvcc is found here (PATH, /usr/local/cuda, the PyPI
+# nvidia-cuda-nvcc wheel that setup.sh installs for ptxas); otherwise
+# gpu-hardening.sh compiles it on the GPU machine.
+build_b_stack_probe() {
+    cp bench/probe/stack.cu "$out/stack.cu"
+    local nvcc
+    nvcc=$(command -v nvcc || true)
+    [ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
+    [ -n "$nvcc" ] || nvcc=$(python3 -c 'import glob,site
+print(next(iter(sorted(g for p in site.getsitepackages()+[site.getusersitepackages()] for g in glob.glob(p+"/nvidia/cu*/bin/nvcc"))), ""))' 2>/dev/null || true)
+    if [ -n "$nvcc" ]; then
+        # (ptxas warns that krec's stack cannot be bounded: it recurses.)
+        PATH="$(dirname "$nvcc"):$PATH" "$nvcc" -O3 -arch="$arch" -o "$out/stack-probe" bench/probe/stack.cu
+        # The searches' logic, without a GPU: a stack of exactly L passes,
+        # one 576 bytes short fails.
+        if ! STACK_PROBE_SIMULATE=0 "$out/stack-probe" >/dev/null || STACK_PROBE_SIMULATE=-576 "$out/stack-probe" >/dev/null; then
+            echo "error: bench/probe/stack.cu's simulated searches give the wrong verdicts" >&2
+            exit 1
+        fi
+    else
+        echo "note: no nvcc here; gpu-hardening.sh compiles bench/probe/stack.cu on the GPU machine"
+    fi
 }
 
 # sample_offload (sm_90 PTX + cubin) and copies with corrupted images: the
@@ -79,6 +106,7 @@ build_b_images() {
 build_a_toolchain debian /usr/bin/rustc
 build_a_toolchain nightly "$(rustup which --toolchain nightly rustc)"
 build_b_runtime_tests
+build_b_stack_probe
 build_b_images
 
 cp scripts/gpu-hardening.sh "$out/"

@@ -5,6 +5,7 @@
 # exits non-zero if any failed. One function per area.
 #
 #     scripts/gpu-hardening.sh              on a GPU (the kernels run there)
+#     scripts/gpu-hardening.sh b_stack ...  only these sections (gpu_<name>)
 #     DEVICE=host scripts/gpu-hardening.sh  the same checks on the host
 #                                           fallback, where they apply
 set -uo pipefail
@@ -94,14 +95,39 @@ gpu_b_shared_memory() {
 
 # Recursion too deep for a GPU thread's stack: Error::StackOverflow naming
 # the kernel (single and mutual recursion), then normal launches work in
-# the same process; and the whole runtime suite passes after it.
+# the same process; and the whole runtime suite passes after it. On the
+# GPU the checks compare with the floor the runtime measured with the
+# image's stack probe (printed); with the default 8 KiB stack and with
+# 64 KiB the deepest recursion must fit the stack and not stop short (the
+# test asserts both). First, the CUDA C probe of the stack's layout
+# (bench/probe/stack.cu): the same initial stack pointer T for every
+# kernel and stack limit L, [T - L, T) writable, recursion as deep as that
+# allows, and offload's floor at or above the lowest writable address.
 gpu_b_stack() {
-    check "b stack: deep recursion is StackOverflow, the next launches work" 0 \
-        "deep recursion: kernel .runtime::recursive. overflowed the stack of a GPU thread" \
-        "deep mutual recursion: kernel .runtime::mutually_recursive. overflowed the stack of a GPU thread" \
-        "deepest recursion of .recurse. that runs on $dev: [0-9]+ calls" \
-        "test result: ok. 1 passed" \
-        -- env OFFLOAD_DEVICE="$dev" ./runtime-tests --exact too_deep_recursion_is_an_error_and_the_next_launch_works --nocapture
+    if [ "$dev" = cuda ]; then
+        # Built with this machine's CUDA if it has one (its cudart matches
+        # the driver), else the binary built with the stack.cu beside it.
+        local nvcc=${NVCC:-/usr/local/cuda/bin/nvcc} probe=./stack-probe
+        if [ -x "$nvcc" ] && "$nvcc" -O3 -arch=sm_90 -o stack-probe-here stack.cu 2>/dev/null; then
+            probe=./stack-probe-here
+        fi
+        check "b stack: CUDA C probe: [T - L, T) is the usable stack of every kernel, offload's floor is safe" 0 \
+            "\(1\) T the same for k_small, k_big and krec at L=1024 and 65536: yes" \
+            "\(2\) L=8192: .*usable stack [0-9]+ bytes, (exactly|more than) L" "verdict: PASS" \
+            -- timeout 20 "$probe"
+    fi
+    local floor=()
+    [ "$dev" = cuda ] && floor=("stack floor of the recursion checks: local 0x[0-9a-f]+")
+    local bytes
+    for bytes in 8192 65536; do
+        check "b stack: deep recursion is StackOverflow, the next launches work ($bytes-byte stack)" 0 \
+            "deep recursion: kernel .runtime::recursive. overflowed the stack of a GPU thread" \
+            "deep mutual recursion: kernel .runtime::mutually_recursive. overflowed the stack of a GPU thread" \
+            "deepest recursion of .recurse. that runs on $dev: [0-9]+ calls" \
+            "${floor[@]}" "test result: ok. 1 passed" \
+            -- env OFFLOAD_DEVICE="$dev" OFFLOAD_CUDA_STACK_BYTES=$bytes \
+            ./runtime-tests --exact too_deep_recursion_is_an_error_and_the_next_launch_works --nocapture
+    done
     check "b stack: the whole runtime suite, overflows included, in one process" 0 "test result: ok" \
         -- env OFFLOAD_DEVICE="$dev" ./runtime-tests --test-threads=1
 }
@@ -184,6 +210,14 @@ gpu_c_globals() {
             -- env OFFLOAD_DEVICE="$dev" "./$tc/device-model" globals
     done
 }
+
+# With arguments, only those sections: `scripts/gpu-hardening.sh b_stack`.
+if [ $# -gt 0 ]; then
+    for section in "$@"; do
+        "gpu_$section"
+    done
+    exit $fail
+fi
 
 gpu_a_toolchain debian
 gpu_a_toolchain nightly

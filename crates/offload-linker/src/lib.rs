@@ -28,8 +28,9 @@
 //!    as plain conversions, see [`wide`]).
 //!    For NVPTX, a module whose kernels reach a cycle of calls (recursion)
 //!    gets a stack check at the entry of each function in a cycle, inlined
-//!    by a second `opt` run (see [`recursion`]); other modules are linked
-//!    exactly as without it;
+//!    by a second `opt` run, and a stack probe kernel the host runs to
+//!    measure where the stack ends (see [`recursion`]); other modules are
+//!    linked exactly as without it;
 //! 3. `llc`: emit PTX (`nvptx64-nvidia-cuda`) or an object file that
 //!    `ld.lld` turns into an AMD GPU code object (`amdgcn-amd-amdhsa`);
 //! 4. check that every kernel is an entry point exactly once.
@@ -591,9 +592,11 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
     passes.push(',');
     passes.push_str(&tools.expand_passes());
     let mut cmd = Command::new(&tools.opt);
-    // With recursion the guard function is kept, and the result is text
-    // for `recursion::insert_guards`.
-    let guard_fn = if recursive { format!(",{}", recursion::GUARD_FN) } else { String::new() };
+    // With recursion the guard function and the stack floor it reads are
+    // kept (external, so that the floor is not folded to its initial 0),
+    // and the result is text for `recursion::insert_guards`.
+    let guard_fn =
+        if recursive { format!(",{},{}", recursion::GUARD_FN, recursion::FLOOR_GLOBAL) } else { String::new() };
     cmd.arg(&linked)
         .arg(format!("-mtriple={}", target.triple()))
         .arg(format!("-mcpu={cpu}"))
@@ -642,12 +645,19 @@ pub fn link(args: &LinkArgs, tools: &LlvmTools) -> Result<(), LinkError> {
             record("OFFLOAD_LINK_LOG", &format!("# recursion guarded ({} bytes reserve): {}", c.reserve, c.functions.join(", ")));
         }
         std::fs::write(&guarded, &with_guards.text).map_err(|source| LinkError::Io { path: guarded.clone(), source })?;
-        // Inline the guards, then drop the guard function itself.
+        // Inline the guards, then drop the guard function itself. Where
+        // guards went in, the floor they read and the probe that measures
+        // it stay for the host; otherwise both go.
+        let probe = if with_guards.cycles.is_empty() {
+            String::new()
+        } else {
+            format!(",{},{}", recursion::FLOOR_GLOBAL, recursion::PROBE_KERNEL)
+        };
         let mut cmd = Command::new(&tools.opt);
         cmd.arg(&guarded)
             .arg(format!("-mtriple={}", target.triple()))
             .arg(format!("-mcpu={cpu}"))
-            .arg(format!("--internalize-public-api-list={KERNEL_PREFIX}*,{GLOBAL_PREFIX}*"))
+            .arg(format!("--internalize-public-api-list={KERNEL_PREFIX}*,{GLOBAL_PREFIX}*{probe}"))
             .arg("--passes=always-inline,internalize,globaldce")
             .arg("-o")
             .arg(&optimized);

@@ -1,7 +1,7 @@
 //! Recursion in NVPTX device code: bounded, so that recursing too deeply is
 //! an error of the launch instead of a fault that ruins the CUDA context.
 //!
-//! A GPU thread's stack is a small slice of local memory
+//! A GPU thread's stack is a slice of its local memory
 //! (`CU_LIMIT_STACK_SIZE`, 8 KiB under `offload`). For code whose stack
 //! need is static, ptxas computes it and the driver sizes the stack for each
 //! launch. A call-graph cycle has no static bound ("Stack size for entry
@@ -21,11 +21,35 @@
 //!    tail-call elimination remove many), a call to `offload`'s
 //!    `__offload_stack_guard(reserve, name, len)` ([`insert_guards`]),
 //!    which a second `opt` run inlines. It compares the local address of
-//!    the current frame (the stack left, since the stack grows down toward
-//!    local address 0) with `reserve`; when less is left, the thread
-//!    records a stack overflow naming the function (through the device
-//!    panic record) and exits, so the kernel ends normally and the host
-//!    returns `offload::Error::StackOverflow`.
+//!    the current frame (`cvta.to.local` of a local's address) with
+//!    [`FLOOR_GLOBAL`] + `reserve`; when it is below, the thread records a
+//!    stack overflow naming the function (through the device panic record)
+//!    and exits, so the kernel ends normally and the host returns
+//!    `offload::Error::StackOverflow`.
+//! 3. The floor, the lowest local address of the stack, is measured by the
+//!    host, not assumed. The stack pointer of the CUDA ABI starts at a
+//!    driver-chosen local address `T` (SASS `LDC R1, c[0x0][0x28]` at every
+//!    entry) and the stack grows down from there. `T` is not `L`
+//!    (= `CU_LIMIT_STACK_SIZE`, the stack's size) with the stack growing
+//!    down to local address 0, as the guard first assumed: an H200 (sm_90,
+//!    driver 580) starts kernels at `T` = 0xFFFDC0, near the top of a
+//!    16 MiB local window, with `L` = 1 and 64 KiB alike; the stack is
+//!    taken to be `[T - L, T)`. So a module with guards also gets a kernel
+//!    [`PROBE_KERNEL`]`(ptr out)` ([`probe_ir`]), which writes the local
+//!    address of a local of its own 8-byte frame, `T' = T - 8`, to `*out`.
+//!    Whenever `offload`'s CUDA backend loads such a module (at start-up
+//!    and after a context rebuild, the only times it sets `L`), it
+//!    launches the probe on one thread and stores `T' + 64 - L` (64 for the
+//!    probe's frame; 0 if negative, the stack-ends-at-0 layout) in
+//!    [`FLOOR_GLOBAL`]. The floor is 0 until the host sets it; then the
+//!    check is the old one (stack left = local address), which never fires
+//!    where `T` is near 16 MiB: a module loaded by something other than
+//!    `offload`'s CUDA backend is unprotected. Probing once per context
+//!    assumes that every kernel of a context starts at the same `T` (the
+//!    driver's constant, not the kernel's); `bench/probe/stack.cu` measures
+//!    that, and that `[T - L, T)` is writable and below it is not. The
+//!    probe is not a user kernel: its name lacks [`crate::KERNEL_PREFIX`],
+//!    so the entry checks and the image's kernel list leave it out.
 //!
 //! `reserve` must cover what one more level of the cycle may need before
 //! its own check runs: the largest frame in the cycle plus the deepest
@@ -37,12 +61,27 @@
 //! cycle's entry frame, since its own check takes over there.
 //! Recursion through function pointers or trait objects only (no direct
 //! call cycle) is not seen; it still faults as before.
+//!
+//! The floor is conservative where the driver gives a launch more than `L`
+//! bytes of stack (a kernel whose static stack need is larger: "The driver
+//! automatically increases the per-thread stack size for each kernel launch
+//! as needed", `cuCtxSetLimit`): the check then fires up to the difference
+//! early, never late.
 
 use std::collections::HashMap;
 
 /// The guard function `offload` defines for the device (see the module
 /// docs); the device link keeps it until the guards are inserted.
 pub const GUARD_FN: &str = "__offload_stack_guard";
+/// The device global (a `u64`, `offload`'s device code defines it) that
+/// holds the lowest local address of a thread's stack, measured and set by
+/// the host (see the module docs). Kept external only in modules that
+/// get guards (it has no `__offload_global_` prefix, so that modules
+/// without recursion keep their exact PTX).
+pub const FLOOR_GLOBAL: &str = "__offload_stack_floor";
+/// The kernel the linker adds to a module with guards ([`probe_ir`]): the
+/// host launches it to measure where a thread's stack starts.
+pub const PROBE_KERNEL: &str = "__offload_stack_probe";
 
 /// Bytes ptxas may add to a function's `alloca`s in its stack frame: the
 /// return address, callee-saved registers of the CUDA ABI, spills.
@@ -437,7 +476,10 @@ pub struct GuardedCycle {
 /// The module with the recursion guards inserted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Guarded {
+    /// The module as text: with guards and the stack probe if `cycles` is
+    /// not empty, else unchanged.
     pub text: String,
+    /// The guarded cycles; empty if nothing was inserted.
     pub cycles: Vec<GuardedCycle>,
 }
 
@@ -493,11 +535,44 @@ fn with_fn_attribute(line: &str, attr: &str) -> String {
     format!("{} {attr}{}", &line[..at], &line[at..])
 }
 
+/// The alloca address space of a module (the `A<n>` of its
+/// `target datalayout`; 0 without one: LLVM IR reference, "Data Layout").
+fn alloca_addrspace(ir: &str) -> u32 {
+    ir.lines()
+        .find_map(|l| l.strip_prefix("target datalayout = \""))
+        .and_then(|l| l.split(['-', '"']).find_map(|c| c.strip_prefix('A')?.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// LLVM IR of the stack probe [`PROBE_KERNEL`]`(ptr out)`: stores to
+/// `*out` the local address (`cvta.to.local`, as the guard computes it) of
+/// an 8-byte local of its own frame, which is the thread's initial stack
+/// pointer minus that frame (ptxas 12.x/13.x: `LDC R1, c[0x0][0x28]`,
+/// `VIADD R1, R1, -8`). The local is stored to (volatile), so it has a
+/// frame slot. `alloca_as` is the module's alloca address space.
+pub fn probe_ir(alloca_as: u32) -> String {
+    // `%slot` is the generic address of the local.
+    let alloca = match alloca_as {
+        0 => "  %slot = alloca i64, align 8\n".to_string(),
+        n => format!("  %slot.local = alloca i64, align 8, addrspace({n})\n  %slot = addrspacecast ptr addrspace({n}) %slot.local to ptr\n"),
+    };
+    format!(
+        "\n; The stack probe the host launches to find where a thread's stack starts (offload-linker, `recursion`).\n\
+         define ptx_kernel void @{PROBE_KERNEL}(ptr %out) {{\n\
+         {alloca}  store volatile i64 0, ptr %slot, align 8\n  \
+         %generic = ptrtoint ptr %slot to i64\n  \
+         %local = call i64 asm sideeffect \"cvta.to.local.u64 $0, $1;\", \"=l,l\"(i64 %generic)\n  \
+         store i64 %local, ptr %out, align 8\n  \
+         ret void\n}}\n"
+    )
+}
+
 /// Inserts a call of [`GUARD_FN`] at the entry of every function in a
 /// cycle of direct calls in `ir` (an optimized module, as text), with the
-/// cycle's reserve (see the module docs) and the function's name. A module
-/// that does not define [`GUARD_FN`] (an `offload` without it) or has no
-/// cycle comes back unchanged.
+/// cycle's reserve (see the module docs) and the function's name, and
+/// appends the stack probe ([`probe_ir`]). A module that does not define
+/// [`GUARD_FN`] (an `offload` without it) or has no cycle comes back
+/// unchanged.
 pub fn insert_guards(ir: &str) -> Guarded {
     let g = CallGraph::parse(ir);
     let unchanged = || Guarded { text: ir.to_string(), cycles: Vec::new() };
@@ -606,6 +681,7 @@ pub fn insert_guards(ir: &str) -> Guarded {
         text.push('\n');
     }
     text.push_str(&names);
+    text.push_str(&probe_ir(alloca_addrspace(ir)));
     let cycles = cycles
         .iter()
         .zip(reserve)
@@ -741,24 +817,48 @@ define internal void @leaf() {{
         assert_eq!(insert_guards(&old).text, old);
     }
 
-    /// The guards are IR that LLVM accepts: `opt` inlines them and drops
-    /// the guard function, `llc` emits the check in the recursive function
-    /// only, and the kernel without recursion is unchanged. (Skipped where
-    /// no LLVM 22 or 23 `opt` and `llc` are installed.)
+    /// The LLVM tools the device link uses here: Debian's LLVM 22 and
+    /// rustup nightly's LLVM 23 (its `llvm-tools`), those installed.
+    fn installed_llvms() -> Vec<crate::tools::LlvmTools> {
+        let nightly = std::process::Command::new("rustup")
+            .args(["run", "nightly", "rustc", "--print", "sysroot"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| std::path::PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+        [(22, None), (23, nightly)]
+            .into_iter()
+            .filter_map(|(m, sysroot)| crate::tools::LlvmTools::discover(m, sysroot.as_deref()).ok())
+            .collect()
+    }
+
+    /// The guards are IR that LLVM accepts, linked as the device link does:
+    /// `opt` inlines them and drops the guard function, keeps the floor
+    /// global and the stack probe; `llc` emits the check (against the
+    /// floor) in the recursive function only, the kernel without recursion
+    /// is unchanged, and the probe is an entry that is not a kernel.
+    /// (With every LLVM 22 and 23 found; skipped where there is none.)
     #[test]
     fn llvm_inlines_the_guards_into_the_recursive_function_only() {
-        let Some(tools) = [22, 23].into_iter().find_map(|m| crate::tools::LlvmTools::discover(m, None).ok()) else {
+        let llvms = installed_llvms();
+        if llvms.is_empty() {
             eprintln!("skipped: no LLVM tools");
             return;
-        };
-        let ir = r#"target triple = "nvptx64-nvidia-cuda"
+        }
+        // `offload`'s guard (device.rs), as rustc emits it.
+        let ir = r#"target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+
+@__offload_stack_floor = global i64 0, align 8
 
 define void @__offload_stack_guard(i64 %0, ptr %1, i64 %2) unnamed_addr #0 {
   %4 = alloca [1 x i8], align 1
   store i8 0, ptr %4, align 1
   %5 = ptrtoint ptr %4 to i64
   %6 = call i64 asm "cvta.to.local.u64 ${0}, ${1};", "=&l,l"(i64 %5)
-  %7 = icmp ult i64 %6, %0
+  %floor = load i64, ptr @__offload_stack_floor, align 8
+  %limit = add i64 %floor, %0
+  %7 = icmp ult i64 %6, %limit
   br i1 %7, label %9, label %8
 
 8:
@@ -807,37 +907,109 @@ attributes #1 = { cold noinline noreturn nounwind }
 "#;
         let out = insert_guards(ir);
         assert_eq!(out.cycles.len(), 1);
-        let dir = std::env::temp_dir().join(format!("offload-recursion-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (guarded, bc, ptx) = (dir.join("g.ll"), dir.join("g.bc"), dir.join("g.ptx"));
-        std::fs::write(&guarded, &out.text).unwrap();
-        let run = |cmd: &mut std::process::Command| {
-            let o = cmd.output().unwrap();
-            assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
-        };
-        run(std::process::Command::new(&tools.opt)
-            .arg(&guarded)
-            .args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90", "--internalize-public-api-list=__offload_kernel_*"])
-            .arg("--passes=always-inline,internalize,globaldce")
-            .arg("-o")
-            .arg(&bc));
-        run(std::process::Command::new(&tools.llc)
-            .args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90", "-O3"])
-            .arg(&bc)
-            .arg("-o")
-            .arg(&ptx));
-        let ptx = std::fs::read_to_string(&ptx).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
-        assert!(!ptx.contains("__offload_stack_guard("), "the guard function is gone: {ptx}");
-        let walk = ptx.split(".func").find(|f| f.contains("_RNvCs1234_4demo4walk(")).expect("walk is a function");
-        assert!(walk.contains("cvta.to.local.u64"), "{walk}");
-        assert!(
-            walk.contains(&format!("{}", out.cycles[0].reserve - 1))
-                || walk.contains(&format!("{}", out.cycles[0].reserve)),
-            "{walk}"
-        );
-        let flat = ptx.split(".entry").find(|f| f.contains("__offload_kernel_demo_flat(")).expect("flat is an entry");
-        assert!(!flat.contains("cvta.to.local"), "{flat}");
+        assert_eq!(out.text.matches(&format!("define ptx_kernel void @{PROBE_KERNEL}(ptr %out)")).count(), 1);
+        eprintln!("LLVM: {:?}", llvms.iter().map(|t| (t.major, t.llc.clone())).collect::<Vec<_>>());
+        for tools in &llvms {
+            let dir = std::env::temp_dir().join(format!("offload-recursion-{}-{}", std::process::id(), tools.major));
+            std::fs::create_dir_all(&dir).unwrap();
+            let (guarded, bc, ptx) = (dir.join("g.ll"), dir.join("g.bc"), dir.join("g.ptx"));
+            std::fs::write(&guarded, &out.text).unwrap();
+            let run = |cmd: &mut std::process::Command| {
+                let o = cmd.output().unwrap();
+                assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+            };
+            // The second `opt` run of the device link (lib.rs).
+            run(std::process::Command::new(&tools.opt)
+                .arg(&guarded)
+                .args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90"])
+                .arg(format!(
+                    "--internalize-public-api-list={}*,{}*,{FLOOR_GLOBAL},{PROBE_KERNEL}",
+                    crate::KERNEL_PREFIX,
+                    crate::GLOBAL_PREFIX
+                ))
+                .arg("--passes=always-inline,internalize,globaldce")
+                .arg("-o")
+                .arg(&bc));
+            run(std::process::Command::new(&tools.llc)
+                .args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90", "-O3"])
+                .arg(&bc)
+                .arg("-o")
+                .arg(&ptx));
+            let ptx = std::fs::read_to_string(&ptx).unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            let llvm = tools.major;
+            assert!(!ptx.contains("__offload_stack_guard("), "LLVM {llvm}: the guard function is gone: {ptx}");
+            let walk = ptx.split(".func").find(|f| f.contains("_RNvCs1234_4demo4walk(")).expect("walk is a function");
+            assert!(walk.contains("cvta.to.local.u64"), "LLVM {llvm}: {walk}");
+            assert!(walk.contains(&format!("[{FLOOR_GLOBAL}]")), "LLVM {llvm}: the check reads the floor: {walk}");
+            assert!(
+                walk.contains(&format!("{}", out.cycles[0].reserve - 1))
+                    || walk.contains(&format!("{}", out.cycles[0].reserve)),
+                "LLVM {llvm}: {walk}"
+            );
+            let flat =
+                ptx.split(".entry").find(|f| f.contains("__offload_kernel_demo_flat(")).expect("flat is an entry");
+            assert!(!flat.contains("cvta.to.local") && !flat.contains(FLOOR_GLOBAL), "LLVM {llvm}: {flat}");
+            // The floor: a global the host finds by name.
+            assert!(
+                ptx.lines().any(|l| l.starts_with(".visible .global") && l.contains(FLOOR_GLOBAL)),
+                "LLVM {llvm}: {ptx}"
+            );
+            // The probe: an entry (with a frame of its own, whose local
+            // address it stores) that is not one of the kernels.
+            let probe = ptx
+                .split(".visible .entry ")
+                .find(|f| f.starts_with(&format!("{PROBE_KERNEL}(")))
+                .unwrap_or_else(|| panic!("LLVM {llvm}: no probe entry: {ptx}"));
+            let probe = probe.split("// -- End function").next().unwrap();
+            for want in ["__local_depot", "st.local", "cvta.to.local.u64", "st.global.b64"] {
+                assert!(probe.contains(want), "LLVM {llvm}: {want} in {probe}");
+            }
+            let entries = crate::ptx_entry_names(&ptx);
+            assert_eq!(entries.len(), 3, "LLVM {llvm}: {entries:?}");
+            let kernels: Vec<String> = entries.into_iter().filter(|e| e.starts_with(crate::KERNEL_PREFIX)).collect();
+            let want = ["__offload_kernel_demo_deep".to_string(), "__offload_kernel_demo_flat".to_string()];
+            assert!(crate::check_entries(&want, &kernels).is_ok(), "LLVM {llvm}: {kernels:?}");
+            assert_eq!(kernels.len(), 2, "LLVM {llvm}: the probe is not a kernel: {kernels:?}");
+        }
+    }
+
+    /// The probe's local goes where the module's data layout puts allocas
+    /// (`A5` or none), and LLVM reads it either way.
+    #[test]
+    fn the_probe_follows_the_alloca_address_space() {
+        let dl = "target datalayout = \"e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64\"\n";
+        assert_eq!(alloca_addrspace(dl), 0);
+        assert_eq!(alloca_addrspace("target datalayout = \"e-p:64:64-A5-G1\"\n"), 5);
+        assert_eq!(alloca_addrspace("target datalayout = \"e-A5\"\n"), 5);
+        assert_eq!(alloca_addrspace("define void @f() {\n  ret void\n}\n"), 0);
+        assert!(probe_ir(0).contains("  %slot = alloca i64, align 8\n  store volatile i64 0, ptr %slot"));
+        assert!(probe_ir(5).contains(
+            "  %slot.local = alloca i64, align 8, addrspace(5)\n  %slot = addrspacecast ptr addrspace(5) %slot.local to ptr\n"
+        ));
+        for tools in installed_llvms() {
+            for (layout, n) in [(dl.to_string(), 0), (dl.replace("n16:32:64", "n16:32:64-A5"), 5)] {
+                let module = format!("{layout}target triple = \"nvptx64-nvidia-cuda\"\n{}", probe_ir(n));
+                let o = std::process::Command::new(&tools.opt)
+                    .args(["-passes=verify", "-S", "-o", "-", "-"])
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .and_then(|mut c| {
+                        use std::io::Write;
+                        c.stdin.take().unwrap().write_all(module.as_bytes())?;
+                        c.wait_with_output()
+                    })
+                    .unwrap();
+                assert!(
+                    o.status.success(),
+                    "LLVM {} A{n}: {}\n{module}",
+                    tools.major,
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+        }
     }
 
     #[test]
