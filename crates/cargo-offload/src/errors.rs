@@ -283,7 +283,7 @@ impl CliError {
             ],
             HostArch(_) => vec!["offload embeds images in ELF hosts: x86_64, aarch64, riscv64, powerpc64".into()],
             Spawn { .. } => vec!["check that the program exists and is executable (`cargo offload doctor`)".into()],
-            Metadata(_) => vec!["cargo's own error is above; `cargo metadata` in this directory shows it too".into()],
+            Metadata(_) => vec!["the cause is cargo's own error: fix the manifest or the command line it names".into()],
             Io { .. } | ObjectWrite(_) | TargetSpecJson { .. } => vec![
                 "this is an internal step of `cargo offload`: check that the target directory is writable and has \
                  space; if it is, report this with the output of `cargo offload build -vv`"
@@ -355,6 +355,31 @@ pub fn finish(result: Result<i32>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The README's "Exit codes" paragraph and the table above name the
+    /// same codes with the same meanings.
+    #[test]
+    fn readme_states_the_exit_codes() {
+        let readme = include_str!("../../../README.md");
+        let para = readme.split("\nExit codes").nth(1).expect("an Exit codes paragraph").split("\n\n").next().unwrap();
+        let para = para.split_whitespace().collect::<Vec<_>>().join(" ");
+        let table = include_str!("errors.rs");
+        for (code, readme_says, table_says) in [
+            (exit::OK, "0 success", "success"),
+            (exit::INTERNAL, "1 internal failure", "an internal step failed"),
+            (exit::USAGE, "2 bad command line or configuration", "bad command line"),
+            (exit::SETUP, "3 incomplete device toolchain", "the device toolchain is incomplete"),
+            (exit::DEVICE_BUILD, "4 device pass failed", "the device pass failed"),
+            (exit::NO_KERNELS, "5 no kernels", "the selected binaries define no kernels"),
+            (exit::EMBED, "6 embedding failed", "embedding the device image failed"),
+            (exit::INTERRUPTED, "130 interrupted", "interrupted"),
+        ] {
+            assert!(readme_says.starts_with(&format!("{code} ")) && para.contains(readme_says), "README: {readme_says}: {para}");
+            let row = table.lines().find(|l| l.starts_with(&format!("//! | {code} |"))).expect("a row");
+            assert!(row.contains(table_says), "{row}");
+        }
+        assert!(para.contains("otherwise the host cargo's (or your program's) code"), "{para}");
+    }
 
     /// Every kind of failure: its exit code, and its text with causes,
     /// notes and hints, as printed.
