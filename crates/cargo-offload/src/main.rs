@@ -1,10 +1,19 @@
 //! `cargo offload`: build, run and test Rust crates whose kernels run on the
-//! GPU. See the README for the model and `phases/mod.rs` for who calls whom.
+//! GPU. See the README for the model.
 //!
-//! This process is one of three phases: the cargo phase (`cargo offload …`,
+//! Who calls whom (`phases/mod.rs` says more):
+//!
+//! ```text
+//! user ─ cargo offload run ─ cargo phase ─┬─ device cargo ─ device phase (this executable) ─ rustc ─ offload-linker
+//!                                         ├─ embed phase: images → one object per final binary
+//!                                         └─ host cargo ─── host phase (this executable) ─── rustc ─ system linker
+//! ```
+//!
+//! This process is one of those phases: the cargo phase (`cargo offload …`,
 //! run by the user) or, when cargo runs it as a rustc wrapper
 //! (`__OFFLOAD_PHASE` set by the cargo phase), the device or the host side
-//! of rustc. `main` only decides which.
+//! of rustc; cargo's probes (`--print`, `-vV`) go to rustc untouched.
+//! `main` only decides which.
 #![deny(unsafe_code)]
 
 mod arg;

@@ -64,7 +64,6 @@ pub const FAST_MATH_LLC: &[&str] =
 /// Code generation flag of `--fmad`: fuse `a * b + c` into one FMA (one
 /// rounding instead of two), as nvcc does by default (`--fmad=true`) and
 /// Rust does not (each operation rounds as written).
-
 pub const FMAD_LLC: &str = "-fp-contract=fast";
 
 /// The optimization pipeline level for the device link with LLVM `major`.

@@ -23,6 +23,7 @@ pub(crate) fn render(cmd: &Command) -> String {
     s
 }
 
+/// Runs the tools of one link (see the module docs).
 pub(crate) struct Runner {
     pub(crate) log: Option<PathBuf>,
     /// The image being linked: a failed tool's output goes beside it.
