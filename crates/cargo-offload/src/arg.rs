@@ -137,9 +137,7 @@ impl Args {
     /// cargo's probes, passed through untouched: `--print …`, `-vV`, `-V`,
     /// `--version`, or a crate read from stdin (`-`).
     pub fn is_query(&self) -> bool {
-        self.flags().iter().any(|a| {
-            a.starts_with("--print") || a == "-vV" || a == "-V" || a == "--version" || a == "-"
-        })
+        self.flags().iter().any(|a| a.starts_with("--print") || a == "-vV" || a == "-V" || a == "--version" || a == "-")
     }
 
     /// The crate root source file: the first positional `.rs` argument.
@@ -270,7 +268,10 @@ mod tests {
         let x = a("--crate-name s src/main.rs --emit=dep-info,link -C extra-filename=-abc --out-dir /t/deps");
         assert_eq!(x.dep_info_path(), Some(PathBuf::from("/t/deps/s-abc.d")));
         assert_eq!(x.output_path(), Some(PathBuf::from(format!("/t/deps/s-abc{}", std::env::consts::EXE_SUFFIX))));
-        assert_eq!(a("--crate-name s -Cextra-filename=-x --out-dir /t --emit dep-info").dep_info_path(), Some("/t/s-x.d".into()));
+        assert_eq!(
+            a("--crate-name s -Cextra-filename=-x --out-dir /t --emit dep-info").dep_info_path(),
+            Some("/t/s-x.d".into())
+        );
         assert_eq!(a("--crate-name s --emit=link --out-dir /t").dep_info_path(), None);
         assert_eq!(a("--codegen extra-filename=-y").codegen("extra-filename"), Some("-y"));
         assert_eq!(a("-C opt-level=3 -- -C extra-filename=-z").codegen("extra-filename"), None);

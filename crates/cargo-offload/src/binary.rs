@@ -94,7 +94,11 @@ mod tests {
         use object::write::Object as Obj;
         let mut obj = Obj::new(object::BinaryFormat::Elf, object::Architecture::X86_64, object::Endianness::Little);
         let s = obj.add_section(Vec::new(), b"offload_kernels".to_vec(), object::SectionKind::ReadOnlyData);
-        obj.append_section_data(s, b"__offload_kernel_a_k_1\tsrc/a.rs:3\0\0__offload_kernel_a_g_2\tsrc/a.rs:9\tgeneric\0", 1);
+        obj.append_section_data(
+            s,
+            b"__offload_kernel_a_k_1\tsrc/a.rs:3\0\0__offload_kernel_a_g_2\tsrc/a.rs:9\tgeneric\0",
+            1,
+        );
         let path = std::env::temp_dir().join(format!("offload-records-{}.o", std::process::id()));
         std::fs::write(&path, obj.write().unwrap()).unwrap();
         let records = kernel_records(&path);

@@ -40,24 +40,8 @@ pub enum Meaning {
 /// Names that only `std` (or `alloc`) provides; an unresolved one means
 /// host-only code reached the device pass.
 const STD_ONLY: &[&str] = &[
-    "std",
-    "String",
-    "Vec",
-    "Box",
-    "format",
-    "println",
-    "print",
-    "eprintln",
-    "eprint",
-    "vec",
-    "HashMap",
-    "HashSet",
-    "BTreeMap",
-    "Rc",
-    "Arc",
-    "ToString",
-    "ToOwned",
-    "dbg",
+    "std", "String", "Vec", "Box", "format", "println", "print", "eprintln", "eprint", "vec", "HashMap", "HashSet",
+    "BTreeMap", "Rc", "Arc", "ToString", "ToOwned", "dbg",
 ];
 
 /// The meaning of one message: rustc's diagnostic `message` with its
@@ -138,7 +122,11 @@ mod tests {
             // both toolchains
             ("cannot find macro `println` in this scope", vec![], NeedsStd),
             ("cannot find macro `format` in this scope", vec![], NeedsStd),
-            ("cannot find module or crate `std` in this scope", vec!["you might be missing a crate named `std`"], NeedsStd),
+            (
+                "cannot find module or crate `std` in this scope",
+                vec!["you might be missing a crate named `std`"],
+                NeedsStd,
+            ),
             ("cannot find type `Vec` in this scope", vec![], NeedsStd),
             ("cannot find type `HashMap` in this scope", vec![], NeedsStd),
             // 1.96
@@ -179,7 +167,11 @@ mod tests {
             ),
             (
                 "linking with `/t/bin/offload-linker` failed: exit status: 130",
-                vec![args, omitted, "error: offload-linker: interrupted: llc was killed by signal 2 while generating PTX\n"],
+                vec![
+                    args,
+                    omitted,
+                    "error: offload-linker: interrupted: llc was killed by signal 2 while generating PTX\n",
+                ],
                 Interrupted,
             ),
             ("linking with `/t/bin/offload-linker` failed: signal: 9 (SIGKILL)", vec![args, omitted], link(&[])),
@@ -190,7 +182,11 @@ mod tests {
                 vec![],
                 Interrupted,
             ),
-            ("  process didn't exit successfully: `rustc` (signal: 15, SIGTERM: termination signal)", vec![], Interrupted),
+            (
+                "  process didn't exit successfully: `rustc` (signal: 15, SIGTERM: termination signal)",
+                vec![],
+                Interrupted,
+            ),
             ("  process didn't exit successfully: `rustc` (exit status: 1)", vec![], Other),
             ("\x1b[1m\x1b[32m   Compiling\x1b[0m fixture v0.1.0 (/t/f)", vec![], Progress),
             ("    Finished `dev` profile [unoptimized + debuginfo] target(s) in 1.2s", vec![], Progress),

@@ -194,9 +194,19 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         use CliError::*;
         match self {
-            UnknownArch { .. } | ArchTooOld { .. } | UnknownTarget(_) | AmdNeedsArch | NoArch | Config { .. }
-            | Ptx(_) | StrippedBinary { .. } => exit::USAGE,
-            NoDeviceRustc { .. } | MissingRustSrc { .. } | Tools(_) | ToolsOf { .. } | LinkerMissing { .. }
+            UnknownArch { .. }
+            | ArchTooOld { .. }
+            | UnknownTarget(_)
+            | AmdNeedsArch
+            | NoArch
+            | Config { .. }
+            | Ptx(_)
+            | StrippedBinary { .. } => exit::USAGE,
+            NoDeviceRustc { .. }
+            | MissingRustSrc { .. }
+            | Tools(_)
+            | ToolsOf { .. }
+            | LinkerMissing { .. }
             | TargetSpec { .. } => exit::SETUP,
             DeviceBuild { .. } | MissingKernels { .. } | MissingInstances { .. } | ForeignTypeArgument { .. } => {
                 exit::DEVICE_BUILD
@@ -237,33 +247,33 @@ impl CliError {
                 }
                 h
             }
-            Config { .. } => vec![
-                "the table takes `arch` (a string or a list of strings, e.g. `[\"sm_80\", \"sm_90\"]`) and \
+            Config { .. } => {
+                vec!["the table takes `arch` (a string or a list of strings, e.g. `[\"sm_80\", \"sm_90\"]`) and \
                  `target` (a string)"
-                    .into(),
-            ],
-            StrippedBinary { .. } => vec![
-                "the profile strips symbols (`strip = true` or `\"symbols\"`); use `strip = \"debuginfo\"` or \
+                    .into()]
+            }
+            StrippedBinary { .. } => {
+                vec!["the profile strips symbols (`strip = true` or `\"symbols\"`); use `strip = \"debuginfo\"` or \
                  `false` with `cargo offload`"
-                    .into(),
-            ],
+                    .into()]
+            }
             LinkerMissing { .. } => {
                 vec!["install both with `cargo install --path crates/cargo-offload`".into()]
             }
             TargetSpec { .. } => vec!["use a device toolchain whose rustc knows amdgcn-amd-amdhsa".into()],
             DeviceBuild { hints, .. } => hints.clone(),
-            MissingInstances { .. } => vec![
-                "`cargo offload` compiles the instantiations it finds in a host build first; if this persists, \
+            MissingInstances { .. } => {
+                vec!["`cargo offload` compiles the instantiations it finds in a host build first; if this persists, \
                  report it with the output of `cargo offload build -vv`"
-                    .into(),
-            ],
-            MissingKernels { .. } => vec![
-                "the device pass did not compile them. A kernel defined inside host-only code (an \
+                    .into()]
+            }
+            MissingKernels { .. } => {
+                vec!["the device pass did not compile them. A kernel defined inside host-only code (an \
                  `#[offload::host]` item, `fn main`, code under `#[cfg(not(offload_device))]`, or a dependency \
                  that only host code declares) exists only on the host: define it at module level, outside \
                  host-only code"
-                    .into(),
-            ],
+                    .into()]
+            }
             ForeignTypeArgument { krate, .. } => {
                 vec![format!("define the type in `{krate}` or in a crate that both depend on")]
             }
@@ -276,11 +286,11 @@ impl CliError {
                  for the device: move it out, and keep only host code there"
                     .into(),
             ],
-            Ptxas { .. } => vec![
-                "the PTX itself is kept; set OFFLOAD_PTXAS= (empty) to skip assembling cubins and let the driver \
+            Ptxas { .. } => {
+                vec!["the PTX itself is kept; set OFFLOAD_PTXAS= (empty) to skip assembling cubins and let the driver \
                  JIT-compile the PTX"
-                    .into(),
-            ],
+                    .into()]
+            }
             HostArch(_) => vec!["offload embeds images in ELF hosts: x86_64, aarch64, riscv64, powerpc64".into()],
             Spawn { .. } => vec!["check that the program exists and is executable (`cargo offload doctor`)".into()],
             Metadata(_) => vec!["the cause is cargo's own error: fix the manifest or the command line it names".into()],
@@ -374,7 +384,10 @@ mod tests {
             (exit::EMBED, "6 embedding failed", "embedding the device image failed"),
             (exit::INTERRUPTED, "130 interrupted", "interrupted"),
         ] {
-            assert!(readme_says.starts_with(&format!("{code} ")) && para.contains(readme_says), "README: {readme_says}: {para}");
+            assert!(
+                readme_says.starts_with(&format!("{code} ")) && para.contains(readme_says),
+                "README: {readme_says}: {para}"
+            );
             let row = table.lines().find(|l| l.starts_with(&format!("//! | {code} |"))).expect("a row");
             assert!(row.contains(table_says), "{row}");
         }
@@ -390,7 +403,9 @@ mod tests {
         assert_eq!(e.exit_code(), exit::INTERNAL);
         let text = e.render("error: ");
         assert!(
-            text.starts_with("error: could not write /t/img.o\n\nCaused by:\n  No such file or directory (os error 2)\n  = help: "),
+            text.starts_with(
+                "error: could not write /t/img.o\n\nCaused by:\n  No such file or directory (os error 2)\n  = help: "
+            ),
             "{text}"
         );
         assert_eq!(text.matches("os error 2").count(), 1, "the cause once: {text}");
@@ -403,7 +418,8 @@ mod tests {
              crate, which cannot name types of the crates that use it\n  = help: define the type in `lib` or in a \
              crate that both depend on"
         );
-        let e = CliError::MissingKernels { binary: "app".into(), kernels: vec![("k_1".into(), "src/main.rs:3".into())] };
+        let e =
+            CliError::MissingKernels { binary: "app".into(), kernels: vec![("k_1".into(), "src/main.rs:3".into())] };
         assert!(e.render("").starts_with(
             "1 kernel(s) that `app` can launch are missing from its device image:\n  `k_1`, defined at src/main.rs:3\n  = help: the device pass did not compile them."
         ));

@@ -25,7 +25,8 @@ pub struct Executables {
 impl Executables {
     /// This executable and the `offload-linker` beside it.
     pub fn find() -> Result<Executables> {
-        let me = std::env::current_exe().map_err(CliError::io("could not locate", Path::new("the current executable")))?;
+        let me =
+            std::env::current_exe().map_err(CliError::io("could not locate", Path::new("the current executable")))?;
         let linker = me.with_file_name(format!("offload-linker{}", std::env::consts::EXE_SUFFIX));
         if !linker.is_file() {
             return Err(CliError::LinkerMissing { beside: me });
@@ -108,7 +109,8 @@ impl<'a> Plan<'a> {
         }
         let images_dir = ws.target_dir.join("offload").join("images");
         let archs: Vec<&str> = sels.iter().map(|d| d.arch.as_str()).collect();
-        let profile = cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() });
+        let profile =
+            cargo.profile.clone().unwrap_or_else(|| if cargo.release { "release".into() } else { "dev".into() });
         let build_tag = format!("{profile}-{}{mode}", archs.join("+"));
         let map = MapFile(map_path(&images_dir, &build_tag));
         Ok(Plan {

@@ -39,7 +39,9 @@ impl Config {
             Some(serde_json::Value::String(a)) => a.split(',').map(|s| s.trim().to_string()).collect(),
             Some(serde_json::Value::Array(a)) => a
                 .iter()
-                .map(|x| x.as_str().map(String::from).ok_or_else(|| format!("`arch` entries must be strings, found {x}")))
+                .map(|x| {
+                    x.as_str().map(String::from).ok_or_else(|| format!("`arch` entries must be strings, found {x}"))
+                })
                 .collect::<std::result::Result<_, _>>()?,
             Some(other) => return Err(format!("`arch` must be a string or a list of strings, found {other}")),
         };
@@ -80,7 +82,9 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
         None => meta.target_directory.clone().into_std_path_buf(),
     };
     let (table, metadata) = match meta.root_package() {
-        Some(p) if p.metadata.get("offload").is_some() => (format!("[package.metadata.offload] of {}", p.name), &p.metadata),
+        Some(p) if p.metadata.get("offload").is_some() => {
+            (format!("[package.metadata.offload] of {}", p.name), &p.metadata)
+        }
         _ => ("[workspace.metadata.offload]".to_string(), &meta.workspace_metadata),
     };
     let config = Config::from_json(metadata).map_err(|problem| CliError::Config { table, problem })?;

@@ -133,7 +133,8 @@ fn collect_round(plan: &Plan) -> Result<Option<i32>> {
     if code != exit::OK {
         return Ok(Some(code));
     }
-    let added = generic::merge(&plan.generic_dir, &text).map_err(CliError::io("could not update", &plan.generic_dir))?;
+    let added =
+        generic::merge(&plan.generic_dir, &text).map_err(CliError::io("could not update", &plan.generic_dir))?;
     report_instances(&added);
     Ok(None)
 }

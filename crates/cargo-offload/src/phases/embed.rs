@@ -90,7 +90,8 @@ pub fn host_object(bundle: &[u8], arch: &str) -> Result<Vec<u8>> {
         other => return Err(CliError::HostArch(other.into())),
     };
     let mut obj = Object::new(BinaryFormat::Elf, architecture, Endianness::Little);
-    let section = obj.add_section(Vec::new(), offload_image::SECTION_NAME.as_bytes().to_vec(), SectionKind::ReadOnlyData);
+    let section =
+        obj.add_section(Vec::new(), offload_image::SECTION_NAME.as_bytes().to_vec(), SectionKind::ReadOnlyData);
     // SHF_ALLOC: loaded at run time; SHF_GNU_RETAIN: kept by --gc-sections
     // (lld does not keep sections for __start_/__stop_ references alone).
     obj.section_mut(section).flags =
@@ -190,7 +191,13 @@ pub fn embed(
             "Embedding",
             format!("device image in {} ({}; {} kernel(s))", a.describe(), what.join(" + "), kernels.len()),
         );
-        map.push(ImageMapEntry { crate_name: a.crate_name.clone(), src_path: src, test: a.test, object: path, kernels });
+        map.push(ImageMapEntry {
+            crate_name: a.crate_name.clone(),
+            src_path: src,
+            test: a.test,
+            object: path,
+            kernels,
+        });
     }
     Ok(map)
 }

@@ -78,7 +78,8 @@ pub fn device_args(args: &Args, root_src: Option<&str>) -> Vec<String> {
     let mut out = Vec::with_capacity(all.len() + 12);
     let mut it = all[..end].iter();
     let mut forced = false;
-    let cdylib = |types: &str| types.split(',').map(|t| if t == "bin" { "cdylib" } else { t }).collect::<Vec<_>>().join(",");
+    let cdylib =
+        |types: &str| types.split(',').map(|t| if t == "bin" { "cdylib" } else { t }).collect::<Vec<_>>().join(",");
     while let Some(a) = it.next() {
         match a.as_str() {
             "--test" => {}
@@ -192,9 +193,13 @@ mod tests {
     #[test]
     fn externs_are_forced() {
         assert_eq!(force_extern("ws=/t/libws.rlib"), "force:ws=/t/libws.rlib");
-        assert_eq!(force_extern("noprelude,nounused:core=/t/libcore.rlib"), "noprelude,nounused,force:core=/t/libcore.rlib");
+        assert_eq!(
+            force_extern("noprelude,nounused:core=/t/libcore.rlib"),
+            "noprelude,nounused,force:core=/t/libcore.rlib"
+        );
         assert_eq!(force_extern("force:x=/p"), "force:x=/p");
-        let a = Args::new(v("--crate-name s src/main.rs --crate-type bin --extern ws=/t/libws.rlib -Z unstable-options"));
+        let a =
+            Args::new(v("--crate-name s src/main.rs --crate-type bin --extern ws=/t/libws.rlib -Z unstable-options"));
         let out = device_args(&a, Some("#![no_std]"));
         assert!(out.windows(2).any(|w| w[0] == "--extern" && w[1] == "force:ws=/t/libws.rlib"), "{out:?}");
         assert!(!out.contains(&"-Zunstable-options".to_string()), "already given: {out:?}");

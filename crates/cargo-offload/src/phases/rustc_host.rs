@@ -38,7 +38,8 @@ pub fn run(rustc: &str, args: Args) -> Result<i32> {
     // the image, which the collect round skips (its images may be out of
     // date).
     let is_build_script = args.crate_name().is_some_and(|n| n.starts_with("build_script_"));
-    let pending = collect.as_ref().filter(|_| key.is_some() && !is_build_script).map(|l| l.with_file_name("image-pending"));
+    let pending =
+        collect.as_ref().filter(|_| key.is_some() && !is_build_script).map(|l| l.with_file_name("image-pending"));
     if let Some(d) = args.dep_info_path() {
         if let Ok(mut contents) = std::fs::read_to_string(&d) {
             for dep in image.map(|e| e.object.as_path()).into_iter().chain(pending.as_deref()) {
