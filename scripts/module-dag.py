@@ -180,7 +180,7 @@ def crate_graph(root, entry):
                 base = m.rsplit("::", 1)[0] if "::" in m else ""
             for path in expand(tree):
                 r = resolve((base + "::" + path) if base else path)
-                if r and r != m and not (kind == "super" and r == (base or "crate")):
+                if r and r != m:
                     edges[m].add(r)
         # Paths that start with a child module's name.
         for hit in re.finditer(r"(?<![\w:$])(%s)::" % IDENT, text):

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::{LinkError, GLOBAL_PREFIX, KERNEL_PREFIX};
+use crate::error::LinkError;
+use crate::symbols::{GLOBAL_PREFIX, KERNEL_PREFIX};
 
 /// The command line rustc gives an `llbc`-flavor linker.
 #[derive(Debug, Clone, PartialEq, Eq)]
