@@ -1306,11 +1306,9 @@ fn kernels_writing_a_plain_static_fail_the_link() {
     assert!(out.stderr.contains("kernel code writes the static(s) `fixture_bin_only::CALLS`"), "{}", out.stderr);
     assert!(out.stderr.contains("Declare it with `#[offload::device_global]`"), "{}", out.stderr);
     f.edit("src/main.rs", |s| {
-        s.replace("static CALLS", "#[offload::device_global]\nstatic CALLS")
-            .replace(
-                "CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);",
-                "CALLS.with(|c| c.fetch_add(1, core::sync::atomic::Ordering::Relaxed));",
-            )
+        s.replace("static mut LAST: u32 = 0;\n", "")
+            .replace("static CALLS", "#[offload::device_global]\nstatic CALLS")
+            .replace(fetch_add, "CALLS.with(|c| c.fetch_add(1, core::sync::atomic::Ordering::Relaxed));")
             .replace(
                 "    count(offload::for_len(77), 77).unwrap();\n",
                 "    count(offload::for_len(77), 77).unwrap();\n    println!(\"calls={}\", CALLS.read().unwrap().into_inner());\n",
@@ -1322,3 +1320,24 @@ fn kernels_writing_a_plain_static_fail_the_link() {
     run.assert_success();
     assert!(run.stdout.contains("calls=77"), "{}", run.stdout);
 }
+    // Statics that kernels only write, which the optimizer deletes with
+    // their writes: an atomic's `store` (through `AtomicU32::store`'s
+    // callees in a debug build), and an assignment to a `static mut`.
+    let fetch_add = "CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);";
+    for (form, name) in [
+        ("CALLS.store(n, core::sync::atomic::Ordering::Relaxed);", "CALLS"),
+        ("unsafe { LAST = n; }", "LAST"),
+    ] {
+        f.edit("src/main.rs", |s| {
+            let s = if s.contains("static mut LAST") { s } else { s.replace("static CALLS", "static mut LAST: u32 = 0;\nstatic CALLS") };
+            s.replace(fetch_add, form)
+        });
+        let out = f.offload(&["build", "--arch", "sm_80"]);
+        assert_eq!(out.code, 4, "{form}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("kernel code writes the static(s) `fixture_bin_only::{name}`")),
+            "{form}: {}",
+            out.stderr
+        );
+        f.edit("src/main.rs", |s| s.replace(form, fetch_add));
+    }

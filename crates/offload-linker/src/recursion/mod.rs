@@ -98,15 +98,20 @@ mod callgraph;
 #[cfg(test)]
 mod tests;
 
-use callgraph::{name_after, CallGraph};
+pub use callgraph::CallGraph;
+pub(crate) use callgraph::{callee, name_after, symbols, Callee};
 
 /// Whether a function that the kernels (symbols starting with
 /// `kernel_prefix`) can reach is in a cycle of direct calls. Run on the
 /// module before optimization: if not, the link needs no guards.
 pub fn has_reachable_recursion(ir: &str, kernel_prefix: &str) -> bool {
-    let g = CallGraph::parse(ir);
-    let reach = g.reachable(kernel_prefix);
-    !g.cycles(&reach).is_empty()
+    reaches_recursion(&CallGraph::parse(ir), kernel_prefix)
+}
+
+/// [`has_reachable_recursion`] of a module already parsed.
+pub fn reaches_recursion(graph: &CallGraph, kernel_prefix: &str) -> bool {
+    let reach = graph.reachable(kernel_prefix);
+    !graph.cycles(&reach).is_empty()
 }
 
 /// One cycle of the call graph, guarded.
