@@ -390,26 +390,37 @@ impl Link<'_> {
         self.runner.run(cmd, "ld.lld", "linking the AMD GPU code object")
     }
 
+    /// The crates a kernel symbol of this link may start with: the crate
+    /// being linked (`CARGO_CRATE_NAME`, which cargo gives rustc and rustc
+    /// its linker) and those of its inputs.
+    fn crates(&self) -> Vec<String> {
+        let mut crates = self.args.input_crates();
+        crates.extend(std::env::var("CARGO_CRATE_NAME").ok());
+        crates
+    }
+
     /// A failed `llc` explained (see [`explain_codegen_failure`]).
     fn explain_codegen_failure(&self, e: LinkError) -> LinkError {
-        explain_codegen_failure(e, &self.files.rewritten)
+        explain_codegen_failure(e, &self.files.rewritten, &self.crates())
     }
 }
 
-/// A failed `llc` whose module uses `f128` failed for that reason (the
-/// backend cannot lower it): [`LinkError::F128`], naming the functions, read
-/// from the module as it was before optimization (`ir_text`, the file), when
-/// the user's functions were not yet inlined into the kernels.
-fn explain_codegen_failure(e: LinkError, ir_text: &Path) -> LinkError {
-    if !matches!(e, LinkError::Step(_)) {
-        return e;
+/// A failed `llc` explained from the module as it was before optimization
+/// (`ir_text`, the file), when the user's functions were not yet inlined
+/// into the kernels: if it uses `f128`, which the backend cannot lower,
+/// [`LinkError::F128`] naming the functions; otherwise the tool's failure,
+/// with a kernel's entry point named as the user wrote the kernel.
+/// `crates`: see [`diagnose::function_name`].
+fn explain_codegen_failure(e: LinkError, ir_text: &Path, crates: &[String]) -> LinkError {
+    let LinkError::Step(mut failure) = e else { return e };
+    let functions = std::fs::read_to_string(ir_text).map(|t| diagnose::f128_functions(&t, crates)).unwrap_or_default();
+    if !functions.is_empty() {
+        return LinkError::F128 { functions };
     }
-    let functions = std::fs::read_to_string(ir_text).map(|t| diagnose::f128_functions(&t)).unwrap_or_default();
-    if functions.is_empty() {
-        e
-    } else {
-        LinkError::F128 { functions }
+    if let Some(f) = &mut failure.failure.function {
+        *f = diagnose::function_name(f, crates);
     }
+    LinkError::Step(failure)
 }
 
 /// Kernel entry names in PTX text (`.entry NAME(`).
