@@ -8,7 +8,7 @@
 //! | 0 | [`exit::OK`] | success |
 //! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
 //! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a PTX ISA feature in `OFFLOAD_DEVICE_RUSTFLAGS`, a profile that strips the symbols generic kernels need |
-//! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`) |
+//! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or a tool asked about it (`rustc -vV`, `rustup which`, `llc`, `nvidia-smi`) did not answer in time |
 //! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link, or a binary launches kernels its device image lacks |
 //! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
 //! | 6 | [`exit::EMBED`] | embedding the device image failed (ptxas, the image object) |
@@ -103,6 +103,10 @@ pub enum CliError {
 
     #[error("{} cannot print the amdgcn-amd-amdhsa target: {stderr}", rustc.display())]
     TargetSpec { rustc: PathBuf, stderr: String },
+
+    /// A probe of a tool (`child::probe`) did not exit within `limit`.
+    #[error("`{probe}` did not answer within {} s", limit.as_secs_f64())]
+    ProbeTimedOut { probe: String, limit: std::time::Duration },
 
     // ---- 4: device pass
     #[error("the device pass failed ({what})")]
@@ -207,7 +211,8 @@ impl CliError {
             | Tools(_)
             | ToolsOf { .. }
             | LinkerMissing { .. }
-            | TargetSpec { .. } => exit::SETUP,
+            | TargetSpec { .. }
+            | ProbeTimedOut { .. } => exit::SETUP,
             DeviceBuild { .. } | MissingKernels { .. } | MissingInstances { .. } | ForeignTypeArgument { .. } => {
                 exit::DEVICE_BUILD
             }
@@ -261,6 +266,10 @@ impl CliError {
                 vec!["install both with `cargo install --path crates/cargo-offload`".into()]
             }
             TargetSpec { .. } => vec!["use a device toolchain whose rustc knows amdgcn-amd-amdhsa".into()],
+            ProbeTimedOut { probe, .. } => vec![format!(
+                "run `{probe}` by hand to see what it waits for (`cargo offload doctor` lists the tools); set \
+                 OFFLOAD_PROBE_TIMEOUT=<seconds> to wait longer"
+            )],
             DeviceBuild { hints, .. } => hints.clone(),
             MissingInstances { .. } => {
                 vec!["`cargo offload` compiles the instantiations it finds in a host build first; if this persists, \

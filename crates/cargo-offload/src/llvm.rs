@@ -4,10 +4,14 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The architectures `llc` knows for `triple` (`llc -mcpu=help`).
-pub fn known_archs(llc: &Path, triple: &str) -> Vec<String> {
-    let out = Command::new(llc).arg(format!("-mtriple={triple}")).arg("-mcpu=help").output();
-    let Ok(out) = out else { return Vec::new() };
+use crate::child;
+use crate::errors::Result;
+
+/// The architectures `llc` knows for `triple` (`llc -mcpu=help`, probed);
+/// none if it does not run.
+pub fn known_archs(llc: &Path, triple: &str) -> Result<Vec<String>> {
+    let out = child::probe(Command::new(llc).arg(format!("-mtriple={triple}")).arg("-mcpu=help"))?;
+    let Some(out) = out else { return Ok(Vec::new()) };
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     let mut archs = Vec::new();
     for l in text.lines() {
@@ -22,7 +26,7 @@ pub fn known_archs(llc: &Path, triple: &str) -> Vec<String> {
             }
         }
     }
-    archs
+    Ok(archs)
 }
 
 #[cfg(test)]
@@ -44,7 +48,7 @@ mod tests {
         {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&llc, std::fs::Permissions::from_mode(0o755)).unwrap();
-            assert_eq!(known_archs(&llc, "nvptx64-nvidia-cuda"), ["sm_90", "sm_90a"]);
+            assert_eq!(known_archs(&llc, "nvptx64-nvidia-cuda").unwrap(), ["sm_90", "sm_90a"]);
         }
     }
 }

@@ -18,6 +18,7 @@
 
 mod arg;
 mod binary;
+mod child;
 mod cli;
 mod cmd;
 mod device;

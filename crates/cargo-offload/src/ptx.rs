@@ -75,15 +75,16 @@ pub fn parse_llc_features(help: &str) -> Vec<u32> {
     v
 }
 
-/// The PTX versions the `llc` at `llc` knows.
-pub fn llc_ptx_versions(llc: &std::path::Path) -> Vec<u32> {
-    let out = std::process::Command::new(llc).args(["-mtriple=nvptx64-nvidia-cuda", "-mattr=help"]).output();
-    match out {
-        Ok(o) => {
+/// The PTX versions the `llc` at `llc` knows (`llc -mattr=help`, probed);
+/// none if it does not run.
+pub fn llc_ptx_versions(llc: &std::path::Path) -> crate::errors::Result<Vec<u32>> {
+    let out =
+        crate::child::probe(std::process::Command::new(llc).args(["-mtriple=nvptx64-nvidia-cuda", "-mattr=help"]))?;
+    Ok(out
+        .map(|o| {
             parse_llc_features(&(String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)))
-        }
-        Err(_) => Vec::new(),
-    }
+        })
+        .unwrap_or_default())
 }
 
 /// The `ptxNN` target features the rustc flags `flags` turn on (`+`) or
@@ -275,7 +276,7 @@ mod tests {
         let empty = dir.join("empty.ll");
         std::fs::write(&empty, "target triple = \"nvptx64-nvidia-cuda\"\n").unwrap();
         for llc in &llcs {
-            let known = crate::llvm::known_archs(llc, "nvptx64-nvidia-cuda");
+            let known = crate::llvm::known_archs(llc, "nvptx64-nvidia-cuda").unwrap();
             for (arch, min) in MIN_PTX.iter().filter(|(a, _)| known.iter().any(|k| k == a)) {
                 let out = std::process::Command::new(llc)
                     .arg("-mtriple=nvptx64-nvidia-cuda")
@@ -287,7 +288,7 @@ mod tests {
                 let ptx = String::from_utf8_lossy(&out.stdout);
                 assert!(ptx.contains(&format!(".version {}\n", dotted(*min))), "{} {arch}: {ptx}", llc.display());
             }
-            assert!(llc_ptx_versions(llc).contains(&78), "{}", llc.display());
+            assert!(llc_ptx_versions(llc).unwrap().contains(&78), "{}", llc.display());
         }
         let _ = std::fs::remove_dir_all(dir);
     }

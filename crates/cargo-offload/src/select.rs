@@ -78,7 +78,7 @@ pub fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &DeviceToolchain) 
     } else if target.as_deref().is_some_and(|t| t.starts_with("amdgcn")) {
         return Err(CliError::AmdNeedsArch);
     } else {
-        match toolchain::detect_gpu_arch() {
+        match toolchain::detect_gpu_arch()? {
             Some(a) => (vec![a], "the GPU"),
             None => (vec![DEFAULT_NVPTX_ARCH.to_string()], "default"),
         }
@@ -89,7 +89,7 @@ pub fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &DeviceToolchain) 
         if !is_device_triple(&triple) {
             return Err(CliError::UnknownTarget(triple));
         }
-        let known = crate::llvm::known_archs(&tc.llvm.llc, &triple);
+        let known = crate::llvm::known_archs(&tc.llvm.llc, &triple)?;
         if !known.is_empty() && !known.contains(&arch) {
             return Err(CliError::UnknownArch { arch, target: triple, known: supported_in_order(&known), from });
         }
@@ -105,7 +105,7 @@ pub fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &DeviceToolchain) 
                     .split_whitespace()
                     .map(String::from)
                     .collect();
-                ptx::device_feature(&arch, &flags, &ptx::llc_ptx_versions(&tc.llvm.llc), tc.llvm_major)?
+                ptx::device_feature(&arch, &flags, &ptx::llc_ptx_versions(&tc.llvm.llc)?, tc.llvm_major)?
             } else {
                 None
             };

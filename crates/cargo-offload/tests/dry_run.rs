@@ -121,6 +121,16 @@ impl Fixture {
 
     /// `cargo offload <args> --target-dir <target> --dry-run`, which must succeed.
     fn dry_run(&self, args: &[&str], env: &[(&str, &str)]) -> DryRun {
+        let out = self.command(args, env).output().expect("run cargo-offload");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {}\n{stdout}\n{stderr}", out.status);
+        let (devices, embed, host) = parse(&stdout);
+        DryRun { devices, embed, host, stderr }
+    }
+
+    /// The command of [`Fixture::dry_run`], to run as a test needs.
+    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
         let (args, trailing) = match args.iter().position(|a| *a == "--") {
             Some(i) => (&args[..i], &args[i..]),
@@ -134,12 +144,18 @@ impl Fixture {
             cmd.env_remove(k);
         }
         cmd.envs(env.iter().copied());
-        let out = cmd.output().expect("run cargo-offload");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {}\n{stdout}\n{stderr}", out.status);
-        let (devices, embed, host) = parse(&stdout);
-        DryRun { devices, embed, host, stderr }
+        cmd
+    }
+
+    /// A `rustup` that never answers, first on `PATH`: the `PATH` to use.
+    fn hanging_rustup(&self) -> String {
+        let bin = self.dir.join("fake-bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let rustup = bin.join("rustup");
+        std::fs::write(&rustup, "#!/bin/sh\nexec sleep 20\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
     }
 
     /// Whether the dry run left the target directory as it was (absent),
@@ -389,5 +405,51 @@ fn amd_gpus_use_the_written_target_specification() {
     assert!(dev.rustflags().contains(&"-Ctarget-cpu=gfx90a".into()));
     assert!(!dev.rustflags().iter().any(|x| x.starts_with("-Ctarget-feature=+ptx")));
     assert!(d.embed.contains("code object gfx90a"), "{}", d.embed);
+    assert!(f.built_nothing());
+}
+
+/// A toolchain probe that does not answer (`rustup which` here) is an error
+/// naming it after `OFFLOAD_PROBE_TIMEOUT` seconds, not a hang.
+#[test]
+fn a_hanging_toolchain_probe_is_named() {
+    let f = Fixture::new();
+    let path = f.hanging_rustup();
+    let start = std::time::Instant::now();
+    let out = f
+        .command(&["build", "--arch", "sm_80"], &[("PATH", &path), ("OFFLOAD_PROBE_TIMEOUT", "1")])
+        .env_remove("OFFLOAD_RUSTC")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(start.elapsed() < std::time::Duration::from_secs(15), "{:?}: {stderr}", start.elapsed());
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("error: `rustup which --toolchain nightly rustc` did not answer within 1 s"), "{stderr}");
+    assert!(stderr.contains("OFFLOAD_PROBE_TIMEOUT"), "{stderr}");
+}
+
+/// Ctrl-C (a SIGINT to `cargo offload` alone) while a probe runs ends the
+/// build at once: the probe is killed, nothing else starts.
+#[test]
+fn an_interruption_during_a_probe_ends_the_build() {
+    let f = Fixture::new();
+    let path = f.hanging_rustup();
+    let start = std::time::Instant::now();
+    let child = f
+        .command(&["build", "--arch", "sm_80"], &[("PATH", &path)])
+        .env_remove("OFFLOAD_RUSTC")
+        .env_remove("OFFLOAD_PROBE_TIMEOUT")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past `cargo metadata`, into the probes.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(start.elapsed() < std::time::Duration::from_secs(12), "{:?}: {stderr}", start.elapsed());
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(stderr.trim(), "error: build interrupted");
     assert!(f.built_nothing());
 }
