@@ -123,9 +123,7 @@ impl DevicePass<'_> {
         } else if self.fmad {
             f.push("-Clink-arg=--fmad".into());
         }
-        if let Ok(extra) = std::env::var("OFFLOAD_DEVICE_RUSTFLAGS") {
-            f.extend(extra.split_whitespace().map(String::from));
-        }
+        f.extend(crate::devflags::from_env());
         f
     }
 

@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | 0 | [`exit::OK`] | success |
 //! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
-//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a PTX ISA feature in `OFFLOAD_DEVICE_RUSTFLAGS`, a profile that strips the symbols generic kernels need |
+//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
 //! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or a tool asked about it (`rustc -vV`, `rustup which`, `llc`, `nvidia-smi`) did not answer in time |
 //! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link, or a binary launches kernels its device image lacks |
 //! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
@@ -70,6 +70,9 @@ pub enum CliError {
 
     #[error(transparent)]
     Ptx(#[from] crate::ptx::PtxError),
+
+    #[error(transparent)]
+    DeviceFlags(#[from] crate::devflags::FlagError),
 
     #[error("`{}` launches generic kernels, but it has no symbol table to read their instantiations from", exe.display())]
     StrippedBinary { exe: PathBuf },
@@ -205,6 +208,7 @@ impl CliError {
             | NoArch
             | Config { .. }
             | Ptx(_)
+            | DeviceFlags(_)
             | StrippedBinary { .. } => exit::USAGE,
             NoDeviceRustc { .. }
             | MissingRustSrc { .. }
@@ -287,6 +291,7 @@ impl CliError {
                 vec![format!("define the type in `{krate}` or in a crate that both depend on")]
             }
             Ptx(e) => vec![e.hint()],
+            DeviceFlags(e) => vec![e.hint()],
             NoKernels { .. } => vec![
                 "mark a function `#[offload::kernel]` and launch it from host code, e.g. \
                  `my_kernel(offload::for_len(n), &x, &mut y)?`"

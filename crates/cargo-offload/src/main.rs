@@ -21,6 +21,7 @@ mod binary;
 mod child;
 mod cli;
 mod cmd;
+mod devflags;
 mod device;
 mod diagnostic;
 mod doctor;

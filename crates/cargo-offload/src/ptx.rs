@@ -91,26 +91,10 @@ pub fn llc_ptx_versions(llc: &std::path::Path) -> crate::errors::Result<Vec<u32>
 /// off (`-`), as (on, version): `-C target-feature=+ptx80,+sm_90`,
 /// `-Ctarget-feature=+ptx80`, `--codegen target-feature=…`.
 pub fn user_ptx_features(flags: &[String]) -> Vec<(bool, u32)> {
-    let mut out = Vec::new();
-    let mut it = flags.iter().peekable();
-    while let Some(f) = it.next() {
-        let value = match f.as_str() {
-            "-C" | "--codegen" => it.next().map(String::as_str),
-            other => other.strip_prefix("-C").or_else(|| other.strip_prefix("--codegen=")),
-        };
-        let Some(list) = value.and_then(|v| v.strip_prefix("target-feature=")) else { continue };
-        for item in list.split(',') {
-            let (on, name) = match item.split_at_checked(1) {
-                Some(("+", n)) => (true, n),
-                Some(("-", n)) => (false, n),
-                _ => (true, item),
-            };
-            if let Some(v) = name.strip_prefix("ptx").and_then(|n| n.parse().ok()) {
-                out.push((on, v));
-            }
-        }
-    }
-    out
+    crate::devflags::target_features(flags)
+        .into_iter()
+        .filter_map(|(on, name)| name.strip_prefix("ptx").and_then(|n| n.parse().ok()).map(|v| (on, v)))
+        .collect()
 }
 
 /// A PTX ISA version the device pass cannot use, with the fix.

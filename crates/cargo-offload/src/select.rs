@@ -5,7 +5,7 @@ use crate::cli::{DeviceOpts, DEFAULT_NVPTX_ARCH};
 use crate::errors::{CliError, Result};
 use crate::toolchain::{self, DeviceToolchain};
 use crate::workspace::Config;
-use crate::{ptx, status};
+use crate::{devflags, ptx, status};
 
 /// One device image to build: a target triple and an architecture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,14 +97,11 @@ pub fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &DeviceToolchain) 
             return Err(CliError::ArchTooOld { arch, from });
         }
         if !sels.iter().any(|d| d.arch == arch && d.triple == triple) {
+            // Checked before any build: a flag that contradicts the
+            // architecture would abort LLVM in the middle of it.
+            let flags = devflags::from_env();
+            devflags::check(&flags, &triple, &arch)?;
             let ptx_feature = if triple.starts_with("nvptx64") {
-                // Checked before any build: an unusable PTX ISA version
-                // would abort LLVM in the middle of it.
-                let flags: Vec<String> = std::env::var("OFFLOAD_DEVICE_RUSTFLAGS")
-                    .unwrap_or_default()
-                    .split_whitespace()
-                    .map(String::from)
-                    .collect();
                 ptx::device_feature(&arch, &flags, &ptx::llc_ptx_versions(&tc.llvm.llc)?, tc.llvm_major)?
             } else {
                 None

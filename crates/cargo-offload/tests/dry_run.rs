@@ -408,6 +408,25 @@ fn amd_gpus_use_the_written_target_specification() {
     assert!(f.built_nothing());
 }
 
+/// A flag in `OFFLOAD_DEVICE_RUSTFLAGS` that contradicts the build is a
+/// usage error before anything is built (the rules: `devflags.rs`).
+#[test]
+fn contradicting_device_rustflags_are_refused() {
+    let f = Fixture::new();
+    for (flags, says) in [
+        ("-C target-cpu=sm_90", "`-C target-cpu=sm_90` in OFFLOAD_DEVICE_RUSTFLAGS"),
+        ("-C target-feature=+sm_100", "`+sm_100` in OFFLOAD_DEVICE_RUSTFLAGS contradicts the architecture sm_80"),
+        ("-C panic=unwind", "`-C panic=unwind` in OFFLOAD_DEVICE_RUSTFLAGS: GPU code cannot unwind"),
+    ] {
+        let out = f.command(&["build", "--arch", "sm_80"], &[("OFFLOAD_DEVICE_RUSTFLAGS", flags)]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags}: {stderr}");
+        assert!(stderr.contains(says) && stderr.contains("= help: "), "{flags}: {stderr}");
+        assert!(out.stdout.is_empty(), "nothing planned: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    assert!(f.built_nothing());
+}
+
 /// A toolchain probe that does not answer (`rustup which` here) is an error
 /// naming it after `OFFLOAD_PROBE_TIMEOUT` seconds, not a hang.
 #[test]
