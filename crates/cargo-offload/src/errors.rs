@@ -240,22 +240,7 @@ impl CliError {
                  (`nvidia-smi --query-gpu=compute_cap --format=csv` prints 8.0 for sm_80)"
                     .into(),
             ],
-            UnknownArch { known, target, arch, .. } => {
-                let example = if target.starts_with("nvptx") { "sm_90" } else { "gfx90a" };
-                let mut h = vec![
-                    format!("architectures LLVM knows for {target}: {}", known.join(", ")),
-                    format!(
-                        "pass your GPU's, e.g. `--arch {example}` (NVIDIA: `nvidia-smi --query-gpu=compute_cap \
-                         --format=csv` prints 9.0 for sm_90)"
-                    ),
-                ];
-                if arch.starts_with("gfx") && target.starts_with("nvptx") {
-                    h.push(format!("`{arch}` is an AMD GPU: add `--target amdgcn-amd-amdhsa`"));
-                } else if arch.starts_with("sm_") && target.starts_with("amdgcn") {
-                    h.push(format!("`{arch}` is an NVIDIA GPU: use `--target nvptx64-nvidia-cuda` (the default)"));
-                }
-                h
-            }
+            UnknownArch { known, target, arch, .. } => unknown_arch_hints(arch, target, known),
             Config { .. } => {
                 vec!["the table takes `arch` (a string or a list of strings, e.g. `[\"sm_80\", \"sm_90\"]`) and \
                  `target` (a string)"
@@ -353,6 +338,24 @@ impl CliError {
     pub fn report(&self) {
         eprintln!("{}", self.render(crate::status::error_prefix()));
     }
+}
+
+/// The hints of [`CliError::UnknownArch`].
+fn unknown_arch_hints(arch: &str, target: &str, known: &[String]) -> Vec<String> {
+    let example = if target.starts_with("nvptx") { "sm_90" } else { "gfx90a" };
+    let mut h = vec![
+        format!("architectures LLVM knows for {target}: {}", known.join(", ")),
+        format!(
+            "pass your GPU's, e.g. `--arch {example}` (NVIDIA: `nvidia-smi --query-gpu=compute_cap --format=csv` \
+             prints 9.0 for sm_90)"
+        ),
+    ];
+    if arch.starts_with("gfx") && target.starts_with("nvptx") {
+        h.push(format!("`{arch}` is an AMD GPU: add `--target amdgcn-amd-amdhsa`"));
+    } else if arch.starts_with("sm_") && target.starts_with("amdgcn") {
+        h.push(format!("`{arch}` is an NVIDIA GPU: use `--target nvptx64-nvidia-cuda` (the default)"));
+    }
+    h
 }
 
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
