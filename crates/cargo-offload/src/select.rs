@@ -102,7 +102,7 @@ pub fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &DeviceToolchain) 
             let flags = devflags::from_env();
             devflags::check(&flags, &triple, &arch)?;
             let ptx_feature = if triple.starts_with("nvptx64") {
-                ptx::device_feature(&arch, &flags, &ptx::llc_ptx_versions(&tc.llvm.llc)?, tc.llvm_major)?
+                ptx::device_feature(&arch, &flags, &crate::llvm::ptx_versions(&tc.llvm.llc)?, tc.llvm_major)?
             } else {
                 None
             };

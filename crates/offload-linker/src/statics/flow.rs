@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use super::{destination, operands};
+use super::inst::{destination, operands};
 use crate::recursion::{callee, symbols, Callee};
 
 /// Where a pointer may come from.
