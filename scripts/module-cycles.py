@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Module cycles and long files in a crate's `src`: `scripts/module-cycles.py crates/offload/src`.
+"""Module cycles and long files in a crate's `src`: `scripts/module-cycles.py crates/offload/src`
+(`--edges` first also lists, per file, the files it imports).
 
 Reads every `.rs` file, finds the paths it names (`use` trees and inline
-`crate::…`, `super::…`, `self::…` paths, outside comments and macro `$crate`
-paths), resolves each to the file that defines the named item (following
+`crate::…`, `super::…`, `self::…` paths and paths through a child module,
+outside comments and macro `$crate` paths), resolves each to the file that defines the named item (following
 `pub use` re-exports of `lib.rs` / `mod.rs`), and prints every group of
 files that import each other, directly or around a loop (strongly connected
 components of the import graph), and every file over the line limit. Exits 1
@@ -21,11 +22,14 @@ def module_of(root, path):
     return tuple(rel)
 
 
+# Comments, raw strings, strings and char literals, in one left-to-right
+# pass (a `'"'` or a `//` inside a string must not start anything; a
+# string may go on after a `\` at the end of a line).
+TOKEN = re.compile(r'/\*[\s\S]*?\*/|//[^\n]*|\bb?r(#*)"[\s\S]*?"\1|"(?:\\[\s\S]|[^"\\])*"|\'(?:\\[^\n\']*|[^\\\'])\'')
+
+
 def strip(text):
-    text = re.sub(r'/\*.*?\*/', '', text, flags=re.S)
-    text = re.sub(r'//[^\n]*', '', text)
-    text = re.sub(r'"(\\.|[^"\\])*"', '""', text)
-    return text
+    return TOKEN.sub(lambda m: '' if m.group(0).startswith('/') else '""', text)
 
 
 def inline_modules(text):
@@ -70,7 +74,7 @@ def expand(tree):
     return out
 
 
-def main(root):
+def main(root, show_edges=False):
     files = {}
     for d, _, names in os.walk(root):
         for n in names:
@@ -89,6 +93,9 @@ def main(root):
                 alias.setdefault(rename.strip() or full.split('::')[-1], full)
         reexports[m] = alias
         paths += re.findall(r'(?<![\w$:])((?:crate|super|self)(?:::\w+)+)', t)
+        # Inline paths through a child module: `flow::written_by(…)` in the
+        # file that declares `mod flow;`.
+        paths += [p for p in re.findall(r'(?<![\w$:])(\w+(?:::\w+)+)', t) if m + (p.split('::')[0],) in files]
         uses[m] = paths
 
     # `#[macro_export]` macros live at the crate root but in their file.
@@ -133,6 +140,10 @@ def main(root):
             if t is not None and t != m:
                 # A module's own `mod` children are declarations, not imports.
                 edges[m].add(t)
+    if show_edges:
+        for m in sorted(files):
+            names = sorted(os.path.relpath(files[t], root) for t in edges[m])
+            print(f"{os.path.relpath(files[m], root)} -> {', '.join(names) or '(none)'}")
     # Tarjan's strongly connected components.
     index, low, stack, on, comps, n = {}, {}, [], set(), [], [0]
 
@@ -176,4 +187,5 @@ def main(root):
 
 
 if __name__ == '__main__':
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else 'src'))
+    args = [a for a in sys.argv[1:] if a != '--edges']
+    sys.exit(main(args[0] if args else 'src', '--edges' in sys.argv[1:]))

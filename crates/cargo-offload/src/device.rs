@@ -9,23 +9,18 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use cargo_metadata::{Message, TargetKind};
 
+use crate::child;
 use crate::cli::CargoOpts;
+use crate::cmd::{CommandSpec, EnvChange};
+use crate::diagnostic::{classify, Meaning};
 use crate::errors::{CliError, Result};
+use crate::handoff::{COMPILE_LOG_VAR, GENERIC_DIR_VAR};
 use crate::status;
 use crate::toolchain::DeviceToolchain;
-
-/// One environment change of the inner cargo, with the reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvChange {
-    pub key: String,
-    /// `None` removes the variable.
-    pub value: Option<String>,
-    pub why: &'static str,
-}
 
 /// Everything the device pass needs to know.
 pub struct DevicePass<'a> {
@@ -96,7 +91,7 @@ impl DevicePass<'_> {
         for exe in [&self.wrapper, &self.linker] {
             bytes.extend(std::fs::read(exe).unwrap_or_default());
         }
-        format!("{:016x}", crate::embed::fnv64(&bytes))
+        format!("{:016x}", offload_image::hash::fnv64(&bytes))
     }
 
     fn rustflags(&self) -> Vec<String> {
@@ -128,52 +123,100 @@ impl DevicePass<'_> {
         } else if self.fmad {
             f.push("-Clink-arg=--fmad".into());
         }
-        if let Ok(extra) = std::env::var("OFFLOAD_DEVICE_RUSTFLAGS") {
-            f.extend(extra.split_whitespace().map(String::from));
-        }
+        f.extend(crate::devflags::from_env());
         f
     }
 
-    /// The environment of the inner cargo, each change with its reason.
+    /// The environment of the inner cargo, each change with its reason:
+    /// the compiler and its flags ([`DevicePass::compiler_env`]), what
+    /// offload-linker and the wrapper phase need ([`DevicePass::link_env`]),
+    /// and what depends on the user's environment.
     pub fn env(&self) -> Vec<EnvChange> {
         let set = |key: &str, value: String, why: &'static str| EnvChange { key: key.into(), value: Some(value), why };
-        let unset = |key: &str, why: &'static str| EnvChange { key: key.into(), value: None, why };
-        let tools = &self.tc.llvm;
-        let mut e = vec![
-            set("RUSTC", self.tc.rustc.display().to_string(), "the device compiler (it has rust-src for -Zbuild-std)"),
-            set("RUSTC_WRAPPER", self.wrapper.display().to_string(), "cargo-offload rewrites crate types and adds #![no_std] for the device"),
-            unset("RUSTC_WORKSPACE_WRAPPER", "a host-side tool; the device pass goes through RUSTC_WRAPPER only"),
-            set("CARGO_ENCODED_RUSTFLAGS", self.rustflags().join("\x1f"), "device flags; overrides RUSTFLAGS and [build] rustflags, which are for the host"),
-            unset("RUSTFLAGS", "host flags do not apply to the device pass"),
-            unset("CARGO_BUILD_TARGET", "the device target is given with --target"),
-            unset("CARGO_TARGET_DIR", "the device pass has its own target directory"),
-            set("RUSTC_BOOTSTRAP", "1".into(), "-Zbuild-std and the GPU kernel ABI are unstable; enabled for the device pass only"),
-            set("__OFFLOAD_PHASE", "device".into(), "tells the wrapper which pass it serves"),
-            set("OFFLOAD_SYSROOT", self.tc.sysroot.display().to_string(), "the device rustc's sysroot (rust-src, rustup's llvm-tools)"),
-            set("OFFLOAD_LLVM_MAJOR", self.tc.llvm_major.to_string(), "LLVM major version of the device rustc"),
-            set("OFFLOAD_LLVM_LINK", tools.llvm_link.display().to_string(), "for offload-linker"),
-            set("OFFLOAD_OPT", tools.opt.display().to_string(), "for offload-linker"),
-            set("OFFLOAD_LLC", tools.llc.display().to_string(), "for offload-linker"),
-        ];
-        if let Some(lld) = &tools.lld {
-            e.push(set("OFFLOAD_LLD", lld.display().to_string(), "for offload-linker (AMD GPU code objects)"));
-        }
+        let mut e = self.compiler_env();
+        e.extend(self.link_env());
         if std::env::var_os("CARGO_NET_GIT_FETCH_WITH_CLI").is_none() {
             // Debian's cargo-web links a system libgit2 that fails to fetch
             // ("invalid version 0 on git_proxy_options"); the git command
             // line works with every cargo.
-            e.push(set("CARGO_NET_GIT_FETCH_WITH_CLI", "true".into(), "git dependencies are fetched with the git command line"));
+            let why = "git dependencies are fetched with the git command line";
+            e.push(set("CARGO_NET_GIT_FETCH_WITH_CLI", "true".into(), why));
         }
         if let Some(w) = std::env::var_os("RUSTC_WRAPPER").filter(|w| !w.is_empty()) {
-            e.push(set("__OFFLOAD_INNER_WRAPPER", w.to_string_lossy().into_owned(), "your RUSTC_WRAPPER, chained after cargo-offload's"));
+            let why = "your RUSTC_WRAPPER, chained after cargo-offload's";
+            e.push(set("__OFFLOAD_INNER_WRAPPER", w.to_string_lossy().into_owned(), why));
+        }
+        if status::color() {
+            let why = "cargo's output is relayed through a pipe, in color as on your terminal";
+            e.push(set("CARGO_TERM_COLOR", "always".into(), why));
+        }
+        e
+    }
+
+    /// The device compiler, the wrapper and the flags; every host setting
+    /// that would reach the device pass cleared.
+    fn compiler_env(&self) -> Vec<EnvChange> {
+        let set = |key: &str, value: String, why: &'static str| EnvChange { key: key.into(), value: Some(value), why };
+        let unset = |key: &str, why: &'static str| EnvChange { key: key.into(), value: None, why };
+        let flags_why = "device flags; overrides RUSTFLAGS and [build] rustflags, which are for the host";
+        vec![
+            set("RUSTC", self.tc.rustc.display().to_string(), "the device compiler (it has rust-src for -Zbuild-std)"),
+            set(
+                "RUSTC_WRAPPER",
+                self.wrapper.display().to_string(),
+                "cargo-offload rewrites crate types and adds #![no_std] for the device",
+            ),
+            unset("RUSTC_WORKSPACE_WRAPPER", "a host-side tool; the device pass goes through RUSTC_WRAPPER only"),
+            set("CARGO_ENCODED_RUSTFLAGS", self.rustflags().join("\x1f"), flags_why),
+            unset("RUSTFLAGS", "host flags do not apply to the device pass"),
+            unset("CARGO_BUILD_TARGET", "the device target is given with --target"),
+            unset("CARGO_TARGET_DIR", "the device pass has its own target directory"),
+            set(
+                "RUSTC_BOOTSTRAP",
+                "1".into(),
+                "-Zbuild-std and the GPU kernel ABI are unstable; enabled for the device pass only",
+            ),
+            set("__OFFLOAD_PHASE", "device".into(), "tells the wrapper which pass it serves"),
+            set(
+                "OFFLOAD_SYSROOT",
+                self.tc.sysroot.display().to_string(),
+                "the device rustc's sysroot (rust-src, rustup's llvm-tools)",
+            ),
+        ]
+    }
+
+    /// What offload-linker and the wrapper's device phase read.
+    fn link_env(&self) -> Vec<EnvChange> {
+        let set = |key: &str, value: String, why: &'static str| EnvChange { key: key.into(), value: Some(value), why };
+        let path = |p: &Path| p.display().to_string();
+        let tools = &self.tc.llvm;
+        let mut e = vec![
+            set("OFFLOAD_LLVM_MAJOR", self.tc.llvm_major.to_string(), "LLVM major version of the device rustc"),
+            set("OFFLOAD_LLVM_LINK", path(&tools.llvm_link), "for offload-linker"),
+            set("OFFLOAD_OPT", path(&tools.opt), "for offload-linker"),
+            set("OFFLOAD_LLC", path(&tools.llc), "for offload-linker"),
+        ];
+        if let Some(lld) = &tools.lld {
+            e.push(set("OFFLOAD_LLD", path(lld), "for offload-linker (AMD GPU code objects)"));
         }
         if self.verbose >= 2 {
-            e.push(set("OFFLOAD_LINK_LOG", self.link_log().display().to_string(), "offload-linker appends its commands here (-vv)"));
+            e.push(set("OFFLOAD_LINK_LOG", path(&self.link_log()), "offload-linker appends its commands here (-vv)"));
         }
-        e.push(set(crate::generic::DIR_VAR, self.generic_dir.display().to_string(), "the instantiations of generic kernels that host code uses"));
-        e.push(set("OFFLOAD_LINK_CACHE", self.target_dir.join("link-cache").display().to_string(), "device links with identical inputs are reused"));
-        e.push(set("OFFLOAD_LINK_RECORD", self.record_path("links").display().to_string(), "offload-linker records each link here"));
-        e.push(set(crate::wrapper::COMPILE_LOG_VAR, self.record_path("compiles").display().to_string(), "the wrapper records each device compilation here"));
+        let generic_why = "the instantiations of generic kernels that host code uses";
+        e.extend([
+            set(GENERIC_DIR_VAR, path(&self.generic_dir), generic_why),
+            set(
+                "OFFLOAD_LINK_CACHE",
+                path(&self.target_dir.join("link-cache")),
+                "device links with identical inputs are reused",
+            ),
+            set("OFFLOAD_LINK_RECORD", path(&self.record_path("links")), "offload-linker records each link here"),
+            set(
+                COMPILE_LOG_VAR,
+                path(&self.record_path("compiles")),
+                "the wrapper records each device compilation here",
+            ),
+        ]);
         e
     }
 
@@ -211,44 +254,22 @@ impl DevicePass<'_> {
         a
     }
 
-    pub fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.tc.cargo);
-        cmd.args(self.args());
-        for c in self.env() {
-            match &c.value {
-                Some(v) => cmd.env(&c.key, v),
-                None => cmd.env_remove(&c.key),
-            };
-        }
-        if status::color() {
-            cmd.env("CARGO_TERM_COLOR", "always");
-        }
-        cmd
+    /// The inner cargo: program, arguments and environment.
+    pub fn spec(&self) -> CommandSpec {
+        CommandSpec { program: self.tc.cargo.clone(), args: self.args(), env: self.env() }
     }
 
-    /// Prints the command and its environment the way `--dry-run` and `-v` show it.
+    /// The command and its environment the way `--dry-run` and `-v` show it.
     pub fn render(&self) -> String {
-        let mut s = String::new();
-        for c in self.env() {
-            match &c.value {
-                Some(v) if c.key == "CARGO_ENCODED_RUSTFLAGS" => {
-                    s.push_str(&format!("  {}='{}'    # {}\n", c.key, v.replace('\x1f', "\\x1f"), c.why))
-                }
-                Some(v) => s.push_str(&format!("  {}={}    # {}\n", c.key, v, c.why)),
-                None => s.push_str(&format!("  unset {}    # {}\n", c.key, c.why)),
-            }
-        }
-        s.push_str(&format!("  {} {}", self.tc.cargo.display(), self.args().join(" ")));
-        s
+        self.spec().render()
     }
 
     /// rustc before 1.101 warns for every crate that the PTX feature the
     /// device pass enables (`ptx.rs`) is unstable; it is cargo offload's
     /// own flag, not the user's, so that warning is not shown.
-    fn own_feature_warning(&self, message: &str) -> bool {
-        self.ptx_feature.as_deref().and_then(|f| f.strip_prefix('+')).is_some_and(|f| {
-            message == format!("unstable feature specified for `-Ctarget-feature`: `{f}`")
-        })
+    fn own_feature_warning(&self, meaning: &Meaning) -> bool {
+        let own = self.ptx_feature.as_deref().and_then(|f| f.strip_prefix('+'));
+        matches!(meaning, Meaning::UnstableTargetFeature { feature } if Some(feature.as_str()) == own)
     }
 
     /// Runs the pass and returns the device images of the final binaries.
@@ -260,96 +281,13 @@ impl DevicePass<'_> {
         if self.verbose >= 2 {
             let _ = std::fs::remove_file(self.link_log());
         }
-        let mut child = self
-            .command()
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| CliError::Spawn { program: self.tc.cargo.display().to_string(), source })?;
-        let registered = crate::interrupt::register(child.id());
-        let stderr = child.stderr.take().expect("piped");
-        let label = format!("(device {})", self.arch);
-        // cargo's own status lines, labelled as device work, as they come;
-        // its other lines (warnings, errors) once it has exited, unless the
-        // build was interrupted: then they are the noise of dying children.
-        let relay = std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
-                let plain = strip_ansi(&line);
-                let t = plain.trim_start();
-                if crate::interrupt::interrupting_message(t) {
-                    crate::interrupt::set();
-                }
-                if crate::interrupt::interrupted() {
-                    continue;
-                }
-                if t.starts_with("Compiling ") || t.starts_with("Finished ") || t.starts_with("Checking ") {
-                    eprintln!("{line} {label}");
-                } else {
-                    held.push(line);
-                }
-            }
-            held
-        });
-        let stdout = child.stdout.take().expect("piped");
-        let mut artifacts = Vec::new();
-        let mut std_missing: Vec<StdUser> = Vec::new();
-        let mut duplicate_symbol = false;
-        let mut errors = 0usize;
-        for msg in Message::parse_stream(BufReader::new(stdout)) {
-            let Ok(msg) = msg else { continue };
-            match msg {
-                Message::CompilerMessage(m) => {
-                    let link = linker_failure(&m.message, &m.target.name);
-                    if link.is_some() && m.message.children.iter().any(|c| crate::interrupt::interrupted_link(&c.message)) {
-                        crate::interrupt::set();
-                    }
-                    if crate::interrupt::interrupted() || self.own_feature_warning(&m.message.message) {
-                        continue;
-                    }
-                    match (&link, &m.message.rendered) {
-                        (Some(text), _) => eprintln!("{}{text}", status::error_prefix()),
-                        (None, Some(r)) => eprint!("{r}"),
-                        (None, None) => {}
-                    }
-                    if m.message.level == cargo_metadata::diagnostic::DiagnosticLevel::Error {
-                        errors += 1;
-                        if m.message.message.contains("is already defined") && m.message.message.contains("__offload_kernel_") {
-                            duplicate_symbol = true;
-                        }
-                        if needs_std(&m.message.message) {
-                            let final_target = m.target.kind.iter().any(|k| !matches!(k, TargetKind::Lib | TargetKind::RLib));
-                            let who = StdUser { name: m.target.name.clone(), final_target };
-                            if !std_missing.contains(&who) {
-                                std_missing.push(who);
-                            }
-                        }
-                    }
-                }
-                Message::CompilerArtifact(a) => {
-                    let image = a
-                        .filenames
-                        .iter()
-                        .find(|f| matches!(f.extension(), Some("ptx") | Some("elf")))
-                        .map(|f| f.clone().into_std_path_buf());
-                    if let Some(image) = image {
-                        artifacts.push(DeviceArtifact {
-                            crate_name: a.target.name.replace('-', "_"),
-                            kinds: a.target.kind.iter().map(kind_name).collect(),
-                            src_path: a.target.src_path.clone().into_std_path_buf(),
-                            test: a.profile.test,
-                            image,
-                        });
-                    }
-                }
-                Message::TextLine(t) if !crate::interrupt::interrupted() => eprintln!("{t}"),
-                _ => {}
-            }
-        }
-        let status = child.wait().map_err(|source| CliError::Spawn { program: self.tc.cargo.display().to_string(), source })?;
-        drop(registered);
+        let mut cmd = self.spec().command();
+        let mut running = child::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))?;
+        let relay = relay_stderr(running.child.stderr.take().expect("piped"), format!("(device {})", self.arch));
+        let seen = self.read_messages(running.child.stdout.take().expect("piped"));
+        let status = running.wait()?;
         let held = relay.join().unwrap_or_default();
-        if crate::interrupt::interrupting_status(&status) || crate::interrupt::interrupted() {
+        if crate::interrupt::interrupted() {
             let _ = std::fs::remove_file(self.record_path("compiles"));
             let _ = std::fs::remove_file(self.record_path("links"));
             return Err(CliError::Interrupted);
@@ -357,6 +295,66 @@ impl DevicePass<'_> {
         for line in held {
             eprintln!("{line}");
         }
+        self.report_done();
+        if !status.success() {
+            return Err(self.failure(&seen));
+        }
+        Ok(seen.artifacts)
+    }
+
+    /// Reads cargo's JSON messages as they come: rustc's diagnostics are
+    /// shown (a failed device link as what offload-linker said; nothing
+    /// once the build is interrupted), the images are collected.
+    fn read_messages(&self, stdout: impl std::io::Read) -> Seen {
+        let mut seen = Seen::default();
+        for msg in Message::parse_stream(BufReader::new(stdout)) {
+            match msg {
+                Ok(Message::CompilerMessage(m)) => self.diagnostic(&m, &mut seen),
+                Ok(Message::CompilerArtifact(a)) => seen.artifacts.extend(artifact(&a)),
+                Ok(Message::TextLine(t)) if !crate::interrupt::interrupted() => eprintln!("{t}"),
+                _ => {}
+            }
+        }
+        seen
+    }
+
+    /// One rustc diagnostic of the pass (see [`DevicePass::read_messages`]).
+    fn diagnostic(&self, m: &cargo_metadata::CompilerMessage, seen: &mut Seen) {
+        let children: Vec<&str> = m.message.children.iter().map(|c| c.message.as_str()).collect();
+        let meaning = classify(&m.message.message, &children);
+        if meaning == Meaning::Interrupted {
+            crate::interrupt::set();
+        }
+        if crate::interrupt::interrupted() || self.own_feature_warning(&meaning) {
+            return;
+        }
+        match (&meaning, &m.message.rendered) {
+            (Meaning::DeviceLinkFailed { said }, _) => {
+                // What offload-linker said, without rustc's notes with the
+                // linker's command line.
+                let what = if said.is_empty() { m.message.message.clone() } else { said.join("\n") };
+                eprintln!("{}device link of `{}` failed: {what}", status::error_prefix(), m.target.name)
+            }
+            (_, Some(r)) => eprint!("{r}"),
+            (_, None) => {}
+        }
+        if m.message.level != cargo_metadata::diagnostic::DiagnosticLevel::Error {
+            return;
+        }
+        seen.errors += 1;
+        seen.duplicate_symbol |= meaning == Meaning::DuplicateKernelSymbol;
+        if meaning == Meaning::NeedsStd {
+            let final_target = m.target.kind.iter().any(|k| !matches!(k, TargetKind::Lib | TargetKind::RLib));
+            let who = StdUser { name: m.target.name.clone(), final_target };
+            if !seen.std_missing.contains(&who) {
+                seen.std_missing.push(who);
+            }
+        }
+    }
+
+    /// The `Device` status line (and with `-vv` the device link commands):
+    /// what the pass compiled, linked and reused.
+    fn report_done(&self) {
         if self.verbose >= 2 {
             if let Ok(log) = std::fs::read_to_string(self.link_log()) {
                 for l in log.lines() {
@@ -384,40 +382,70 @@ impl DevicePass<'_> {
                 self.tc.describe()
             ),
         );
-        if !status.success() {
-            let mut hints = hints_for(&std_missing);
-            if duplicate_symbol {
-                hints.push(
-                    "two kernels got the same symbol: kernels generated by one macro at one place with the same name; \
-                     give each expansion a different function name (pass the name to the macro)"
-                        .into(),
-                );
-            }
-            let what = match errors {
-                0 => format!("cargo failed for {} {}; its error is above", self.triple, self.arch),
-                n => format!("{n} compile error(s) for {} {}", self.triple, self.arch),
-            };
-            return Err(CliError::DeviceBuild { what, hints });
+    }
+
+    /// The error of a failed pass, with hints from what it printed.
+    fn failure(&self, seen: &Seen) -> CliError {
+        let mut hints = hints_for(&seen.std_missing);
+        if seen.duplicate_symbol {
+            hints.push(
+                "two kernels got the same symbol: kernels generated by one macro at one place with the same name; \
+                 give each expansion a different function name (pass the name to the macro)"
+                    .into(),
+            );
         }
-        Ok(artifacts)
+        let what = match seen.errors {
+            0 => format!("cargo failed for {} {}; its error is above", self.triple, self.arch),
+            n => format!("{n} compile error(s) for {} {}", self.triple, self.arch),
+        };
+        CliError::DeviceBuild { what, hints }
     }
 }
 
-/// rustc's report of a failed device link (`linking with
-/// `…offload-linker` failed`), as one error: what offload-linker said,
-/// without rustc's notes with the linker's command line.
-pub fn linker_failure(d: &cargo_metadata::diagnostic::Diagnostic, krate: &str) -> Option<String> {
-    if !(d.message.starts_with("linking with `") && d.message.contains("offload-linker")) {
-        return None;
-    }
-    let said: Vec<&str> = d
-        .children
-        .iter()
-        .map(|c| c.message.trim_end())
-        .filter_map(|m| m.split_once("offload-linker: ").map(|(_, rest)| rest))
-        .collect();
-    let what = if said.is_empty() { d.message.clone() } else { said.join("\n") };
-    Some(format!("device link of `{krate}` failed: {what}"))
+/// What the device pass's messages said (see `DevicePass::read_messages`).
+#[derive(Default)]
+struct Seen {
+    artifacts: Vec<DeviceArtifact>,
+    std_missing: Vec<StdUser>,
+    duplicate_symbol: bool,
+    /// Error diagnostics.
+    errors: usize,
+}
+
+/// cargo's own status lines (`Compiling …`), labelled as device work, as
+/// they come; its other lines (warnings, errors) once it has exited, unless
+/// the build was interrupted: then they are the noise of dying children.
+fn relay_stderr(stderr: impl std::io::Read + Send + 'static, label: String) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+            let meaning = classify(&line, &[]);
+            if meaning == Meaning::Interrupted {
+                crate::interrupt::set();
+            }
+            if crate::interrupt::interrupted() {
+                continue;
+            }
+            if meaning == Meaning::Progress {
+                eprintln!("{line} {label}");
+            } else {
+                held.push(line);
+            }
+        }
+        held
+    })
+}
+
+/// The device image of an artifact cargo reported, if it is one.
+fn artifact(a: &cargo_metadata::Artifact) -> Option<DeviceArtifact> {
+    let image = a.filenames.iter().find(|f| matches!(f.extension(), Some("ptx") | Some("elf")))?;
+    Some(DeviceArtifact {
+        crate_name: a.target.name.replace('-', "_"),
+        kinds: a.target.kind.iter().map(kind_name).collect(),
+        src_path: a.target.src_path.clone().into_std_path_buf(),
+        test: a.profile.test,
+        image: image.clone().into_std_path_buf(),
+    })
 }
 
 fn kind_name(k: &TargetKind) -> String {
@@ -430,22 +458,6 @@ pub struct StdUser {
     pub name: String,
     /// A bin/test/example (the user's own code), not a library dependency.
     pub final_target: bool,
-}
-
-/// Names that only `std` (or `alloc`) provides; a device-pass error that
-/// cannot find one of them means host-only code reached the device pass.
-const STD_ONLY: &[&str] = &[
-    "std", "String", "Vec", "Box", "format", "println", "print", "eprintln", "eprint", "vec", "HashMap",
-    "HashSet", "BTreeMap", "Rc", "Arc", "ToString", "ToOwned", "dbg",
-];
-
-/// Whether a rustc error message says that `std` (or one of its items) is missing.
-pub fn needs_std(message: &str) -> bool {
-    if message.contains("can't find crate for `std`") {
-        return true;
-    }
-    let unresolved = message.contains("cannot find") || message.contains("unresolved") || message.contains("failed to resolve");
-    unresolved && STD_ONLY.iter().any(|n| message.contains(&format!("`{n}`")))
 }
 
 /// What to do when crates failed for want of `std`.
@@ -473,27 +485,6 @@ pub fn hints_for(std_missing: &[StdUser]) -> Vec<String> {
     h
 }
 
-/// Removes ANSI escape sequences (for matching cargo's colored lines).
-pub fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if c.is_ascii_alphabetic() {
-                        break;
-                    }
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Writes the target specification the device pass uses for
 /// `amdgcn-amd-amdhsa`: rustc's own, printed by the device rustc, with five
 /// changes. `executables: true`, because cargo refuses a `bin` target for a
@@ -505,21 +496,25 @@ pub fn strip_ansi(s: &str) -> String {
 /// `requires-lto`, which the bitcode link replaces. The file is named
 /// `amdgcn-amd-amdhsa.json`, so cargo's output directory keeps the triple's name.
 pub fn amdgpu_target_spec(tc: &DeviceToolchain, dir: &Path) -> Result<PathBuf> {
-    let out = Command::new(&tc.rustc)
-        .args(["-Zunstable-options", "--print", "target-spec-json", "--target", "amdgcn-amd-amdhsa"])
-        .env("RUSTC_BOOTSTRAP", "1")
-        .output()
-        .map_err(|source| CliError::Spawn { program: tc.rustc.display().to_string(), source })?;
+    let print = CommandSpec {
+        program: tc.rustc.clone(),
+        args: ["-Zunstable-options", "--print", "target-spec-json", "--target", "amdgcn-amd-amdhsa"]
+            .map(String::from)
+            .to_vec(),
+        env: vec![EnvChange::set("RUSTC_BOOTSTRAP", "1", "`--print target-spec-json` is unstable")],
+    };
+    let Some(out) = child::probe(&mut print.command())? else {
+        return Err(CliError::spawn(&tc.rustc)(std::io::ErrorKind::NotFound.into()));
+    };
     if !out.status.success() {
-        return Err(CliError::Usage(format!(
-            "{} cannot print the amdgcn-amd-amdhsa target: {}",
-            tc.rustc.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(CliError::TargetSpec { rustc: tc.rustc.clone(), stderr });
     }
-    let mut spec: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| CliError::Usage(format!("unreadable target specification from {}: {e}", tc.rustc.display())))?;
-    let obj = spec.as_object_mut().ok_or_else(|| CliError::Usage("target specification is not an object".into()))?;
+    let unreadable = |source| CliError::TargetSpecJson { rustc: tc.rustc.clone(), source };
+    let mut spec: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(unreadable)?;
+    let obj = spec
+        .as_object_mut()
+        .ok_or_else(|| unreadable(serde::de::Error::custom("the target specification is not a JSON object")))?;
     obj.insert("executables".into(), true.into());
     // The bin's expected output name, so that it is the cdylib's (`.elf`).
     obj.insert("exe-suffix".into(), ".elf".into());
@@ -528,7 +523,8 @@ pub fn amdgpu_target_spec(tc: &DeviceToolchain, dir: &Path) -> Result<PathBuf> {
     obj.remove("linker");
     obj.remove("requires-lto");
     let path = dir.join("amdgcn-amd-amdhsa.json");
-    crate::embed::write_if_changed(&path, serde_json::to_string_pretty(&spec).expect("json").as_bytes())?;
+    let json = serde_json::to_string_pretty(&spec).expect("json");
+    offload_image::file::write_if_changed(&path, json.as_bytes()).map_err(CliError::io("could not write", &path))?;
     Ok(path)
 }
 
@@ -546,11 +542,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ansi_is_stripped() {
-        assert_eq!(strip_ansi("\x1b[1m\x1b[32m   Compiling\x1b[0m foo"), "   Compiling foo");
-    }
-
-    #[test]
     fn std_hint_names_the_crates() {
         let h = hints_for(&[StdUser { name: "rand".into(), final_target: false }]);
         assert!(h[0].starts_with("`rand` needed `std`"), "{h:?}");
@@ -559,39 +550,5 @@ mod tests {
         assert!(h[0].starts_with("`app` uses `std`"), "{h:?}");
         assert!(h[0].contains("#[offload::host]"));
         assert!(hints_for(&[]).is_empty());
-    }
-
-    #[test]
-    fn a_failed_device_link_is_what_offload_linker_said() {
-        let note = |m: &str| serde_json::json!({"message": m, "code": null, "level": "note", "spans": [], "children": [], "rendered": null});
-        let d: cargo_metadata::diagnostic::Diagnostic = serde_json::from_value(serde_json::json!({
-            "message": "linking with `/t/offload-linker` failed: exit status: 1",
-            "code": null, "level": "error", "spans": [], "rendered": "error: linking with … (a screen of arguments)",
-            "children": [
-                note(" \"/t/offload-linker\" \"--export-symbol\" \"__offload_kernel_app_k_1\" …"),
-                note("some arguments are omitted. use `--verbose` to show all linker arguments"),
-                note("error: offload-linker: f128 is not supported in device code, used in `app::q`\n  = help: keep it on the host\n"),
-            ],
-        }))
-        .unwrap();
-        assert_eq!(
-            linker_failure(&d, "app").as_deref(),
-            Some("device link of `app` failed: f128 is not supported in device code, used in `app::q`\n  = help: keep it on the host")
-        );
-        let other: cargo_metadata::diagnostic::Diagnostic = serde_json::from_value(serde_json::json!({
-            "message": "mismatched types", "code": null, "level": "error", "spans": [], "rendered": "error", "children": [],
-        }))
-        .unwrap();
-        assert_eq!(linker_failure(&other, "app"), None);
-    }
-
-    #[test]
-    fn std_errors_are_recognized() {
-        assert!(needs_std("cannot find macro `format` in this scope"));
-        assert!(needs_std("cannot find type `String` in this scope"));
-        assert!(needs_std("failed to resolve: use of unresolved module or unlinked crate `std`"));
-        assert!(needs_std("can't find crate for `std`"));
-        assert!(!needs_std("cannot find value `x` in this scope"));
-        assert!(!needs_std("mismatched types"));
     }
 }
