@@ -1,4 +1,5 @@
-//! From a linked device image to an object file the host linker takes.
+//! The embed phase: from the linked device images to an object file per
+//! final binary, which the host linker takes.
 //!
 //! For each final binary: the PTX from the device pass, a cubin assembled by
 //! `ptxas` where one is found (cached by the PTX's hash, so a rebuild that
@@ -16,72 +17,14 @@ use std::process::Command;
 use object::write::Object;
 use object::{Architecture, BinaryFormat, Endianness, SectionFlags, SectionKind};
 use offload_image::{ImageKind, OwnedImage};
-use serde::{Deserialize, Serialize};
 
+use offload_image::file::{unique_tmp, write_if_changed};
+use offload_image::hash::fnv64;
+
+use crate::binary::elf_kernels;
 use crate::device::DeviceArtifact;
 use crate::errors::{CliError, Result};
-
-/// One entry of the map the host wrapper reads: which object goes into
-/// which final binary.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ImageMapEntry {
-    pub crate_name: String,
-    /// Canonical path of the target's root source file.
-    pub src_path: PathBuf,
-    /// Built with the test harness.
-    pub test: bool,
-    pub object: PathBuf,
-    pub kernels: Vec<String>,
-}
-
-/// FNV-1a 64: a stable content hash for cache file names.
-pub fn fnv64(data: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in data {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
-fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T> {
-    r.map_err(|source| CliError::Io { path: path.to_path_buf(), source })
-}
-
-/// Writes `data` to `path` unless the file already holds exactly that.
-pub fn write_if_changed(path: &Path, data: &[u8]) -> Result<bool> {
-    if std::fs::read(path).ok().as_deref() == Some(data) {
-        return Ok(false);
-    }
-    if let Some(dir) = path.parent() {
-        io(dir, std::fs::create_dir_all(dir))?;
-    }
-    write_atomic(path, data)?;
-    Ok(true)
-}
-
-/// A temporary name beside `path`, unique to this process and call:
-/// `<name>.<pid>-<n>.tmp`.
-pub fn unique_tmp(path: &Path) -> PathBuf {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".{}-{n}.tmp", std::process::id()));
-    path.with_file_name(name)
-}
-
-/// Writes `data` to `path` through a unique temporary file renamed into
-/// place, so that no reader (another `cargo offload`, a later build after
-/// an interruption) ever sees a partial file.
-pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let tmp = unique_tmp(path);
-    io(&tmp, std::fs::write(&tmp, data))?;
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(CliError::Io { path: path.to_path_buf(), source: e });
-    }
-    Ok(())
-}
+use crate::handoff::ImageMapEntry;
 
 /// Result of assembling one PTX.
 pub enum Cubin {
@@ -97,7 +40,7 @@ pub fn assemble(ptxas: &Path, ptx_path: &Path, ptx: &[u8], arch: &str, cache_dir
     if let Ok(bytes) = std::fs::read(&cached) {
         return Ok(Cubin::Bytes(bytes));
     }
-    io(cache_dir, std::fs::create_dir_all(cache_dir))?;
+    std::fs::create_dir_all(cache_dir).map_err(CliError::io("could not create", cache_dir))?;
     // A name of its own: another `cargo offload` may assemble the same PTX
     // at the same time (the first rename wins; both are the same bytes).
     let tmp = unique_tmp(&cached);
@@ -110,9 +53,9 @@ pub fn assemble(ptxas: &Path, ptx_path: &Path, ptx: &[u8], arch: &str, cache_dir
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|source| CliError::Spawn { program: ptxas.display().to_string(), source })?;
+        .map_err(CliError::spawn(ptxas))?;
     let registered = crate::interrupt::register(child.id());
-    let out = child.wait_with_output().map_err(|source| CliError::Spawn { program: ptxas.display().to_string(), source })?;
+    let out = child.wait_with_output().map_err(CliError::spawn(ptxas))?;
     drop(registered);
     if crate::interrupt::interrupting_status(&out.status) {
         let _ = std::fs::remove_file(&tmp);
@@ -126,13 +69,13 @@ pub fn assemble(ptxas: &Path, ptx_path: &Path, ptx: &[u8], arch: &str, cache_dir
         }
         return Err(CliError::Ptxas { ptx: ptx_path.to_path_buf(), arch: arch.into(), stderr });
     }
-    let bytes = io(&tmp, std::fs::read(&tmp));
+    let bytes = std::fs::read(&tmp).map_err(CliError::io("could not read", &tmp));
     // Renamed only once complete: an interrupted ptxas leaves no cached cubin.
     let renamed = std::fs::rename(&tmp, &cached);
     if renamed.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    io(&cached, renamed)?;
+    renamed.map_err(CliError::io("could not write", &cached))?;
     bytes.map(Cubin::Bytes)
 }
 
@@ -144,16 +87,17 @@ pub fn host_object(bundle: &[u8], arch: &str) -> Result<Vec<u8>> {
         "aarch64" => Architecture::Aarch64,
         "riscv64" => Architecture::Riscv64,
         "powerpc64" => Architecture::PowerPc64,
-        other => return Err(CliError::Usage(format!("embedding device images is not supported on host architecture {other}"))),
+        other => return Err(CliError::HostArch(other.into())),
     };
     let mut obj = Object::new(BinaryFormat::Elf, architecture, Endianness::Little);
-    let section = obj.add_section(Vec::new(), offload_image::SECTION_NAME.as_bytes().to_vec(), SectionKind::ReadOnlyData);
+    let section =
+        obj.add_section(Vec::new(), offload_image::SECTION_NAME.as_bytes().to_vec(), SectionKind::ReadOnlyData);
     // SHF_ALLOC: loaded at run time; SHF_GNU_RETAIN: kept by --gc-sections
     // (lld does not keep sections for __start_/__stop_ references alone).
     obj.section_mut(section).flags =
         SectionFlags::Elf { sh_flags: u64::from(object::elf::SHF_ALLOC) | u64::from(object::elf::SHF_GNU_RETAIN) };
     obj.append_section_data(section, bundle, 8);
-    obj.write().map_err(|e| CliError::Usage(format!("could not write the image object: {e}")))
+    obj.write().map_err(CliError::ObjectWrite)
 }
 
 /// A device image the device passes built for one final binary.
@@ -169,7 +113,7 @@ pub struct Built {
 fn images_of(b: &Built, ptxas: Option<&Path>, out_dir: &Path) -> Result<(Vec<OwnedImage>, Vec<String>)> {
     let a = &b.artifact;
     let (triple, arch) = (b.triple.as_str(), b.arch.as_str());
-    let bytes = io(&a.image, std::fs::read(&a.image))?;
+    let bytes = std::fs::read(&a.image).map_err(CliError::io("could not read", &a.image))?;
     let (kind, kernels) = if triple.starts_with("nvptx") {
         (ImageKind::Ptx, offload_image::ptx_entries(&String::from_utf8_lossy(&bytes)))
     } else {
@@ -242,56 +186,20 @@ pub fn embed(
         let h = format!("{:08x}", fnv64(src.to_string_lossy().as_bytes()) as u32);
         let kind_tag = if a.test { "test" } else { a.kinds.first().map(String::as_str).unwrap_or("bin") };
         let path = objects_dir.join(format!("{}-{kind_tag}-{h}.o", a.crate_name));
-        write_if_changed(&path, &object)?;
+        write_if_changed(&path, &object).map_err(CliError::io("could not write", &path))?;
         status(
             "Embedding",
             format!("device image in {} ({}; {} kernel(s))", a.describe(), what.join(" + "), kernels.len()),
         );
-        map.push(ImageMapEntry { crate_name: a.crate_name.clone(), src_path: src, test: a.test, object: path, kernels });
+        map.push(ImageMapEntry {
+            crate_name: a.crate_name.clone(),
+            src_path: src,
+            test: a.test,
+            object: path,
+            kernels,
+        });
     }
     Ok(map)
-}
-
-/// Kernel symbols of an AMD GPU code object: ELF symbols with a `.kd`
-/// (kernel descriptor) twin, named without the suffix.
-pub fn elf_kernels(bytes: &[u8]) -> Vec<String> {
-    use object::{Object as _, ObjectSymbol};
-    let Ok(file) = object::File::parse(bytes) else { return Vec::new() };
-    let mut k: Vec<String> = file
-        .symbols()
-        .filter_map(|s| s.name().ok().and_then(|n| n.strip_suffix(".kd")).map(String::from))
-        .collect();
-    k.sort();
-    k.dedup();
-    k
-}
-
-/// Writes the map the host wrapper reads.
-pub fn write_map(path: &Path, map: &[ImageMapEntry]) -> Result<()> {
-    let json = serde_json::to_vec_pretty(map).expect("serializable");
-    write_if_changed(path, &json).map(|_| ())
-}
-
-/// Reads the map (host wrapper side).
-pub fn read_map(path: &Path) -> Option<Vec<ImageMapEntry>> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
-}
-
-/// Location of the map for one invocation: its own file (the process id
-/// in the name), because two `cargo offload` runs may share a target
-/// directory, and each host pass must read the map its own device pass
-/// wrote. [`MapFile`] removes it when the invocation ends.
-pub fn map_path(images_dir: &Path, profile_tag: &str) -> PathBuf {
-    images_dir.join(format!("image-map-{profile_tag}-{}.json", std::process::id()))
-}
-
-/// The invocation's map file, removed when dropped.
-pub struct MapFile(pub PathBuf);
-
-impl Drop for MapFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 #[cfg(test)]
@@ -355,16 +263,6 @@ mod tests {
         }
         let left: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(left.len(), 1, "one cached cubin, no temporary files: {left:?}");
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    #[test]
-    fn unchanged_files_are_not_rewritten() {
-        let dir = std::env::temp_dir().join(format!("offload-embed-{}", std::process::id()));
-        let p = dir.join("x.o");
-        assert!(write_if_changed(&p, b"abc").unwrap());
-        assert!(!write_if_changed(&p, b"abc").unwrap());
-        assert!(write_if_changed(&p, b"abd").unwrap());
         let _ = std::fs::remove_dir_all(dir);
     }
 }
