@@ -8,7 +8,7 @@
 //! | 0 | [`exit::OK`] | success |
 //! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
 //! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a PTX ISA feature in `OFFLOAD_DEVICE_RUSTFLAGS`, a profile that strips the symbols generic kernels need |
-//! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`) |
+//! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or `cargo-offload` and the crate's `offload` are of different versions |
 //! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link, or a binary launches kernels its device image lacks |
 //! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
 //! | 6 | [`exit::EMBED`] | embedding the device image failed (ptxas, the image object) |
@@ -100,6 +100,14 @@ pub enum CliError {
 
     #[error("`offload-linker` is missing beside {}", beside.display())]
     LinkerMissing { beside: PathBuf },
+
+    /// The workspace resolves `offload` to `found` (one or more versions,
+    /// from `cargo metadata`), not to this `cargo offload`'s own version.
+    #[error(
+        "the workspace uses offload {}, but this is cargo-offload {own}; they must be the same version",
+        found.join(" and ")
+    )]
+    OffloadVersion { own: String, found: Vec<String> },
 
     #[error("{} cannot print the amdgcn-amd-amdhsa target: {stderr}", rustc.display())]
     TargetSpec { rustc: PathBuf, stderr: String },
@@ -207,6 +215,7 @@ impl CliError {
             | Tools(_)
             | ToolsOf { .. }
             | LinkerMissing { .. }
+            | OffloadVersion { .. }
             | TargetSpec { .. } => exit::SETUP,
             DeviceBuild { .. } | MissingKernels { .. } | MissingInstances { .. } | ForeignTypeArgument { .. } => {
                 exit::DEVICE_BUILD
@@ -258,7 +267,26 @@ impl CliError {
                     .into()]
             }
             LinkerMissing { .. } => {
-                vec!["install both with `cargo install --path crates/cargo-offload`".into()]
+                vec!["install both with `cargo install cargo-offload` (from a clone: `cargo install --path \
+                 crates/cargo-offload`)"
+                    .into()]
+            }
+            OffloadVersion { own, found } => {
+                let mut h: Vec<String> = found
+                    .iter()
+                    .filter(|v| *v != own)
+                    .map(|v| {
+                        format!(
+                            "to build with offload {v}, install its cargo offload: \
+                             `cargo install cargo-offload --version {v}`"
+                        )
+                    })
+                    .collect();
+                h.push(format!(
+                    "or move the workspace to offload {own}: `cargo update -p offload --precise {own}`, after changing \
+                     the dependency to `offload = \"{own}\"` in Cargo.toml if its requirement excludes {own}"
+                ));
+                h
             }
             TargetSpec { .. } => vec!["use a device toolchain whose rustc knows amdgcn-amd-amdhsa".into()],
             DeviceBuild { hints, .. } => hints.clone(),
@@ -307,6 +335,11 @@ impl CliError {
     pub fn notes(&self) -> Vec<String> {
         match self {
             CliError::MissingRustSrc { others, .. } | CliError::ToolsOf { others, .. } => others.clone(),
+            CliError::OffloadVersion { .. } => vec![
+                "the code `#[offload::kernel]` generates, the device linker and the image format of one release go \
+                 together, so `cargo-offload` builds only crates whose `offload` has its version"
+                    .into(),
+            ],
             CliError::ForeignTypeArgument { .. } => vec![
                 "an instantiation is compiled into the device code of the kernel's crate, which cannot name types \
                  of the crates that use it"
