@@ -8,7 +8,7 @@
 //! | 0 | [`exit::OK`] | success |
 //! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
 //! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
-//! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or a tool asked about it (`rustc -vV`, `rustup which`, `llc`, `nvidia-smi`) did not answer in time |
+//! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or a tool asked about it (`rustc -vV`, `rustup which`, `llc`, `nvidia-smi`) did not answer in time, or `cargo-offload` and the crate's `offload` are of different versions |
 //! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link, or a binary launches kernels its device image lacks |
 //! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
 //! | 6 | [`exit::EMBED`] | embedding the device image failed (ptxas, the image object) |
@@ -105,6 +105,14 @@ pub enum CliError {
 
     #[error("`offload-linker` is missing beside {}", beside.display())]
     LinkerMissing { beside: PathBuf },
+
+    /// The workspace resolves `offload` to `found` (one or more versions,
+    /// from `cargo metadata`), not to this `cargo offload`'s own version.
+    #[error(
+        "the workspace uses offload {}, but this is cargo-offload {own}; they must be the same version",
+        found.join(" and ")
+    )]
+    OffloadVersion { own: String, found: Vec<String> },
 
     #[error("{} cannot print the amdgcn-amd-amdhsa target: {stderr}", rustc.display())]
     TargetSpec { rustc: PathBuf, stderr: String },
@@ -218,6 +226,7 @@ impl CliError {
             | ToolsOf { .. }
             | LinkerMissing { .. }
             | TargetSpec { .. }
+            | OffloadVersion { .. }
             | ProbeTimedOut { .. } => exit::SETUP,
             DeviceBuild { .. } | MissingKernels { .. } | MissingInstances { .. } | ForeignTypeArgument { .. } => {
                 exit::DEVICE_BUILD
@@ -254,7 +263,26 @@ impl CliError {
                     .into()]
             }
             LinkerMissing { .. } => {
-                vec!["install both with `cargo install --path crates/cargo-offload`".into()]
+                vec!["install both with `cargo install cargo-offload` (from a clone: `cargo install --path \
+                 crates/cargo-offload`)"
+                    .into()]
+            }
+            OffloadVersion { own, found } => {
+                let mut h: Vec<String> = found
+                    .iter()
+                    .filter(|v| *v != own)
+                    .map(|v| {
+                        format!(
+                            "to build with offload {v}, install its cargo offload: \
+                             `cargo install cargo-offload --version {v}`"
+                        )
+                    })
+                    .collect();
+                h.push(format!(
+                    "or move the workspace to offload {own}: `cargo update -p offload --precise {own}`, after changing \
+                     the dependency to `offload = \"{own}\"` in Cargo.toml if its requirement excludes {own}"
+                ));
+                h
             }
             TargetSpec { .. } => vec!["use a device toolchain whose rustc knows amdgcn-amd-amdhsa".into()],
             ProbeTimedOut { probe, .. } => vec![format!(
@@ -308,6 +336,11 @@ impl CliError {
     pub fn notes(&self) -> Vec<String> {
         match self {
             CliError::MissingRustSrc { others, .. } | CliError::ToolsOf { others, .. } => others.clone(),
+            CliError::OffloadVersion { .. } => vec![
+                "the code `#[offload::kernel]` generates, the device linker and the image format of one release go \
+                 together, so `cargo-offload` builds only crates whose `offload` has its version"
+                    .into(),
+            ],
             CliError::ForeignTypeArgument { .. } => vec![
                 "an instantiation is compiled into the device code of the kernel's crate, which cannot name types \
                  of the crates that use it"

@@ -85,6 +85,10 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let json = stdout.lines().find(|l| l.starts_with('{')).ok_or(CliError::Metadata(cargo_metadata::Error::NoJson))?;
     let meta = cargo_metadata::MetadataCommand::parse(json).map_err(CliError::Metadata)?;
+    check_offload_version(
+        meta.packages.iter().filter(|p| p.name.as_str() == "offload").map(|p| p.version.to_string()),
+        env!("CARGO_PKG_VERSION"),
+    )?;
     let target_dir = match &cargo.target_dir {
         Some(t) => std::path::absolute(t).unwrap_or_else(|_| t.clone()),
         None => meta.target_directory.clone().into_std_path_buf(),
@@ -99,9 +103,56 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     Ok(Workspace { target_dir, root: meta.workspace_root.into_std_path_buf(), config })
 }
 
+/// Checks that every `offload` in the resolved graph (`found`: the versions
+/// of the packages named `offload` in `cargo metadata`) is `own`, this
+/// `cargo offload`'s version: the crates of one release go together (see
+/// [`CliError::OffloadVersion`]'s note). A workspace without `offload`
+/// passes; building it fails later, with "no kernels".
+fn check_offload_version(found: impl IntoIterator<Item = String>, own: &str) -> Result<()> {
+    let mut found: Vec<String> = found.into_iter().collect();
+    found.sort();
+    found.dedup();
+    if found.iter().all(|v| v == own) {
+        return Ok(());
+    }
+    Err(CliError::OffloadVersion { own: own.to_string(), found })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The versions must be equal, not merely semver-compatible; the error
+    /// names both commands that fix it.
+    #[test]
+    fn offload_version_must_equal_cargo_offload_version() {
+        assert!(check_offload_version(["0.1.0".to_string()], "0.1.0").is_ok());
+        assert!(check_offload_version(["0.1.0".to_string(), "0.1.0".to_string()], "0.1.0").is_ok());
+        assert!(check_offload_version([], "0.1.0").is_ok(), "no offload: not this check's error");
+        let e = check_offload_version(["0.1.0".to_string()], "0.1.1").unwrap_err();
+        assert_eq!(e.exit_code(), crate::errors::exit::SETUP);
+        let text = e.render("error: ");
+        assert!(
+            text.starts_with(
+                "error: the workspace uses offload 0.1.0, but this is cargo-offload 0.1.1; they must be the same \
+                 version\n  = note: "
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "= help: to build with offload 0.1.0, install its cargo offload: \
+                 `cargo install cargo-offload --version 0.1.0`"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("= help: or move the workspace to offload 0.1.1: `cargo update -p offload --precise 0.1.1`"),
+            "{text}"
+        );
+        let e = check_offload_version(["0.2.0".to_string(), "0.1.1".to_string()], "0.1.1").unwrap_err();
+        assert!(e.to_string().starts_with("the workspace uses offload 0.1.1 and 0.2.0, but"), "{e}");
+    }
 
     #[test]
     fn config_tables() {

@@ -472,3 +472,49 @@ fn an_interruption_during_a_probe_ends_the_build() {
     assert_eq!(stderr.trim(), "error: build interrupted");
     assert!(f.built_nothing());
 }
+
+/// A crate whose `offload` has another version than this `cargo offload`
+/// (here a stand-in `offload` 0.0.1 by path, as a crate locked to an older
+/// release would resolve) is refused before anything is built: exit code 3,
+/// both versions named, and the commands that fix it.
+#[test]
+fn another_offload_version_is_refused() {
+    let own = env!("CARGO_PKG_VERSION");
+    assert_ne!(own, "0.0.1");
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("dry-run-version-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    for (dir, manifest, file) in [
+        ("offload", "[package]\nname = \"offload\"\nversion = \"0.0.1\"\nedition = \"2021\"\n", "src/lib.rs"),
+        (
+            "app",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n\
+             offload = { path = \"../offload\" }\n\n[workspace]\n",
+            "src/main.rs",
+        ),
+    ] {
+        std::fs::create_dir_all(base.join(dir).join("src")).unwrap();
+        std::fs::write(base.join(dir).join("Cargo.toml"), manifest).unwrap();
+        std::fs::write(base.join(dir).join(file), if dir == "app" { "fn main() {}\n" } else { "" }).unwrap();
+    }
+    let target = base.join("target");
+    let out = Command::new(env!("CARGO_BIN_EXE_cargo-offload"))
+        .args(["offload", "build", "--arch", "sm_90", "--dry-run", "--target-dir"])
+        .arg(&target)
+        .current_dir(base.join("app"))
+        .env("CARGO_TERM_COLOR", "never")
+        .env_remove("__OFFLOAD_PHASE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: the workspace uses offload 0.0.1, but this is cargo-offload {own}; they must be the same version"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`cargo install cargo-offload --version 0.0.1`"), "{stderr}");
+    assert!(stderr.contains(&format!("`cargo update -p offload --precise {own}`")), "{stderr}");
+    assert!(!target.exists(), "nothing built");
+    let _ = std::fs::remove_dir_all(&base);
+}
