@@ -138,7 +138,7 @@ pub mod prelude {
     #[cfg(not(target_arch = "amdgpu"))]
     pub use crate::{dynamic_shared, shared_array, sync_threads};
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    pub use crate::{DeviceBuffer, Event, PinnedBuffer, Queue, SliceArg, SliceArgMut};
+    pub use crate::{scope, DeviceBuffer, Event, PinnedBuffer, Queue, SliceArg, SliceArgMut};
 }
 
 /// Turns an ordinary `fn` into a GPU kernel.
