@@ -146,16 +146,22 @@ static void launches() {
   float *x, *y;
   CU(cudaMalloc(&x, n * 4));
   CU(cudaMalloc(&y, n * 4));
-  CU(cudaMemset(y, 0, n * 4));
   cudaStream_t s;
   CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // Every copy and memset on `s`, then a synchronize: see jacobi_bench.
+  CU(cudaMemsetAsync(y, 0, n * 4, s));
+  CU(cudaStreamSynchronize(s));
   CUfunction f;
   CU(cudaGetFuncBySymbol(&f, (const void *)inc));
   u64 nn = n;
   void *pxy[] = {&x, &nn, &y, &nn}, *pyx[] = {&y, &nn, &x, &nn};
-  auto reset = [&] { CU(cudaMemcpy(x, init.data(), n * 4, cudaMemcpyHostToDevice)); };
+  auto reset = [&] {
+    CU(cudaMemcpyAsync(x, init.data(), n * 4, cudaMemcpyHostToDevice, s));
+    CU(cudaStreamSynchronize(s));
+  };
   auto check = [&] {
-    CU(cudaMemcpy(got.data(), x, n * 4, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpyAsync(got.data(), x, n * 4, cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
     for (size_t i = 0; i < n; i++)
       if (got[i] != init[i] + float(l)) return false;
     return true;
@@ -381,12 +387,25 @@ static void jacobi_bench() {
   CU(cudaMalloc(&b, cells * 4));
   cudaStream_t s;
   CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // reset and check copy on `s` and synchronize it, as offload's
+  // copy_from_slice / to_vec are ordered with the queue's work and return
+  // once the copy is done. Not cudaMemcpy: it runs on the legacy default
+  // stream, which a cudaStreamNonBlocking stream does not synchronize
+  // with, and from pageable memory to the device it returns "once the
+  // pageable buffer has been copied to the staging memory ... the DMA to
+  // final destination may not have completed" (CUDA Runtime API, "API
+  // synchronization behavior"). The first kernels on `s` then raced with
+  // reset's copy of `b` (the queued variant, launched at once, failed its
+  // check; blocking's first launch loads the module and graphs capture
+  // first, which hid the race).
   auto reset = [&] {
-    CU(cudaMemcpy(a, init.data(), cells * 4, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(b, init.data(), cells * 4, cudaMemcpyHostToDevice));
+    CU(cudaMemcpyAsync(a, init.data(), cells * 4, cudaMemcpyHostToDevice, s));
+    CU(cudaMemcpyAsync(b, init.data(), cells * 4, cudaMemcpyHostToDevice, s));
+    CU(cudaStreamSynchronize(s));
   };
   auto check = [&] {
-    CU(cudaMemcpy(got.data(), a, cells * 4, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpyAsync(got.data(), a, cells * 4, cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
     return got == want;
   };
   const char *what = "the grid differs from the host Jacobi (same float operations)";

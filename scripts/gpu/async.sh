@@ -9,7 +9,8 @@
 # running, a panic is reported to whichever queue checks first, docs/async.md
 # section 5); then the whole file, panics included, under compute-sanitizer:
 # memcheck (no invalid access, no failed driver call: "ERROR SUMMARY: 0
-# errors") and racecheck without the panicking tests. The sanitizer checks
+# errors") and racecheck without the panicking tests ("RACECHECK SUMMARY:
+# 0 hazards displayed (0 errors, 0 warnings)"). The sanitizer checks
 # are skipped, with a line saying so, where compute-sanitizer is not found
 # (PATH, /usr/local/cuda/bin).
 what="queues, events, tracking, scopes, copies, graphs, tokio futures; memcheck, racecheck"
@@ -51,6 +52,8 @@ run() { # dir
         a_graph_replayed_many_times_keeps_one_pending_replay_per_queue
     one "futures complete on tokio" futures_complete_on_tokio
     one "an event is waited for without the work after it" an_event_is_waited_for_without_the_work_after_it
+    one "an event is waited for while another thread waits for a blocking launch" \
+        an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch
     local panicking=(--skip a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on
         --skip a_scope_returns_the_closures_error_or_the_queues --skip futures_complete_on_tokio)
     gpu_check "all of tests/queue.rs but the panics, tests on parallel threads" 0 "test result: ok" \

@@ -92,12 +92,16 @@ compute_sanitizer() {
 # gpu_sanitize NAME TOOL [PATTERN...] -- PROGRAM [ARG...]
 # PROGRAM on the GPU (OFFLOAD_DEVICE=cuda) under `compute-sanitizer --tool
 # TOOL` (memcheck, racecheck, ...), at most ${SANITIZE_TIMEOUT:-600} s: ok if
-# it exits 0 and prints "ERROR SUMMARY: 0 errors" and every PATTERN (a
-# reported error also makes compute-sanitizer exit 1: --error-exitcode).
-# Without compute-sanitizer one line says the check is skipped; it is not
-# counted.
+# it exits 0, prints its tool's clean summary and every PATTERN, and prints
+# no summary that counts an error, hazard or warning. The summaries
+# (compute-sanitizer's, per tool): racecheck ends with "RACECHECK SUMMARY:
+# N hazards displayed (E errors, W warnings)", the other tools (memcheck,
+# initcheck, synccheck) with "ERROR SUMMARY: E errors". A reported error
+# also makes compute-sanitizer exit 1 (--error-exitcode); racecheck's
+# warnings do not, hence the summary check. Without compute-sanitizer one
+# line says the check is skipped; it is not counted.
 gpu_sanitize() {
-    local name=$1 tool=$2 cs patterns=()
+    local name=$1 tool=$2 cs clean patterns=()
     shift 2
     while [ $# -gt 0 ] && [ "$1" != -- ]; do
         patterns+=("$1")
@@ -110,6 +114,12 @@ gpu_sanitize() {
         echo "--- $name: skipped (no compute-sanitizer in PATH or /usr/local/cuda/bin)"
         return 0
     fi
-    CHECK_TIMEOUT=${SANITIZE_TIMEOUT:-600} gpu_check "$name" 0 "ERROR SUMMARY: 0 errors" "${patterns[@]}" \
+    case $tool in
+    racecheck) clean="RACECHECK SUMMARY: 0 hazards displayed \(0 errors, 0 warnings\)" ;;
+    *) clean="ERROR SUMMARY: 0 errors" ;;
+    esac
+    # `0*...`: no summary line with a non-zero count, whichever tool printed it.
+    CHECK_TIMEOUT=${SANITIZE_TIMEOUT:-600} gpu_check "$name" 0 "$clean" \
+        "0*SUMMARY:.*[^0-9][1-9][0-9]* (error|hazard|warning)" "${patterns[@]}" \
         -- env OFFLOAD_DEVICE=cuda "$cs" --tool "$tool" --error-exitcode 1 "$@"
 }

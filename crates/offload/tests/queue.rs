@@ -304,6 +304,52 @@ fn an_event_is_waited_for_without_the_work_after_it() {
     assert!(to_event < to_end / 2, "elapsed_ms took {to_event:?} of {to_end:?}: it waited for the later work");
 }
 
+/// Waiting for an event (`elapsed_ms`, `is_complete`) does not wait for
+/// what other threads wait for: here a blocking launch on another thread
+/// that runs longer than all of the queue's work. (On CUDA these waits used to lock the backend's state just
+/// to make the context current, and a blocking launch holds it until its
+/// kernel has finished, so they waited for that kernel, and with it for the
+/// queue's later work: the parallel-thread failure of the test above.)
+#[test]
+fn an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch() {
+    let q = Queue::new().unwrap();
+    let (mut a, mut b) = (DeviceBuffer::<u64>::zeroed(N).unwrap(), DeviceBuffer::<u64>::zeroed(N).unwrap());
+    let mut c = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let start = q.record().unwrap();
+    churn::on(&q, cfg(), slow(), 50, &mut a).unwrap();
+    let e = q.record().unwrap();
+    churn::on(&q, cfg(), 4 * slow(), 51, &mut b).unwrap();
+    let later = q.record().unwrap();
+    let t0 = std::time::Instant::now();
+    let (to_event, to_later) = std::thread::scope(|s| {
+        // Holds the backend for 12 × slow, against 5 × slow on the queue.
+        let other = s.spawn(|| churn(cfg(), 12 * slow(), 52, &mut c));
+        // Let it start its launch (a fraction of the first kernel's time).
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let ms = start.elapsed_ms(&e).unwrap();
+        assert!(ms > 0.0, "{ms} ms from the start to the event, across a kernel");
+        assert!(e.is_complete());
+        let to_event = t0.elapsed();
+        let ms = start.elapsed_ms(&later).unwrap();
+        assert!(ms > 0.0, "{ms} ms from the start to the later event");
+        let to_later = t0.elapsed();
+        other.join().unwrap().unwrap();
+        (to_event, to_later)
+    });
+    let to_other = t0.elapsed();
+    assert!(
+        to_event < to_later / 2,
+        "elapsed_ms took {to_event:?}, the later work {to_later:?} (the other thread's launch {to_other:?}): it waited for the later work"
+    );
+    assert!(
+        to_later < to_other * 9 / 10,
+        "the queue's later work ended at {to_later:?}, after the other thread's launch ({to_other:?}): its wait waited for that launch"
+    );
+    assert_eq!(a.to_vec().unwrap(), expected_churn(50, slow()));
+    assert_eq!(b.to_vec().unwrap(), expected_churn(51, 4 * slow()));
+    assert_eq!(c.to_vec().unwrap(), expected_churn(52, 12 * slow()));
+}
+
 #[test]
 fn a_buffer_orders_a_read_on_another_queue_after_its_write() {
     let (q1, q2) = (Queue::new().unwrap(), Queue::new().unwrap());

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::format;
 use std::string::String;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 use std::vec;
 use std::vec::Vec;
@@ -198,6 +199,7 @@ impl Cuda {
             (version % 1000) / 10
         );
         let kernels = loaded.kernel_names().map(String::from).collect();
+        CONTEXT.store(ctx, Ordering::Release);
         Ok(Cuda {
             info: BackendInfo {
                 kind: BackendKind::Cuda,
@@ -349,6 +351,40 @@ impl State {
     }
 }
 
+/// The primary context in use (`State::ctx`), written with the state
+/// locked whenever it changes (start-up, `State::rebuild`, before the
+/// generation moves on) and read without the lock by [`set_current`].
+static CONTEXT: AtomicPtr<sys::CUctx_st> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Makes the context current on this thread without locking the state,
+/// for threads that only wait for or query events (`cuEventSynchronize`,
+/// `cuEventQuery`, `cuEventElapsedTime`, `cuEventDestroy`). Other threads
+/// hold the lock across waits on the device (a blocking launch waits for
+/// its kernel, `DeviceGlobal` access calls `cuCtxSynchronize`, a free
+/// calls `cuMemFree`, which may wait for the device's work): a wait for an
+/// event that first took the lock would also wait for that, including
+/// work queued after the event. As before (the lock was released before
+/// the wait anyway), the caller checks its event's generation first.
+///
+/// # Errors
+/// [`Error::Queue`] before the backend is set up; [`Error::Driver`] if
+/// `cuCtxSetCurrent` fails.
+pub(super) fn set_current() -> Result<()> {
+    let ctx = CONTEXT.load(Ordering::Acquire);
+    if ctx.is_null() {
+        return Err(Error::Queue {
+            op: "use CUDA",
+            reason: "the CUDA context is not set up".into(),
+        });
+    }
+    // SAFETY: the primary context retained at start-up or by the latest
+    // rebuild (while a rebuild runs, the one it is resetting: a primary
+    // context's handle, which cuCtxSetCurrent accepts; the caller's event
+    // of the old generation is then not used, or fails cleanly as it could
+    // when the lock was released before the wait).
+    unsafe { result::ctx::set_current(ctx) }.map_err(|e| driver_error("cuCtxSetCurrent", None, e))
+}
+
 impl Cuda {
     /// Locks the state and makes the context current on this thread.
     pub(super) fn enter(&self, op: &'static str) -> Result<std::sync::MutexGuard<'_, State>> {
@@ -404,6 +440,7 @@ impl State {
                 result::primary_ctx::retain(self.dev).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", None, e))?;
             result::ctx::set_current(self.ctx).map_err(|e| driver_error("cuCtxSetCurrent", None, e))?;
         }
+        CONTEXT.store(self.ctx, Ordering::Release);
         // Queues' streams, fences and buffers of the old context are
         // forgotten from now on (see `queue`).
         crate::runtime::GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel);

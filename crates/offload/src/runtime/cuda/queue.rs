@@ -29,7 +29,7 @@ use std::vec::Vec;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
-use super::context::Cuda;
+use super::context::{set_current, Cuda};
 use super::error::driver_error;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
@@ -110,7 +110,7 @@ impl Fence {
 impl Drop for Fence {
     fn drop(&mut self) {
         // An event of a context that was reset is gone with it.
-        if self.generation == generation() && current().is_ok() {
+        if self.generation == generation() && set_current().is_ok() {
             // SAFETY: created by `cuEventCreate` in this context generation,
             // destroyed once. Destroying an event that a stream still waits
             // for is allowed: "resources will be released automatically once
@@ -371,7 +371,7 @@ impl CudaQueue {
         let Some((label, f)) = found else {
             return false;
         };
-        if f.generation != generation() || self.cuda.make_current().is_err() {
+        if f.generation != generation() || set_current().is_err() {
             return false;
         }
         // SAFETY: an event of the current context generation.
@@ -400,7 +400,7 @@ impl CudaQueue {
             return true;
         }
         if fence.generation == generation() {
-            if let Err(e) = self.cuda.make_current() {
+            if let Err(e) = set_current() {
                 progress.fail(e);
             } else {
                 // SAFETY: an event of the current context generation.
@@ -444,7 +444,7 @@ impl CudaQueue {
         let waited = if e.0.generation != generation() {
             Ok(())
         } else {
-            self.cuda.make_current().and_then(|()| {
+            set_current().and_then(|()| {
                 // SAFETY: an event of the current context generation.
                 unsafe { result::event::synchronize(e.0.raw) }.map_err(|err| self.fault(queue, err))
             })
@@ -542,7 +542,7 @@ pub(crate) fn elapsed_ms(a: &TimedEvent, b: &TimedEvent) -> Result<f32> {
                 .into(),
         });
     }
-    current()?;
+    set_current()?;
     // SAFETY: both events belong to the current context and have completed
     // (the caller waited for them).
     unsafe { result::event::elapsed(a.0.raw, b.0.raw) }
