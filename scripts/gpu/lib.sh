@@ -5,7 +5,7 @@
 # on first use.
 offload() {
     if [ ! -x "$root/target/debug/cargo-offload" ] || [ -z "${_offload_built:-}" ]; then
-        cargo build -q -p cargo-offload
+        cargo build -q --manifest-path "$root/Cargo.toml" -p cargo-offload
         _offload_built=1
     fi
     "$root/target/debug/cargo-offload" offload "$@"
