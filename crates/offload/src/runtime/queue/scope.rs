@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use super::copy::{self, CopyOp, Dir};
 use super::{Queue, QueueInner};
 use crate::runtime::error::Result;
-use crate::runtime::cuda::queue::ScopeCopies;
+use crate::runtime::cuda::queue::copy::ScopeCopies;
 use crate::{DeviceBuffer, DeviceCopy};
 
 /// A scope of queued work on a [`Queue`] that may borrow host memory; see

@@ -17,12 +17,25 @@
 //!   (`CUDA_ERROR_ILLEGAL_ADDRESS`, a trap) is reported the same way and
 //!   the context rebuilt, as the blocking path does; streams, fences and
 //!   allocations of the old context are then forgotten, never used.
+//!
+//! | module | what |
+//! | --- | --- |
+//! | this one | [`CudaQueue`]: its stream, launches, fences and waits, error attribution |
+//! | `event` | [`Fence`], [`TimedEvent`], [`elapsed_ms`], the context generation |
+//! | `copy` | copies in the stream, and a scope's device copies ([`copy::ScopeCopies`]) |
+//! | `graph` | stream capture and graph replay ([`graph::CudaGraph`]) |
+//!
+//! Who calls whom: `copy` and `graph` add methods to [`CudaQueue`] and use
+//! `event`; this module uses `event`; `event` uses none of them.
+
+pub(crate) mod copy;
+mod event;
+pub(crate) mod graph;
 
 use core::ffi::c_void;
 use std::collections::VecDeque;
 use std::format;
 use std::string::String;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::vec::Vec;
 
@@ -37,11 +50,7 @@ use crate::runtime::queue::scope::ScopeState;
 use crate::runtime::queue::Progress;
 use crate::LaunchConfig;
 
-/// The current context generation: it changes when the context is rebuilt
-/// after a sticky fault (see `cuda::State::rebuild`).
-pub(crate) fn generation() -> u64 {
-    crate::runtime::GENERATION.load(Ordering::Acquire)
-}
+pub(crate) use event::{elapsed_ms, generation, Fence, TimedEvent};
 
 /// A stream of one context generation.
 struct Stream {
@@ -80,77 +89,6 @@ struct Scratch {
 unsafe impl Send for CudaQueue {}
 // SAFETY: as above; mutable state is behind mutexes.
 unsafe impl Sync for CudaQueue {}
-
-/// An event of one context generation, destroyed when dropped.
-pub(crate) struct Fence {
-    raw: sys::CUevent,
-    generation: u64,
-}
-
-// SAFETY: as for `CudaQueue`.
-unsafe impl Send for Fence {}
-// SAFETY: as above.
-unsafe impl Sync for Fence {}
-
-impl Fence {
-    pub(crate) fn raw(&self) -> sys::CUevent {
-        self.raw
-    }
-
-    fn create(flags: sys::CUevent_flags) -> Result<Fence> {
-        let raw =
-            result::event::create(flags).map_err(|e| driver_error("cuEventCreate", None, e))?;
-        Ok(Fence {
-            raw,
-            generation: generation(),
-        })
-    }
-}
-
-impl Drop for Fence {
-    fn drop(&mut self) {
-        // An event of a context that was reset is gone with it.
-        if self.generation == generation() && set_current().is_ok() {
-            // SAFETY: created by `cuEventCreate` in this context generation,
-            // destroyed once. Destroying an event that a stream still waits
-            // for is allowed: "resources will be released automatically once
-            // the device has completed the event" (`cuEventDestroy`).
-            let _ = unsafe { result::event::destroy(self.raw) };
-        }
-    }
-}
-
-/// An event with timing, for [`Event`](crate::Event).
-pub(crate) struct TimedEvent(Arc<Fence>);
-
-impl TimedEvent {
-    pub(crate) fn raw(&self) -> sys::CUevent {
-        self.0.raw
-    }
-
-    /// The event as a fence: what [`CudaQueue::query`] asks about and an
-    /// event's future keeps.
-    pub(crate) fn fence(&self) -> &Arc<Fence> {
-        &self.0
-    }
-}
-
-/// Makes the primary context current on this thread.
-fn current() -> Result<()> {
-    let Ok(rt) = crate::runtime::get() else {
-        return Err(Error::Queue {
-            op: "use CUDA",
-            reason: "no runtime".into(),
-        });
-    };
-    match rt.backend.concrete() {
-        crate::runtime::Concrete::Cuda(c) => c.make_current(),
-        crate::runtime::Concrete::Host(_) => Err(Error::Queue {
-            op: "use CUDA",
-            reason: "the host fallback runs kernels".into(),
-        }),
-    }
-}
 
 /// Kernels launched on queues whose completion nobody has checked yet:
 /// `(queue id, kernel)`, each pair once. A panic found in the record is
@@ -531,290 +469,6 @@ pub(crate) fn with_queued_candidates(kernel: String) -> String {
         }
     }
     format!("one of {}", names.join(", "))
-}
-
-/// Milliseconds between two timed events (`cuEventElapsedTime`).
-pub(crate) fn elapsed_ms(a: &TimedEvent, b: &TimedEvent) -> Result<f32> {
-    if a.0.generation != generation() || b.0.generation != generation() {
-        return Err(Error::Queue {
-            op: "time events",
-            reason: "the CUDA context was rebuilt after a fault since the events were recorded"
-                .into(),
-        });
-    }
-    set_current()?;
-    // SAFETY: both events belong to the current context and have completed
-    // (the caller waited for them).
-    unsafe { result::event::elapsed(a.0.raw, b.0.raw) }
-        .map_err(|e| driver_error("cuEventElapsedTime", None, e))
-}
-
-impl CudaQueue {
-    /// Enqueues `copy` in the stream (the caller holds the submit lock).
-    ///
-    /// # Safety
-    /// The memory of `copy` stays valid until the copy has finished; host
-    /// memory of an `HtoD` / `DtoH` copy is page-locked (a `PinnedBuffer`)
-    /// or, for `HtoD`, pageable memory the driver stages at the call.
-    pub(crate) unsafe fn copy(&self, copy: crate::runtime::queue::copy::CopyOp) -> Result<()> {
-        use crate::runtime::queue::copy::Dir;
-        let stream = self.stream()?;
-        let (dst, src, n) = (copy.dst, copy.src, copy.bytes);
-        // SAFETY: the caller's contract; the stream belongs to the current
-        // context. From page-locked memory the copies are asynchronous DMA
-        // (CUDA Driver API, "API synchronization behavior": "for transfers
-        // from pinned host memory ... the function returns immediately").
-        let r = unsafe {
-            match copy.dir {
-                Dir::HtoD => sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, n, stream),
-                Dir::DtoH => sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, n, stream),
-                Dir::DtoD => sys::cuMemcpyDtoDAsync_v2(dst, src, n, stream),
-            }
-        };
-        let op = match copy.dir {
-            Dir::HtoD => "cuMemcpyHtoDAsync",
-            Dir::DtoH => "cuMemcpyDtoHAsync",
-            Dir::DtoD => "cuMemcpyDtoDAsync",
-        };
-        r.result().map_err(|e| driver_error(op, None, e))
-    }
-}
-
-/// The device memory of one scope (CUDA): copies of the host memory its
-/// launches read, and those they write, copied back at its end.
-#[derive(Default)]
-pub(crate) struct ScopeCopies {
-    /// Device copies of read-only host memory: `(host, bytes, device)`,
-    /// reused when the same slice is passed again.
-    reads: Vec<(usize, usize, u64)>,
-    /// Device memory copied to host memory at the end:
-    /// `(device, host, bytes, atomic element size or 0)`.
-    writes: Vec<(u64, usize, usize, u8)>,
-    /// Every allocation, freed at the end: `(device, generation)`.
-    allocs: Vec<(u64, u64)>,
-}
-
-// SAFETY: holds addresses only; the memory they name is the scope's.
-unsafe impl Send for ScopeCopies {}
-
-impl ScopeCopies {
-    fn alloc(&mut self, bytes: usize) -> core::result::Result<u64, (&'static str, DriverError)> {
-        // SAFETY: the context is current (the caller's contract).
-        let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| ("cuMemAlloc", e))?;
-        self.allocs.push((d, generation()));
-        Ok(d)
-    }
-
-    /// See `ScopeState::cuda_upload`.
-    ///
-    /// # Safety
-    /// As there.
-    pub(crate) unsafe fn upload(
-        &mut self,
-        stream: sys::CUstream,
-        ptr: *mut u8,
-        bytes: usize,
-        writeback: bool,
-        atomic: u8,
-    ) -> core::result::Result<u64, (&'static str, DriverError)> {
-        if !writeback {
-            if let Some(&(_, _, d)) = self
-                .reads
-                .iter()
-                .find(|&&(h, b, _)| h == ptr as usize && b == bytes)
-            {
-                return Ok(d);
-            }
-        }
-        let d = self.alloc(bytes)?;
-        // SAFETY: `d` holds `bytes`; `ptr` is valid for `bytes` (the
-        // caller's contract); from pageable memory the call returns once
-        // the driver has staged the data, so `ptr` is read by then.
-        unsafe { sys::cuMemcpyHtoDAsync_v2(d, ptr as *const c_void, bytes, stream) }
-            .result()
-            .map_err(|e| ("cuMemcpyHtoDAsync", e))?;
-        if writeback {
-            self.writes.push((d, ptr as usize, bytes, atomic));
-        } else {
-            self.reads.push((ptr as usize, bytes, d));
-        }
-        Ok(d)
-    }
-
-    /// Device memory of `bytes` that the scope's end copies to `host`.
-    ///
-    /// # Safety
-    /// `host` is valid for writes of `bytes` until the scope ends.
-    pub(crate) unsafe fn download_later(
-        &mut self,
-        _stream: sys::CUstream,
-        host: *mut u8,
-        bytes: usize,
-    ) -> Result<u64> {
-        let d = self
-            .alloc(bytes)
-            .map_err(|(op, e)| driver_error(op, None, e))?;
-        self.writes.push((d, host as usize, bytes, 0));
-        Ok(d)
-    }
-
-    /// At the scope's end, after its queue has been waited for: copies the
-    /// written memory back (in the order it was enqueued) and frees
-    /// everything. Memory of a context that was reset is gone: nothing to
-    /// copy or free.
-    pub(crate) fn finish(&mut self) -> Result<()> {
-        let mut first: Result<()> = Ok(());
-        let live = |g: u64| g == generation();
-        if let Ok(rt) = crate::runtime::get() {
-            for (d, host, bytes, atomic) in self.writes.drain(..) {
-                let g = self.allocs.iter().find(|(a, _)| *a == d).map_or(0, |x| x.1);
-                if !live(g) {
-                    continue;
-                }
-                let r = if atomic == 0 {
-                    // SAFETY: `host` is valid for writes of `bytes` (the
-                    // scope's borrow, still held); `d` holds `bytes` and the
-                    // work that wrote it has finished.
-                    unsafe { rt.backend.copy_from_device(host as *mut u8, d, bytes) }
-                } else {
-                    current().and_then(|()| {
-                        // SAFETY: as above; `host` holds atomics of `atomic`
-                        // bytes.
-                        unsafe {
-                            super::recover::copy_back(
-                                host as *mut u8,
-                                d,
-                                bytes,
-                                atomic,
-                                "a scope's launch",
-                            )
-                        }
-                    })
-                };
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-        }
-        self.reads.clear();
-        if current().is_ok() {
-            for (d, g) in self.allocs.drain(..) {
-                if live(g) {
-                    // SAFETY: allocated by `alloc`, freed once; the queue
-                    // was waited for, so no work uses it.
-                    let _ = unsafe { result::free_sync(d) };
-                }
-            }
-        }
-        first
-    }
-}
-
-/// A captured graph, not instantiated yet (`cuStreamEndCapture`).
-pub(crate) struct CapturedGraph {
-    raw: sys::CUgraph,
-    generation: u64,
-}
-
-/// An instantiated graph (`cuGraphInstantiate`) and the graph it came from.
-pub(crate) struct CudaGraph {
-    exec: sys::CUgraphExec,
-    graph: CapturedGraph,
-}
-
-// SAFETY: graph handles are used with the context current, as streams.
-unsafe impl Send for CudaGraph {}
-// SAFETY: as above; launching one exec from several threads is ordered by
-// the driver ("each launch is ordered behind ... any previous launches of
-// hGraphExec", `cuGraphLaunch`).
-unsafe impl Sync for CudaGraph {}
-// SAFETY: as above.
-unsafe impl Send for CapturedGraph {}
-
-impl CapturedGraph {
-    /// `cuGraphInstantiateWithFlags(graph, 0)`.
-    pub(crate) fn instantiate(self) -> Result<CudaGraph> {
-        current()?;
-        // SAFETY: `raw` is a graph of the current context from
-        // `cuStreamEndCapture`.
-        let exec =
-            unsafe { result::graph::instantiate(self.raw, sys::CUgraphInstantiate_flags(0)) }
-                .map_err(|e| driver_error("cuGraphInstantiate", None, e))?;
-        Ok(CudaGraph { exec, graph: self })
-    }
-}
-
-impl Drop for CapturedGraph {
-    fn drop(&mut self) {
-        if self.generation == generation() && current().is_ok() {
-            // SAFETY: from `cuStreamEndCapture`, destroyed once; its exec (if
-            // any) is destroyed first (field order of `CudaGraph`'s drop).
-            let _ = unsafe { result::graph::destroy(self.raw) };
-        }
-    }
-}
-
-impl Drop for CudaGraph {
-    fn drop(&mut self) {
-        if self.graph.generation == generation() && current().is_ok() {
-            // SAFETY: from `cuGraphInstantiate`, destroyed once; `Graph`'s
-            // drop waited for its replays.
-            let _ = unsafe { result::graph::exec_destroy(self.exec) };
-        }
-    }
-}
-
-impl CudaQueue {
-    /// Starts capturing the stream (`cuStreamBeginCapture`, thread-local
-    /// mode: other threads may keep calling the driver, this one may not
-    /// synchronize; the caller holds the submit lock).
-    pub(crate) fn begin_capture(&self) -> Result<()> {
-        let stream = self.stream()?;
-        // SAFETY: a stream of the current context, not being captured (the
-        // queue's capture state said so under the submit lock).
-        unsafe {
-            result::stream::begin_capture(
-                stream,
-                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-            )
-        }
-        .map_err(|e| driver_error("cuStreamBeginCapture", None, e))
-    }
-
-    /// Ends the capture (`cuStreamEndCapture`); the caller holds the submit
-    /// lock. An error if something in the capture was invalid (then CUDA
-    /// has ended the capture anyway).
-    pub(crate) fn end_capture(&self) -> Result<CapturedGraph> {
-        let stream = self.stream()?;
-        // SAFETY: the stream is being captured (`begin_capture`).
-        let raw = unsafe { result::stream::end_capture(stream) }
-            .map_err(|e| driver_error("cuStreamEndCapture", None, e))?;
-        if raw.is_null() {
-            return Err(Error::Queue {
-                op: "capture a graph",
-                reason: "the driver returned no graph".into(),
-            });
-        }
-        Ok(CapturedGraph {
-            raw,
-            generation: generation(),
-        })
-    }
-
-    /// Enqueues a replay (`cuGraphLaunch`); the caller holds the submit lock.
-    pub(crate) fn launch_graph(&self, g: &CudaGraph) -> Result<()> {
-        if g.graph.generation != generation() {
-            return Err(Error::Queue {
-                op: "launch a graph",
-                reason: "the CUDA context was rebuilt after a fault since the graph was captured; capture it again".into(),
-            });
-        }
-        let stream = self.stream()?;
-        // SAFETY: an exec of the current context; the memory its nodes use
-        // is kept alive by the graph (`queue::graph`).
-        unsafe { result::graph::launch(g.exec, stream) }
-            .map_err(|e| driver_error("cuGraphLaunch", None, e))
-    }
 }
 
 /// What queues need of the backend's state.
