@@ -249,20 +249,21 @@ fn parse_setting(raw: &str) -> (bool, bool, Option<std::string::String>) {
 
 /// Whether the driver knows the host memory at `p` (page-locked, mapped or
 /// managed): then it reaches it without staging and a direct copy is the
-/// fastest. Pageable memory makes `cuPointerGetAttribute` fail with
-/// `CUDA_ERROR_INVALID_VALUE`. Both ends of the range are checked.
+/// fastest. Asked with `cuPointerGetAttributes`, which, unlike
+/// `cuPointerGetAttribute`, answers memory type 0 for pageable memory
+/// instead of failing with `CUDA_ERROR_INVALID_VALUE` (CUDA Driver API,
+/// `cuPointerGetAttributes`), so a correct program makes no failing driver
+/// call (compute-sanitizer counts those as errors). Both ends of the range
+/// are checked.
 fn driver_knows(p: *const u8, bytes: usize) -> bool {
     let known = |addr: usize| {
         let mut kind: c_uint = 0;
-        // SAFETY: writes one `unsigned int` (the attribute's type) to
-        // `kind`; the address is only looked up, never dereferenced.
-        let r = unsafe {
-            sys::cuPointerGetAttribute(
-                &mut kind as *mut c_uint as *mut c_void,
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                addr as sys::CUdeviceptr,
-            )
-        };
+        let mut attribute = sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+        let mut data = [&mut kind as *mut c_uint as *mut c_void];
+        // SAFETY: one attribute, whose value (an `unsigned int`, the
+        // attribute's type) is written to `kind` through `data[0]`; the
+        // address is only looked up, never dereferenced.
+        let r = unsafe { sys::cuPointerGetAttributes(1, &mut attribute, data.as_mut_ptr(), addr as sys::CUdeviceptr) };
         r.result().is_ok() && kind != 0
     };
     known(p as usize) && known(p as usize + bytes.saturating_sub(1))
