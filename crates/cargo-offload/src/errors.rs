@@ -267,23 +267,7 @@ impl CliError {
                  crates/cargo-offload`)"
                     .into()]
             }
-            OffloadVersion { own, found } => {
-                let mut h: Vec<String> = found
-                    .iter()
-                    .filter(|v| *v != own)
-                    .map(|v| {
-                        format!(
-                            "to build with offload {v}, install its cargo offload: \
-                             `cargo install cargo-offload --version {v}`"
-                        )
-                    })
-                    .collect();
-                h.push(format!(
-                    "or move the workspace to offload {own}: `cargo update -p offload --precise {own}`, after changing \
-                     the dependency to `offload = \"{own}\"` in Cargo.toml if its requirement excludes {own}"
-                ));
-                h
-            }
+            OffloadVersion { own, found } => offload_version_hints(own, found),
             TargetSpec { .. } => vec!["use a device toolchain whose rustc knows amdgcn-amd-amdhsa".into()],
             ProbeTimedOut { probe, .. } => vec![format!(
                 "run `{probe}` by hand to see what it waits for (`cargo offload doctor` lists the tools); set \
@@ -373,6 +357,22 @@ impl CliError {
     pub fn report(&self) {
         eprintln!("{}", self.render(crate::status::error_prefix()));
     }
+}
+
+/// How to make `cargo offload` (version `own`) and the workspace's
+/// `offload` (versions `found`) agree: install the matching cargo offload,
+/// or move the workspace to `own`.
+fn offload_version_hints(own: &str, found: &[String]) -> Vec<String> {
+    let mut h: Vec<String> = found
+        .iter()
+        .filter(|v| *v != own)
+        .map(|v| format!("to build with offload {v}, install its cargo offload: `cargo install cargo-offload --version {v}`"))
+        .collect();
+    h.push(format!(
+        "or move the workspace to offload {own}: `cargo update -p offload --precise {own}`, after changing \
+         the dependency to `offload = \"{own}\"` in Cargo.toml if its requirement excludes {own}"
+    ));
+    h
 }
 
 /// The hints of [`CliError::UnknownArch`].
