@@ -16,9 +16,23 @@ fn fake_rustc(name: &str, body: &str) -> PathBuf {
     path
 }
 
+/// Runs the wrapper as cargo does. SIGINT is reset to its default action in
+/// the wrapper (and so in the rustc it starts): a test run started in the
+/// background of a non-interactive shell, as CI may start it, inherits
+/// SIGINT ignored, and a rustc that ignores it could not be ended by it.
 fn wrap(phase: &str, rustc: &PathBuf) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-offload"))
-        .arg(rustc)
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
+    // SAFETY: between fork and exec the closure only calls sigaction, which
+    // is async-signal-safe (POSIX), and allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::signal::signal(nix::sys::signal::Signal::SIGINT, nix::sys::signal::SigHandler::SigDfl)
+                .map(|_| ())
+                .map_err(std::io::Error::from)
+        });
+    }
+    cmd.arg(rustc)
         .args(["--crate-name", "x", "src/lib.rs", "--crate-type", "lib"])
         .env("__OFFLOAD_PHASE", phase)
         .env_remove("RUSTC_WRAPPER")
