@@ -989,6 +989,8 @@ fn interrupted_builds_say_so_and_the_next_build_succeeds() {
     let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
     assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{}", run.stdout);
+}
+
 /// One PTX instruction of a function body, for the ordering checks.
 struct Inst<'a> {
     /// The opcode with its qualifiers (`atom.acq_rel.sys.global.cas.b32`).
