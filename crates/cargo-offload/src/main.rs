@@ -12,6 +12,7 @@ mod host;
 mod interrupt;
 mod ptx;
 mod status;
+mod sysroot;
 mod toolchain;
 mod wrapper;
 
