@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Builds here (no GPU needed) every Rust binary that bench/run-gpu.sh runs,
-# and copies them, their PTX and the miniBUDE deck into .carry/bench/
-# (git-ignored), which the GPU call carries. Needs ./setup.sh done and
-# cargo-offload built from this tree on PATH (see bench/README.md).
+# Builds (no GPU needed) every Rust binary that bench/run-gpu.sh runs, and
+# copies them, their PTX and the miniBUDE deck into $BENCH_DIR (default
+# target/gpu/bench), all that the run needs besides bench/cuda/*.cu. Needs
+# ./setup.sh done and cargo-offload built from this tree on PATH (see
+# bench/README.md); `scripts/gpu.sh build bench` does both.
 #
 #   bench/build-gpu.sh              # ARCH=sm_90, deck from ../shared/data/minibude/bm1
 #   MINIBUDE_DECK=/path/to/bm1 bench/build-gpu.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=.carry/bench
+out=${BENCH_DIR:-target/gpu/bench}
 arch=${ARCH:-sm_90}
 deck=${MINIBUDE_DECK:-../shared/data/minibude/bm1}
 ptx_dir() { echo "target/offload/nvptx64-nvidia-cuda-$1/nvptx64-nvidia-cuda/release"; }

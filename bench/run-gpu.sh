@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The performance comparison of offload against CUDA C++, in one call on the
-# GPU machine. Run from the repository root with .carry/bench/ present (made
-# by bench/build-gpu.sh here and carried): builds no Rust, compiles the CUDA
+# GPU machine. Run from the repository root with $BENCH_DIR (default
+# target/gpu/bench, made by bench/build-gpu.sh): builds no Rust, compiles the CUDA
 # baselines bench/cuda/*.cu with nvcc, runs every benchmark ROUNDS times
 # alternating ours and CUDA's (the order flips every round), and prints the
 # table of medians and ratios last.
@@ -19,9 +19,9 @@
 # (20000), TRANSFER_MIB (1024), NVCC (/usr/local/cuda/bin/nvcc).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-C=.carry/bench
+C=${BENCH_DIR:-target/gpu/bench}
 if [ ! -x "$C/babelstream" ] || [ ! -x "$C/minibude-fast-math" ] || [ ! -f "$C/bm1/poses.in" ]; then
-    echo "error: $C is incomplete: run bench/build-gpu.sh here and carry .carry/bench" >&2
+    echo "error: $C is incomplete: run bench/build-gpu.sh (or scripts/gpu.sh build bench) first" >&2
     exit 1
 fi
 OUT=${OUT:-$PWD/bench-out}
@@ -57,7 +57,7 @@ echo "round,bench,impl,mode,case,size,metric,value" >"$RAW"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu --format=csv
     echo "nvcc: $("$NVCC" --version | tail -1)"
     echo "kernel: $(uname -r)  cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)  cores: $(nproc)"
-    echo "--- build (.carry/bench/BUILD)"
+    echo "--- build ($C/BUILD)"
     cat "$C/BUILD"
     echo "--- our backend"
     "$C/babelstream" -s 1024 -n 2 2>&1 | grep -E "Backend|warning"

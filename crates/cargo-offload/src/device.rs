@@ -14,18 +14,12 @@ use std::process::{Command, Stdio};
 use cargo_metadata::{Message, TargetKind};
 
 use crate::cli::CargoOpts;
+use crate::cmd::{CommandSpec, EnvChange};
+use crate::diagnostic::{classify, Meaning};
 use crate::errors::{CliError, Result};
+use crate::handoff::{COMPILE_LOG_VAR, GENERIC_DIR_VAR};
 use crate::status;
 use crate::toolchain::DeviceToolchain;
-
-/// One environment change of the inner cargo, with the reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvChange {
-    pub key: String,
-    /// `None` removes the variable.
-    pub value: Option<String>,
-    pub why: &'static str,
-}
 
 /// Everything the device pass needs to know.
 pub struct DevicePass<'a> {
@@ -96,7 +90,7 @@ impl DevicePass<'_> {
         for exe in [&self.wrapper, &self.linker] {
             bytes.extend(std::fs::read(exe).unwrap_or_default());
         }
-        format!("{:016x}", crate::embed::fnv64(&bytes))
+        format!("{:016x}", offload_image::hash::fnv64(&bytes))
     }
 
     fn rustflags(&self) -> Vec<String> {
@@ -190,10 +184,10 @@ impl DevicePass<'_> {
         if self.verbose >= 2 {
             e.push(set("OFFLOAD_LINK_LOG", self.link_log().display().to_string(), "offload-linker appends its commands here (-vv)"));
         }
-        e.push(set(crate::generic::DIR_VAR, self.generic_dir.display().to_string(), "the instantiations of generic kernels that host code uses"));
+        e.push(set(GENERIC_DIR_VAR, self.generic_dir.display().to_string(), "the instantiations of generic kernels that host code uses"));
         e.push(set("OFFLOAD_LINK_CACHE", self.target_dir.join("link-cache").display().to_string(), "device links with identical inputs are reused"));
         e.push(set("OFFLOAD_LINK_RECORD", self.record_path("links").display().to_string(), "offload-linker records each link here"));
-        e.push(set(crate::wrapper::COMPILE_LOG_VAR, self.record_path("compiles").display().to_string(), "the wrapper records each device compilation here"));
+        e.push(set(COMPILE_LOG_VAR, self.record_path("compiles").display().to_string(), "the wrapper records each device compilation here"));
         e
     }
 
@@ -233,44 +227,30 @@ impl DevicePass<'_> {
         a
     }
 
+    /// The inner cargo: program, arguments and environment.
+    pub fn spec(&self) -> CommandSpec {
+        CommandSpec { program: self.tc.cargo.clone(), args: self.args(), env: self.env() }
+    }
+
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.tc.cargo);
-        cmd.args(self.args());
-        for c in self.env() {
-            match &c.value {
-                Some(v) => cmd.env(&c.key, v),
-                None => cmd.env_remove(&c.key),
-            };
-        }
+        let mut cmd = self.spec().command();
         if status::color() {
             cmd.env("CARGO_TERM_COLOR", "always");
         }
         cmd
     }
 
-    /// Prints the command and its environment the way `--dry-run` and `-v` show it.
+    /// The command and its environment the way `--dry-run` and `-v` show it.
     pub fn render(&self) -> String {
-        let mut s = String::new();
-        for c in self.env() {
-            match &c.value {
-                Some(v) if c.key == "CARGO_ENCODED_RUSTFLAGS" => {
-                    s.push_str(&format!("  {}='{}'    # {}\n", c.key, v.replace('\x1f', "\\x1f"), c.why))
-                }
-                Some(v) => s.push_str(&format!("  {}={}    # {}\n", c.key, v, c.why)),
-                None => s.push_str(&format!("  unset {}    # {}\n", c.key, c.why)),
-            }
-        }
-        s.push_str(&format!("  {} {}", self.tc.cargo.display(), self.args().join(" ")));
-        s
+        self.spec().render()
     }
 
     /// rustc before 1.101 warns for every crate that the PTX feature the
     /// device pass enables (`ptx.rs`) is unstable; it is cargo offload's
     /// own flag, not the user's, so that warning is not shown.
-    fn own_feature_warning(&self, message: &str) -> bool {
-        self.ptx_feature.as_deref().and_then(|f| f.strip_prefix('+')).is_some_and(|f| {
-            message == format!("unstable feature specified for `-Ctarget-feature`: `{f}`")
-        })
+    fn own_feature_warning(&self, meaning: &Meaning) -> bool {
+        let own = self.ptx_feature.as_deref().and_then(|f| f.strip_prefix('+'));
+        matches!(meaning, Meaning::UnstableTargetFeature { feature } if Some(feature.as_str()) == own)
     }
 
     /// Runs the pass and returns the device images of the final binaries.
@@ -290,7 +270,7 @@ impl DevicePass<'_> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|source| CliError::Spawn { program: self.tc.cargo.display().to_string(), source })?;
+            .map_err(CliError::spawn(&self.tc.cargo))?;
         let registered = crate::interrupt::register(child.id());
         let stderr = child.stderr.take().expect("piped");
         let label = format!("(device {})", self.arch);
@@ -300,15 +280,14 @@ impl DevicePass<'_> {
         let relay = std::thread::spawn(move || {
             let mut held = Vec::new();
             for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
-                let plain = strip_ansi(&line);
-                let t = plain.trim_start();
-                if crate::interrupt::interrupting_message(t) {
+                let meaning = classify(&line, &[]);
+                if meaning == Meaning::Interrupted {
                     crate::interrupt::set();
                 }
                 if crate::interrupt::interrupted() {
                     continue;
                 }
-                if t.starts_with("Compiling ") || t.starts_with("Finished ") || t.starts_with("Checking ") {
+                if meaning == Meaning::Progress {
                     eprintln!("{line} {label}");
                 } else {
                     held.push(line);
@@ -325,24 +304,30 @@ impl DevicePass<'_> {
             let Ok(msg) = msg else { continue };
             match msg {
                 Message::CompilerMessage(m) => {
-                    let link = linker_failure(&m.message, &m.target.name);
-                    if link.is_some() && m.message.children.iter().any(|c| crate::interrupt::interrupted_link(&c.message)) {
+                    let children: Vec<&str> = m.message.children.iter().map(|c| c.message.as_str()).collect();
+                    let meaning = classify(&m.message.message, &children);
+                    if meaning == Meaning::Interrupted {
                         crate::interrupt::set();
                     }
-                    if crate::interrupt::interrupted() || self.own_feature_warning(&m.message.message) {
+                    if crate::interrupt::interrupted() || self.own_feature_warning(&meaning) {
                         continue;
                     }
-                    match (&link, &m.message.rendered) {
-                        (Some(text), _) => eprintln!("{}{text}", status::error_prefix()),
-                        (None, Some(r)) => eprint!("{r}"),
-                        (None, None) => {}
+                    match (&meaning, &m.message.rendered) {
+                        (Meaning::DeviceLinkFailed { said }, _) => {
+                            // What offload-linker said, without rustc's notes
+                            // with the linker's command line.
+                            let what = if said.is_empty() { m.message.message.clone() } else { said.join("\n") };
+                            eprintln!("{}device link of `{}` failed: {what}", status::error_prefix(), m.target.name)
+                        }
+                        (_, Some(r)) => eprint!("{r}"),
+                        (_, None) => {}
                     }
                     if m.message.level == cargo_metadata::diagnostic::DiagnosticLevel::Error {
                         errors += 1;
-                        if m.message.message.contains("is already defined") && m.message.message.contains("__offload_kernel_") {
+                        if meaning == Meaning::DuplicateKernelSymbol {
                             duplicate_symbol = true;
                         }
-                        if needs_std(&m.message.message) {
+                        if meaning == Meaning::NeedsStd {
                             let final_target = m.target.kind.iter().any(|k| !matches!(k, TargetKind::Lib | TargetKind::RLib));
                             let who = StdUser { name: m.target.name.clone(), final_target };
                             if !std_missing.contains(&who) {
@@ -371,7 +356,7 @@ impl DevicePass<'_> {
                 _ => {}
             }
         }
-        let status = child.wait().map_err(|source| CliError::Spawn { program: self.tc.cargo.display().to_string(), source })?;
+        let status = child.wait().map_err(CliError::spawn(&self.tc.cargo))?;
         drop(registered);
         let held = relay.join().unwrap_or_default();
         if crate::interrupt::interrupting_status(&status) || crate::interrupt::interrupted() {
@@ -433,23 +418,6 @@ fn extra_rustflags() -> Vec<String> {
     std::env::var("OFFLOAD_DEVICE_RUSTFLAGS").unwrap_or_default().split_whitespace().map(String::from).collect()
 }
 
-/// rustc's report of a failed device link (`linking with
-/// `…offload-linker` failed`), as one error: what offload-linker said,
-/// without rustc's notes with the linker's command line.
-pub fn linker_failure(d: &cargo_metadata::diagnostic::Diagnostic, krate: &str) -> Option<String> {
-    if !(d.message.starts_with("linking with `") && d.message.contains("offload-linker")) {
-        return None;
-    }
-    let said: Vec<&str> = d
-        .children
-        .iter()
-        .map(|c| c.message.trim_end())
-        .filter_map(|m| m.split_once("offload-linker: ").map(|(_, rest)| rest))
-        .collect();
-    let what = if said.is_empty() { d.message.clone() } else { said.join("\n") };
-    Some(format!("device link of `{krate}` failed: {what}"))
-}
-
 fn kind_name(k: &TargetKind) -> String {
     k.to_string()
 }
@@ -460,22 +428,6 @@ pub struct StdUser {
     pub name: String,
     /// A bin/test/example (the user's own code), not a library dependency.
     pub final_target: bool,
-}
-
-/// Names that only `std` (or `alloc`) provides; a device-pass error that
-/// cannot find one of them means host-only code reached the device pass.
-const STD_ONLY: &[&str] = &[
-    "std", "String", "Vec", "Box", "format", "println", "print", "eprintln", "eprint", "vec", "HashMap",
-    "HashSet", "BTreeMap", "Rc", "Arc", "ToString", "ToOwned", "dbg",
-];
-
-/// Whether a rustc error message says that `std` (or one of its items) is missing.
-pub fn needs_std(message: &str) -> bool {
-    if message.contains("can't find crate for `std`") {
-        return true;
-    }
-    let unresolved = message.contains("cannot find") || message.contains("unresolved") || message.contains("failed to resolve");
-    unresolved && STD_ONLY.iter().any(|n| message.contains(&format!("`{n}`")))
 }
 
 /// What to do when crates failed for want of `std`.
@@ -503,27 +455,6 @@ pub fn hints_for(std_missing: &[StdUser]) -> Vec<String> {
     h
 }
 
-/// Removes ANSI escape sequences (for matching cargo's colored lines).
-pub fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if c.is_ascii_alphabetic() {
-                        break;
-                    }
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Writes the target specification the device pass uses for
 /// `amdgcn-amd-amdhsa`: rustc's own, printed by the device rustc, with five
 /// changes. `executables: true`, because cargo refuses a `bin` target for a
@@ -539,17 +470,16 @@ pub fn amdgpu_target_spec(tc: &DeviceToolchain, dir: &Path) -> Result<PathBuf> {
         .args(["-Zunstable-options", "--print", "target-spec-json", "--target", "amdgcn-amd-amdhsa"])
         .env("RUSTC_BOOTSTRAP", "1")
         .output()
-        .map_err(|source| CliError::Spawn { program: tc.rustc.display().to_string(), source })?;
+        .map_err(CliError::spawn(&tc.rustc))?;
     if !out.status.success() {
-        return Err(CliError::Usage(format!(
-            "{} cannot print the amdgcn-amd-amdhsa target: {}",
-            tc.rustc.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(CliError::TargetSpec { rustc: tc.rustc.clone(), stderr });
     }
-    let mut spec: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| CliError::Usage(format!("unreadable target specification from {}: {e}", tc.rustc.display())))?;
-    let obj = spec.as_object_mut().ok_or_else(|| CliError::Usage("target specification is not an object".into()))?;
+    let unreadable = |source| CliError::TargetSpecJson { rustc: tc.rustc.clone(), source };
+    let mut spec: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(unreadable)?;
+    let obj = spec
+        .as_object_mut()
+        .ok_or_else(|| unreadable(serde::de::Error::custom("the target specification is not a JSON object")))?;
     obj.insert("executables".into(), true.into());
     // The bin's expected output name, so that it is the cdylib's (`.elf`).
     obj.insert("exe-suffix".into(), ".elf".into());
@@ -558,7 +488,8 @@ pub fn amdgpu_target_spec(tc: &DeviceToolchain, dir: &Path) -> Result<PathBuf> {
     obj.remove("linker");
     obj.remove("requires-lto");
     let path = dir.join("amdgcn-amd-amdhsa.json");
-    crate::embed::write_if_changed(&path, serde_json::to_string_pretty(&spec).expect("json").as_bytes())?;
+    let json = serde_json::to_string_pretty(&spec).expect("json");
+    offload_image::file::write_if_changed(&path, json.as_bytes()).map_err(CliError::io("could not write", &path))?;
     Ok(path)
 }
 
@@ -576,11 +507,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ansi_is_stripped() {
-        assert_eq!(strip_ansi("\x1b[1m\x1b[32m   Compiling\x1b[0m foo"), "   Compiling foo");
-    }
-
-    #[test]
     fn std_hint_names_the_crates() {
         let h = hints_for(&[StdUser { name: "rand".into(), final_target: false }]);
         assert!(h[0].starts_with("`rand` needed `std`"), "{h:?}");
@@ -589,39 +515,5 @@ mod tests {
         assert!(h[0].starts_with("`app` uses `std`"), "{h:?}");
         assert!(h[0].contains("#[offload::host]"));
         assert!(hints_for(&[]).is_empty());
-    }
-
-    #[test]
-    fn a_failed_device_link_is_what_offload_linker_said() {
-        let note = |m: &str| serde_json::json!({"message": m, "code": null, "level": "note", "spans": [], "children": [], "rendered": null});
-        let d: cargo_metadata::diagnostic::Diagnostic = serde_json::from_value(serde_json::json!({
-            "message": "linking with `/t/offload-linker` failed: exit status: 1",
-            "code": null, "level": "error", "spans": [], "rendered": "error: linking with … (a screen of arguments)",
-            "children": [
-                note(" \"/t/offload-linker\" \"--export-symbol\" \"__offload_kernel_app_k_1\" …"),
-                note("some arguments are omitted. use `--verbose` to show all linker arguments"),
-                note("error: offload-linker: f128 is not supported in device code, used in `app::q`\n  = help: keep it on the host\n"),
-            ],
-        }))
-        .unwrap();
-        assert_eq!(
-            linker_failure(&d, "app").as_deref(),
-            Some("device link of `app` failed: f128 is not supported in device code, used in `app::q`\n  = help: keep it on the host")
-        );
-        let other: cargo_metadata::diagnostic::Diagnostic = serde_json::from_value(serde_json::json!({
-            "message": "mismatched types", "code": null, "level": "error", "spans": [], "rendered": "error", "children": [],
-        }))
-        .unwrap();
-        assert_eq!(linker_failure(&other, "app"), None);
-    }
-
-    #[test]
-    fn std_errors_are_recognized() {
-        assert!(needs_std("cannot find macro `format` in this scope"));
-        assert!(needs_std("cannot find type `String` in this scope"));
-        assert!(needs_std("failed to resolve: use of unresolved module or unlinked crate `std`"));
-        assert!(needs_std("can't find crate for `std`"));
-        assert!(!needs_std("cannot find value `x` in this scope"));
-        assert!(!needs_std("mismatched types"));
     }
 }

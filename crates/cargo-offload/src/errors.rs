@@ -1,18 +1,25 @@
-//! Errors of `cargo offload` and its exit codes, documented in one place.
+//! Errors of `cargo offload` and of its rustc wrapper phases, how they are
+//! printed ([`CliError::report`], the one place), and the exit codes,
+//! documented in one table (nextest's `errors.rs` and `exit_codes.rs` are
+//! the model).
 //!
-//! | code | meaning |
-//! | --- | --- |
-//! | 0 | success |
-//! | 1 | an I/O or internal error (message says which file or step) |
-//! | 2 | bad command line (printed by clap) |
-//! | 3 | the device toolchain is incomplete (rustc with rust-src, LLVM tools) |
-//! | 4 | the device pass failed to compile or link |
-//! | 5 | the selected binaries define no kernels |
-//! | 6 | embedding the device image failed (ptxas, object writing) |
-//! | 130 | interrupted (Ctrl-C, SIGINT or SIGTERM, to `cargo offload` or to a tool it runs) |
-//! | other | the host `cargo` (or the program it ran) exited with this code |
+//! | code | constant | meaning |
+//! | --- | --- | --- |
+//! | 0 | [`exit::OK`] | success |
+//! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
+//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a PTX ISA feature in `OFFLOAD_DEVICE_RUSTFLAGS`, a profile that strips the symbols generic kernels need |
+//! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`) |
+//! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link, or a binary launches kernels its device image lacks |
+//! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
+//! | 6 | [`exit::EMBED`] | embedding the device image failed (ptxas, the image object) |
+//! | 130 | [`exit::INTERRUPTED`] | interrupted (Ctrl-C, SIGINT or SIGTERM, to `cargo offload` or to a tool it runs) |
+//! | other | | the host `cargo` (or the program it ran) exited with this code; in the wrapper phases, rustc's |
+//!
+//! In the wrapper phases the code goes to cargo, which reports the failed
+//! rustc (`process didn't exit successfully`) and exits with its own code
+//! (101), which `cargo offload` passes on.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use offload_linker::ToolError;
 
@@ -29,12 +36,49 @@ pub mod exit {
     pub const INTERRUPTED: i32 = 130;
 }
 
+/// Every failure of `cargo offload` and its wrapper phases, grouped by exit
+/// code ([`CliError::exit_code`]). The message says what failed; the cause
+/// (`#[source]`) is printed below it, then notes and hints.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
+    // ---- 2: command line and configuration
+    #[error("unknown architecture `{arch}` for {target} (from {from})")]
+    UnknownArch {
+        arch: String,
+        target: String,
+        /// The architectures LLVM knows for `target` that offload supports,
+        /// in natural order.
+        known: Vec<String>,
+        from: &'static str,
+    },
+
+    #[error("architecture `{arch}` (from {from}) is older than offload supports: NVIDIA GPUs from sm_70 (Volta) on")]
+    ArchTooOld { arch: String, from: &'static str },
+
+    #[error("unknown device target `{0}`: use nvptx64-nvidia-cuda (NVIDIA) or amdgcn-amd-amdhsa (AMD)")]
+    UnknownTarget(String),
+
+    #[error("--arch is required for amdgcn-amd-amdhsa (e.g. --arch gfx90a)")]
+    AmdNeedsArch,
+
+    #[error("--arch names no architecture")]
+    NoArch,
+
+    /// `[package.metadata.offload]` (or the workspace's) is invalid.
+    #[error("{table}: {problem}")]
+    Config { table: String, problem: String },
+
+    #[error(transparent)]
+    Ptx(#[from] crate::ptx::PtxError),
+
+    #[error("`{}` launches generic kernels, but it has no symbol table to read their instantiations from", exe.display())]
+    StrippedBinary { exe: PathBuf },
+
+    // ---- 3: device toolchain
     #[error("no device compiler found: tried {tried}")]
     NoDeviceRustc { tried: String, hint: String },
 
-    #[error("`{rustc}` has no library sources (rust-src), which `-Zbuild-std=core` needs to build `core` for the GPU")]
+    #[error("`{}` has no library sources (rust-src), which `-Zbuild-std=core` needs to build `core` for the GPU", rustc.display())]
     MissingRustSrc {
         rustc: PathBuf,
         hint: String,
@@ -54,69 +98,132 @@ pub enum CliError {
         others: Vec<String>,
     },
 
-    #[error("unknown architecture `{arch}` for {target} (from {from})")]
-    UnknownArch { arch: String, target: String, known: Vec<String>, from: &'static str },
+    #[error("`offload-linker` is missing beside {}", beside.display())]
+    LinkerMissing { beside: PathBuf },
 
-    #[error("architecture `{arch}` (from {from}) is older than offload supports: NVIDIA GPUs from sm_70 (Volta) on")]
-    ArchTooOld { arch: String, from: &'static str },
+    #[error("{} cannot print the amdgcn-amd-amdhsa target: {stderr}", rustc.display())]
+    TargetSpec { rustc: PathBuf, stderr: String },
 
-    #[error("unknown device target `{0}`: use nvptx64-nvidia-cuda (NVIDIA) or amdgcn-amd-amdhsa (AMD)")]
-    UnknownTarget(String),
-
+    // ---- 4: device pass
     #[error("the device pass failed ({what})")]
     DeviceBuild { what: String, hints: Vec<String> },
 
+    /// Kernels a binary can launch that its image lacks: (symbol, where
+    /// the kernel is defined).
+    #[error(
+        "{} kernel(s) that `{binary}` can launch are missing from its device image:{}",
+        kernels.len(),
+        kernels.iter().map(|(s, at)| format!("\n  `{s}`, defined at {at}")).collect::<String>()
+    )]
+    MissingKernels { binary: String, kernels: Vec<(String, String)> },
+
+    /// Instantiations of generic kernels a binary launches that its image
+    /// lacks: (generic symbol, type arguments, where the kernel is defined).
+    #[error(
+        "{} instantiation(s) of generic kernels that `{binary}` launches are missing from its device image:{}",
+        instances.len(),
+        instances.iter().map(|(b, a, at)| format!("\n  `{b}` for `{a}`, generic kernel defined at {at}")).collect::<String>()
+    )]
+    MissingInstances { binary: String, instances: Vec<(String, String, String)> },
+
+    #[error(
+        "`{binary}` launches a generic kernel of crate `{krate}` with the type arguments `{args}`, which include a \
+         type defined in `{binary}`"
+    )]
+    ForeignTypeArgument { binary: String, krate: String, args: String },
+
+    // ---- 5
     #[error("no kernels: {binaries} define(s) no `#[offload::kernel]` function")]
     NoKernels { binaries: String },
 
-    #[error("could not run `{program}`: {source}")]
-    Spawn { program: String, #[source] source: std::io::Error },
-
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, #[source] source: std::io::Error },
-
-    #[error("`cargo metadata` failed: {0}")]
-    Metadata(String),
-
+    // ---- 6: embedding
     #[error("ptxas failed to assemble {} for {arch}:\n{stderr}", ptx.display())]
     Ptxas { ptx: PathBuf, arch: String, stderr: String },
 
-    #[error("{0}")]
-    Usage(String),
+    #[error("embedding device images is not supported on host architecture {0}")]
+    HostArch(String),
 
-    #[error(transparent)]
-    Ptx(#[from] crate::ptx::PtxError),
+    #[error("could not write the image object")]
+    ObjectWrite(#[source] object::write::Error),
 
+    // ---- 130
     /// Ctrl-C, SIGINT or SIGTERM (see `interrupt`).
     #[error("build interrupted")]
     Interrupted,
+
+    // ---- 1: internal steps
+    #[error("could not run `{program}`")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// `op` is what was done to `path`: `could not write`, `could not read`, …
+    #[error("{op} {}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("`cargo metadata` failed")]
+    Metadata(#[source] cargo_metadata::Error),
+
+    #[error("unreadable target specification from {}", rustc.display())]
+    TargetSpecJson {
+        rustc: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 impl CliError {
+    /// `map_err(CliError::io("could not write", &path))`.
+    pub fn io<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(std::io::Error) -> CliError + 'p {
+        move |source| CliError::Io { op, path: path.to_path_buf(), source }
+    }
+
+    /// `map_err(CliError::spawn(&program))`.
+    pub fn spawn(program: &Path) -> impl FnOnce(std::io::Error) -> CliError + '_ {
+        move |source| CliError::Spawn { program: program.display().to_string(), source }
+    }
+
+    /// The exit code (see the module docs).
     pub fn exit_code(&self) -> i32 {
+        use CliError::*;
         match self {
-            CliError::NoDeviceRustc { .. }
-            | CliError::MissingRustSrc { .. }
-            | CliError::Tools(_)
-            | CliError::ToolsOf { .. } => exit::SETUP,
-            CliError::UnknownArch { .. }
-            | CliError::ArchTooOld { .. }
-            | CliError::UnknownTarget(_)
-            | CliError::Usage(_)
-            | CliError::Ptx(_) => exit::USAGE,
-            CliError::DeviceBuild { .. } => exit::DEVICE_BUILD,
-            CliError::NoKernels { .. } => exit::NO_KERNELS,
-            CliError::Ptxas { .. } => exit::EMBED,
-            CliError::Interrupted => exit::INTERRUPTED,
-            CliError::Spawn { .. } | CliError::Io { .. } | CliError::Metadata(_) => exit::INTERNAL,
+            UnknownArch { .. }
+            | ArchTooOld { .. }
+            | UnknownTarget(_)
+            | AmdNeedsArch
+            | NoArch
+            | Config { .. }
+            | Ptx(_)
+            | StrippedBinary { .. } => exit::USAGE,
+            NoDeviceRustc { .. }
+            | MissingRustSrc { .. }
+            | Tools(_)
+            | ToolsOf { .. }
+            | LinkerMissing { .. }
+            | TargetSpec { .. } => exit::SETUP,
+            DeviceBuild { .. } | MissingKernels { .. } | MissingInstances { .. } | ForeignTypeArgument { .. } => {
+                exit::DEVICE_BUILD
+            }
+            NoKernels { .. } => exit::NO_KERNELS,
+            Ptxas { .. } | HostArch(_) | ObjectWrite(_) => exit::EMBED,
+            Interrupted => exit::INTERRUPTED,
+            Spawn { .. } | Io { .. } | Metadata(_) | TargetSpecJson { .. } => exit::INTERNAL,
         }
     }
 
     /// What to do about it, printed under the error.
     pub fn hints(&self) -> Vec<String> {
+        use CliError::*;
         match self {
-            CliError::NoDeviceRustc { hint, .. } | CliError::MissingRustSrc { hint, .. } => vec![hint.clone()],
-            CliError::ArchTooOld { .. } => vec![
+            NoDeviceRustc { hint, .. } | MissingRustSrc { hint, .. } => vec![hint.clone()],
+            ArchTooOld { .. } => vec![
                 "offload's device code uses acquire/release atomics (PTX ISA 6.0, sm_70 and later) \
                  to report kernel panics; older GPUs cannot run it"
                     .into(),
@@ -124,18 +231,14 @@ impl CliError {
                  (`nvidia-smi --query-gpu=compute_cap --format=csv` prints 8.0 for sm_80)"
                     .into(),
             ],
-            CliError::UnknownArch { known, target, arch, .. } => {
+            UnknownArch { known, target, arch, .. } => {
                 let example = if target.starts_with("nvptx") { "sm_90" } else { "gfx90a" };
-                let mut sorted: Vec<String> =
-                    known.iter().filter(|a| !nvptx_too_old(a)).cloned().collect();
-                // natural order: sm_20 < sm_90 < sm_100
-                sorted.sort_by_key(|a| {
-                    let digits: String = a.chars().filter(|c| c.is_ascii_digit()).collect();
-                    (a.chars().take_while(|c| c.is_ascii_alphabetic()).collect::<String>(), digits.len(), a.clone())
-                });
                 let mut h = vec![
-                    format!("architectures LLVM knows for {target}: {}", sorted.join(", ")),
-                    format!("pass your GPU's, e.g. `--arch {example}` (NVIDIA: `nvidia-smi --query-gpu=compute_cap --format=csv` prints 9.0 for sm_90)"),
+                    format!("architectures LLVM knows for {target}: {}", known.join(", ")),
+                    format!(
+                        "pass your GPU's, e.g. `--arch {example}` (NVIDIA: `nvidia-smi --query-gpu=compute_cap \
+                         --format=csv` prints 9.0 for sm_90)"
+                    ),
                 ];
                 if arch.starts_with("gfx") && target.starts_with("nvptx") {
                     h.push(format!("`{arch}` is an AMD GPU: add `--target amdgcn-amd-amdhsa`"));
@@ -144,18 +247,59 @@ impl CliError {
                 }
                 h
             }
-            CliError::DeviceBuild { hints, .. } => hints.clone(),
-            CliError::Ptx(e) => vec![e.hint()],
-            CliError::NoKernels { .. } => vec![
-                "mark a function `#[offload::kernel]` and launch it from host code, e.g. `my_kernel(offload::for_len(n), &x, &mut y)?`".into(),
+            Config { .. } => {
+                vec!["the table takes `arch` (a string or a list of strings, e.g. `[\"sm_80\", \"sm_90\"]`) and \
+                 `target` (a string)"
+                    .into()]
+            }
+            StrippedBinary { .. } => {
+                vec!["the profile strips symbols (`strip = true` or `\"symbols\"`); use `strip = \"debuginfo\"` or \
+                 `false` with `cargo offload`"
+                    .into()]
+            }
+            LinkerMissing { .. } => {
+                vec!["install both with `cargo install --path crates/cargo-offload`".into()]
+            }
+            TargetSpec { .. } => vec!["use a device toolchain whose rustc knows amdgcn-amd-amdhsa".into()],
+            DeviceBuild { hints, .. } => hints.clone(),
+            MissingInstances { .. } => {
+                vec!["`cargo offload` compiles the instantiations it finds in a host build first; if this persists, \
+                 report it with the output of `cargo offload build -vv`"
+                    .into()]
+            }
+            MissingKernels { .. } => {
+                vec!["the device pass did not compile them. A kernel defined inside host-only code (an \
+                 `#[offload::host]` item, `fn main`, code under `#[cfg(not(offload_device))]`, or a dependency \
+                 that only host code declares) exists only on the host: define it at module level, outside \
+                 host-only code"
+                    .into()]
+            }
+            ForeignTypeArgument { krate, .. } => {
+                vec![format!("define the type in `{krate}` or in a crate that both depend on")]
+            }
+            Ptx(e) => vec![e.hint()],
+            NoKernels { .. } => vec![
+                "mark a function `#[offload::kernel]` and launch it from host code, e.g. \
+                 `my_kernel(offload::for_len(n), &x, &mut y)?`"
+                    .into(),
                 "a kernel inside host-only code (`#[offload::host]`, `#[cfg(not(offload_device))]`) is not compiled \
                  for the device: move it out, and keep only host code there"
                     .into(),
             ],
-            CliError::Ptxas { .. } => vec![
-                "the PTX itself is kept; set OFFLOAD_PTXAS= (empty) to skip assembling cubins and let the driver JIT-compile the PTX".into(),
+            Ptxas { .. } => {
+                vec!["the PTX itself is kept; set OFFLOAD_PTXAS= (empty) to skip assembling cubins and let the driver \
+                 JIT-compile the PTX"
+                    .into()]
+            }
+            HostArch(_) => vec!["offload embeds images in ELF hosts: x86_64, aarch64, riscv64, powerpc64".into()],
+            Spawn { .. } => vec!["check that the program exists and is executable (`cargo offload doctor`)".into()],
+            Metadata(_) => vec!["the cause is cargo's own error: fix the manifest or the command line it names".into()],
+            Io { .. } | ObjectWrite(_) | TargetSpecJson { .. } => vec![
+                "this is an internal step of `cargo offload`: check that the target directory is writable and has \
+                 space; if it is, report this with the output of `cargo offload build -vv`"
+                    .into(),
             ],
-            _ => Vec::new(),
+            UnknownTarget(_) | AmdNeedsArch | NoArch | Tools(_) | ToolsOf { .. } | Interrupted => Vec::new(),
         }
     }
 
@@ -163,14 +307,20 @@ impl CliError {
     pub fn notes(&self) -> Vec<String> {
         match self {
             CliError::MissingRustSrc { others, .. } | CliError::ToolsOf { others, .. } => others.clone(),
+            CliError::ForeignTypeArgument { .. } => vec![
+                "an instantiation is compiled into the device code of the kernel's crate, which cannot name types \
+                 of the crates that use it"
+                    .into(),
+            ],
             _ => Vec::new(),
         }
     }
 
-    /// Prints the error once, with its causes and hints, the way cargo does.
-    pub fn report(&self) {
+    /// The error as printed: `error: <message>`, each cause under `Caused
+    /// by:`, then `= note:` and `= help:` lines, as cargo prints errors.
+    pub fn render(&self, prefix: &str) -> String {
         use std::error::Error as _;
-        let mut msg = format!("{}{self}", crate::status::error_prefix());
+        let mut msg = format!("{prefix}{self}");
         let mut source = self.source();
         while let Some(s) = source {
             msg.push_str(&format!("\n\nCaused by:\n  {s}"));
@@ -182,17 +332,101 @@ impl CliError {
         for h in self.hints() {
             msg.push_str(&format!("\n  = help: {h}"));
         }
-        eprintln!("{msg}");
+        msg
+    }
+
+    /// Prints the error once, to stderr (see [`CliError::render`]).
+    pub fn report(&self) {
+        eprintln!("{}", self.render(crate::status::error_prefix()));
     }
 }
 
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
 
-/// Whether an NVIDIA architecture (`sm_60`, `sm_90a`) predates sm_70, the
-/// oldest offload supports (see [`CliError::ArchTooOld`]).
-pub fn nvptx_too_old(arch: &str) -> bool {
-    arch.strip_prefix("sm_")
-        .map(|n| n.chars().take_while(char::is_ascii_digit).collect::<String>())
-        .and_then(|n| n.parse::<u32>().ok())
-        .is_some_and(|n| n < 70)
+/// The end of every phase: its exit code, with an error reported once. An
+/// interrupted build is reported as interrupted, whatever a dying child made
+/// fail.
+pub fn finish(result: Result<i32>) -> i32 {
+    match result {
+        // The program (or the host cargo) was interrupted: it has said so.
+        Ok(code) if code != exit::OK && crate::interrupt::interrupted() => exit::INTERRUPTED,
+        Ok(code) => code,
+        Err(_) if crate::interrupt::interrupted() => {
+            CliError::Interrupted.report();
+            exit::INTERRUPTED
+        }
+        Err(e) => {
+            e.report();
+            e.exit_code()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README's "Exit codes" paragraph and the table above name the
+    /// same codes with the same meanings.
+    #[test]
+    fn readme_states_the_exit_codes() {
+        let readme = include_str!("../../../README.md");
+        let para = readme.split("\nExit codes").nth(1).expect("an Exit codes paragraph").split("\n\n").next().unwrap();
+        let para = para.split_whitespace().collect::<Vec<_>>().join(" ");
+        let table = include_str!("errors.rs");
+        for (code, readme_says, table_says) in [
+            (exit::OK, "0 success", "success"),
+            (exit::INTERNAL, "1 internal failure", "an internal step failed"),
+            (exit::USAGE, "2 bad command line or configuration", "bad command line"),
+            (exit::SETUP, "3 incomplete device toolchain", "the device toolchain is incomplete"),
+            (exit::DEVICE_BUILD, "4 device pass failed", "the device pass failed"),
+            (exit::NO_KERNELS, "5 no kernels", "the selected binaries define no kernels"),
+            (exit::EMBED, "6 embedding failed", "embedding the device image failed"),
+            (exit::INTERRUPTED, "130 interrupted", "interrupted"),
+        ] {
+            assert!(
+                readme_says.starts_with(&format!("{code} ")) && para.contains(readme_says),
+                "README: {readme_says}: {para}"
+            );
+            let row = table.lines().find(|l| l.starts_with(&format!("//! | {code} |"))).expect("a row");
+            assert!(row.contains(table_says), "{row}");
+        }
+        assert!(para.contains("otherwise the host cargo's (or your program's) code"), "{para}");
+    }
+
+    /// Every kind of failure: its exit code, and its text with causes,
+    /// notes and hints, as printed.
+    #[test]
+    fn errors_print_once_with_causes_and_hints() {
+        let gone = || std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory (os error 2)");
+        let e = CliError::io("could not write", Path::new("/t/img.o"))(gone());
+        assert_eq!(e.exit_code(), exit::INTERNAL);
+        let text = e.render("error: ");
+        assert!(
+            text.starts_with(
+                "error: could not write /t/img.o\n\nCaused by:\n  No such file or directory (os error 2)\n  = help: "
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("os error 2").count(), 1, "the cause once: {text}");
+        let e = CliError::ForeignTypeArgument { binary: "app".into(), krate: "lib".into(), args: "(app::V,)".into() };
+        assert_eq!(e.exit_code(), exit::DEVICE_BUILD);
+        assert_eq!(
+            e.render("error: "),
+            "error: `app` launches a generic kernel of crate `lib` with the type arguments `(app::V,)`, which include \
+             a type defined in `app`\n  = note: an instantiation is compiled into the device code of the kernel's \
+             crate, which cannot name types of the crates that use it\n  = help: define the type in `lib` or in a \
+             crate that both depend on"
+        );
+        let e =
+            CliError::MissingKernels { binary: "app".into(), kernels: vec![("k_1".into(), "src/main.rs:3".into())] };
+        assert!(e.render("").starts_with(
+            "1 kernel(s) that `app` can launch are missing from its device image:\n  `k_1`, defined at src/main.rs:3\n  = help: the device pass did not compile them."
+        ));
+        // Internal failures are not usage errors.
+        assert_eq!(CliError::LinkerMissing { beside: "/b/cargo-offload".into() }.exit_code(), exit::SETUP);
+        assert_eq!(CliError::HostArch("s390x".into()).exit_code(), exit::EMBED);
+        assert_eq!(CliError::Config { table: "t".into(), problem: "p".into() }.exit_code(), exit::USAGE);
+        assert_eq!(CliError::spawn(Path::new("/x/rustc"))(gone()).exit_code(), exit::INTERNAL);
+    }
 }

@@ -12,7 +12,7 @@
 //!    whose names carry type arguments, so each instantiation a binary uses
 //!    is one symbol, `app::__offload_kernel_app_scale_1a2b3c4d::<(f32,)>`,
 //!    and its demangled tuple is spelled as `core::any::type_name` spells it.
-//! 2. A collect round (a host build with `COLLECT_VAR` set) logs, per final
+//! 2. A collect round (a host build with `handoff::COLLECT_VAR` set) logs, per final
 //!    binary linked, the instantiations found; [`merge`] keeps
 //!    `target/offload/generic/<symbol>.txt` up to date from that log.
 //! 3. The `#[kernel]` macro's device side reads that file (and includes it,
@@ -37,11 +37,8 @@ use std::path::Path;
 
 use offload_image::symbol;
 
-/// Where the instantiation lists live (set for both passes).
-pub const DIR_VAR: &str = "__OFFLOAD_GENERIC_DIR";
-/// The file to which the wrapper logs instantiations missing from an image
-/// (collect round only).
-pub const COLLECT_VAR: &str = "__OFFLOAD_GENERIC_COLLECT";
+use crate::binary::v0_symbols_containing;
+use crate::errors::{CliError, Result};
 
 /// One instantiation of a generic kernel that a binary uses.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -82,23 +79,8 @@ pub fn parse_marker(demangled: &str) -> Option<Instance> {
 /// The generic kernel instantiations in `exe`'s symbol table, or `None` if
 /// it has no symbol table (a stripped binary).
 pub fn instances_in(exe: &Path) -> Option<BTreeSet<Instance>> {
-    use object::{Object, ObjectSymbol};
-    let bytes = std::fs::read(exe).ok()?;
-    let file = object::File::parse(&*bytes).ok()?;
-    let mut any = false;
-    let mut out = BTreeSet::new();
-    for s in file.symbols() {
-        any = true;
-        let Ok(name) = s.name() else { continue };
-        if !name.starts_with("_R") || !name.contains("__offload_kernel_") {
-            continue;
-        }
-        let demangled = format!("{:#}", rustc_demangle::demangle(name));
-        if let Some(m) = parse_marker(&demangled) {
-            out.insert(m);
-        }
-    }
-    any.then_some(out)
+    let names = v0_symbols_containing(exe, "__offload_kernel_")?;
+    Some(names.iter().filter_map(|n| parse_marker(n)).collect())
 }
 
 /// Whether `args` names a path of crate `krate` (`krate::…` not preceded by
@@ -115,28 +97,13 @@ fn mentions_crate(args: &str, krate: &str) -> bool {
 /// stripped binary with generic kernels (`generic_records`), and a type
 /// argument defined in `bin` itself for a kernel of another crate, which
 /// that crate's device code cannot name.
-pub fn instances_of(exe: &Path, bin: &str, generic_records: bool) -> Result<BTreeSet<Instance>, String> {
+pub fn instances_of(exe: &Path, bin: &str, generic_records: bool) -> Result<BTreeSet<Instance>> {
     if !generic_records {
         return Ok(BTreeSet::new());
     }
-    let Some(found) = instances_in(exe) else {
-        return Err(format!(
-            "error: `{}` launches generic kernels, but it has no symbol table to read their instantiations from\n  \
-             = help: the profile strips symbols (`strip = true` or `\"symbols\"`); use `strip = \"debuginfo\"` or \
-             `false` with `cargo offload`",
-            exe.display()
-        ));
-    };
-    for i in &found {
-        if i.krate != bin && mentions_crate(&i.args, bin) {
-            return Err(format!(
-                "error: `{bin}` launches a generic kernel of crate `{}` with the type arguments `{}`, which include a \
-                 type defined in `{bin}`\n  = note: an instantiation is compiled into the device code of the \
-                 kernel's crate, which cannot name types of the crates that use it\n  = help: define the type in \
-                 `{}` or in a crate that both depend on",
-                i.krate, i.args, i.krate
-            ));
-        }
+    let found = instances_in(exe).ok_or_else(|| CliError::StrippedBinary { exe: exe.to_path_buf() })?;
+    if let Some(i) = found.iter().find(|i| i.krate != bin && mentions_crate(&i.args, bin)) {
+        return Err(CliError::ForeignTypeArgument { binary: bin.into(), krate: i.krate.clone(), args: i.args.clone() });
     }
     Ok(found)
 }
@@ -201,11 +168,7 @@ pub fn merge(dir: &Path, log: &str) -> std::io::Result<Vec<(String, String)>> {
             let text: String = lines.iter().map(|(a, b)| format!("{a}\t{b}\n")).collect();
             // Renamed into place: the kernel macro of a concurrent build
             // never reads half a list.
-            let tmp = crate::embed::unique_tmp(&path);
-            std::fs::write(&tmp, text)?;
-            std::fs::rename(&tmp, &path).inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
-            })?;
+            offload_image::file::write_atomic(&path, text.as_bytes())?;
         }
     }
     Ok(added)

@@ -1,16 +1,16 @@
 //! The host pass: the user's own `cargo build|run|test`, with cargo-offload
 //! as `RUSTC_WORKSPACE_WRAPPER` so that each final binary of the workspace
-//! links its device image (see `wrapper.rs`). Dependencies outside the
+//! links its device image (see `phases/rustc_host.rs`). Dependencies outside the
 //! workspace are compiled exactly as a plain `cargo build` compiles them and
 //! share its cache.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::cli::CargoOpts;
+use crate::cmd::{CommandSpec, EnvChange};
 use crate::errors::{CliError, Result};
+use crate::handoff::{COLLECT_VAR, GENERIC_DIR_VAR, INNER_VAR, MAP_VAR, PHASE_VAR};
 use crate::status;
-use crate::wrapper::{INNER_VAR, MAP_VAR, PHASE_VAR};
 
 /// What the host cargo does.
 #[derive(Debug, Clone)]
@@ -78,41 +78,43 @@ impl HostPass<'_> {
         a
     }
 
-    fn env(&self) -> Vec<(String, String, &'static str)> {
+    /// The environment of the host cargo, each change with its reason.
+    pub fn env(&self) -> Vec<EnvChange> {
         let mut e = vec![
-            (
-                "RUSTC_WORKSPACE_WRAPPER".to_string(),
+            EnvChange::set(
+                "RUSTC_WORKSPACE_WRAPPER",
                 self.wrapper.display().to_string(),
                 "links each final binary's device image (workspace members only; dependencies stay shared with plain cargo)",
             ),
-            (PHASE_VAR.into(), "host".into(), "tells the wrapper which pass it serves"),
-            (MAP_VAR.into(), self.map.display().to_string(), "which image object goes into which binary"),
-            (
-                crate::generic::DIR_VAR.into(),
+            EnvChange::set(PHASE_VAR, "host", "tells the wrapper which pass it serves"),
+            EnvChange::set(MAP_VAR, self.map.display().to_string(), "which image object goes into which binary"),
+            EnvChange::set(
+                GENERIC_DIR_VAR,
                 self.generic_dir.display().to_string(),
                 "the instantiations of generic kernels that host code uses",
             ),
         ];
         if let Some(log) = self.collect {
-            e.push((
-                crate::generic::COLLECT_VAR.into(),
+            e.push(EnvChange::set(
+                COLLECT_VAR,
                 log.display().to_string(),
                 "collect the generic kernel instantiations the binaries use",
             ));
         }
         if let Some(w) = std::env::var_os("RUSTC_WORKSPACE_WRAPPER").filter(|w| !w.is_empty()) {
-            e.push((INNER_VAR.into(), w.to_string_lossy().into_owned(), "your RUSTC_WORKSPACE_WRAPPER, chained"));
+            e.push(EnvChange::set(INNER_VAR, w.to_string_lossy(), "your RUSTC_WORKSPACE_WRAPPER, chained"));
         }
         e
     }
 
+    /// The host cargo: program, arguments and environment.
+    pub fn spec(&self) -> CommandSpec {
+        CommandSpec { program: self.cargo_program().into(), args: self.args(), env: self.env() }
+    }
+
+    /// The command and its environment the way `--dry-run` and `-v` show it.
     pub fn render(&self) -> String {
-        let mut s = String::new();
-        for (k, v, why) in self.env() {
-            s.push_str(&format!("  {k}={v}    # {why}\n"));
-        }
-        s.push_str(&format!("  {} {}", self.cargo_program(), self.args().join(" ")));
-        s
+        self.spec().render()
     }
 
     /// Runs the host cargo with inherited stdio; returns its exit code.
@@ -120,14 +122,10 @@ impl HostPass<'_> {
         if self.verbose >= 1 {
             status::status("Running", format!("host pass:\n{}", self.render()));
         }
-        let mut cmd = Command::new(self.cargo_program());
-        cmd.args(self.args());
-        for (k, v, _) in self.env() {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().map_err(|source| CliError::Spawn { program: self.cargo_program(), source })?;
+        let program = std::path::PathBuf::from(self.cargo_program());
+        let mut child = self.spec().command().spawn().map_err(CliError::spawn(&program))?;
         let registered = crate::interrupt::register(child.id());
-        let status = child.wait().map_err(|source| CliError::Spawn { program: self.cargo_program(), source })?;
+        let status = child.wait().map_err(CliError::spawn(&program))?;
         drop(registered);
         let by_signal = crate::interrupt::interrupting_status(&status);
         // A build (or the build of a collect round) was interrupted; a

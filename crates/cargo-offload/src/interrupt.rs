@@ -9,7 +9,8 @@
 //! alone), stops relaying their output, and reports the interruption once
 //! they have exited. A child that dies of SIGINT or SIGTERM on its own
 //! (a `kill` of rustc or llc) interrupts the build the same way
-//! ([`interrupting_status`], and offload-linker's `interrupted` message).
+//! ([`interrupting_status`]; cargo's and offload-linker's reports of it are
+//! recognized by `diagnostic::classify`).
 //! Files are written to unique temporary names and renamed into place, so
 //! an interrupted build leaves nothing a later build would trust.
 
@@ -86,35 +87,12 @@ pub fn interrupting_status(status: &ExitStatus) -> bool {
     by_signal
 }
 
-/// Whether cargo's report of a child says it died of SIGINT or SIGTERM
-/// (`process didn't exit successfully: `…` (signal: 2, SIGINT: interrupt)`).
-pub fn interrupting_message(line: &str) -> bool {
-    line.contains("(signal: 2, SIGINT") || line.contains("(signal: 15, SIGTERM")
-}
-
-/// Whether rustc's report of a failed device link says offload-linker (or
-/// a tool under it) was interrupted.
-pub fn interrupted_link(text: &str) -> bool {
-    text.contains(&format!("offload-linker: {}", offload_linker::INTERRUPTED))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn interruptions_are_recognized() {
-        assert!(interrupting_message(
-            "  process didn't exit successfully: `rustc --crate-name x` (signal: 2, SIGINT: interrupt)"
-        ));
-        assert!(interrupting_message(
-            "  process didn't exit successfully: `rustc` (signal: 15, SIGTERM: termination signal)"
-        ));
-        assert!(!interrupting_message("  process didn't exit successfully: `rustc` (exit status: 1)"));
-        assert!(interrupted_link(
-            "error: offload-linker: interrupted: llc was killed by signal 2 while generating PTX"
-        ));
-        assert!(!interrupted_link("error: offload-linker: llc failed while generating PTX"));
         #[cfg(unix)]
         {
             use std::os::unix::process::ExitStatusExt;

@@ -275,7 +275,7 @@ mod tests {
         let empty = dir.join("empty.ll");
         std::fs::write(&empty, "target triple = \"nvptx64-nvidia-cuda\"\n").unwrap();
         for llc in &llcs {
-            let known = crate::toolchain::known_archs(llc, "nvptx64-nvidia-cuda");
+            let known = crate::llvm::known_archs(llc, "nvptx64-nvidia-cuda");
             for (arch, min) in MIN_PTX.iter().filter(|(a, _)| known.iter().any(|k| k == a)) {
                 let out = std::process::Command::new(llc)
                     .arg("-mtriple=nvptx64-nvidia-cuda")

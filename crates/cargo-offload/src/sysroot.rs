@@ -164,7 +164,7 @@ impl Sysroot {
             // The specification's text, not its path: every project writes
             // its own copy of the same specification.
             let text = std::fs::read(target_arg).unwrap_or_default();
-            format!("{target_name} (specification {:016x})", crate::embed::fnv64(&text))
+            format!("{target_name} (specification {:016x})", offload_image::hash::fnv64(&text))
         } else {
             target_name.clone()
         };
@@ -176,7 +176,7 @@ impl Sysroot {
             rust_src_identity(&tc.sysroot),
             features.join(","),
         );
-        let key = crate::embed::fnv64(format!("{description}{}", file_identity(&tc.rustc)).as_bytes());
+        let key = offload_image::hash::fnv64(format!("{description}{}", file_identity(&tc.rustc)).as_bytes());
         let dir = cache.join("sysroot").join(format!("{target_name}-{cpu}-{key:016x}"));
         Sysroot {
             dir,
@@ -247,7 +247,7 @@ impl Sysroot {
             return Ok(());
         }
         let parent = self.dir.parent().expect("a sysroot has a parent directory");
-        let io = |path: &Path, source| CliError::Io { path: path.to_path_buf(), source };
+        let io = |path: &Path, source| CliError::Io { op: "could not write", path: path.to_path_buf(), source };
         std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
         let lock_path = self.dir.with_extension("lock");
         let lock_file = File::create(&lock_path).map_err(|e| io(&lock_path, e))?;
@@ -260,7 +260,7 @@ impl Sysroot {
                     self.target_name, self.cpu
                 ));
                 Flock::lock(file, FlockArg::LockExclusive)
-                    .map_err(|(_, e)| io(&lock_path, std::io::Error::from_raw_os_error(e as i32)))?
+                    .map_err(|(_, e)| CliError::io("could not lock", &lock_path)(std::io::Error::from(e)))?
             }
         };
         if self.is_built() {
@@ -281,8 +281,10 @@ impl Sysroot {
                         [lib]\npath = \"lib.rs\"\n\n\
                         [profile.release]\nopt-level = 3\ndebug = 0\ndebug-assertions = false\n\
                         overflow-checks = false\nincremental = false\n\n[workspace]\n";
-        crate::embed::write_if_changed(&build.join("Cargo.toml"), manifest.as_bytes())?;
-        crate::embed::write_if_changed(&build.join("lib.rs"), b"#![no_std]\n")?;
+        for (name, text) in [("Cargo.toml", manifest.as_bytes()), ("lib.rs", b"#![no_std]\n".as_slice())] {
+            let path = build.join(name);
+            offload_image::file::write_if_changed(&path, text).map_err(|e| io(&path, e))?;
+        }
         let mut child = self
             .command(&build)
             .stdout(Stdio::piped())
@@ -345,7 +347,7 @@ impl Sysroot {
             });
         }
         // Assemble beside the final directory, then rename it into place.
-        let tmp = crate::embed::unique_tmp(&self.dir);
+        let tmp = offload_image::file::unique_tmp(&self.dir);
         let lib = lib_dir_in(&tmp, &self.target_name);
         std::fs::create_dir_all(&lib).map_err(|e| io(&lib, e))?;
         for r in &rlibs {

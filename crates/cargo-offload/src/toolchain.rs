@@ -50,6 +50,20 @@ impl DeviceToolchain {
     pub fn describe(&self) -> String {
         format!("{} from {}, LLVM {}", self.version, self.origin, self.llvm_major)
     }
+
+    /// The `-v` status line: `<rustc> (<origin>, <version>), LLVM <major>
+    /// tools <dir>, ptxas <path>`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} ({}, {}), LLVM {} tools {}, ptxas {}",
+            self.rustc.display(),
+            self.origin,
+            self.version,
+            self.llvm_major,
+            self.llvm.llc.parent().map(Path::display).map(|d| d.to_string()).unwrap_or_default(),
+            self.ptxas.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "not found (PTX only)".into()),
+        )
+    }
 }
 
 /// Output of `rustc -vV`, the parts we use.
@@ -383,27 +397,6 @@ fn python_site_dirs() -> Vec<PathBuf> {
     Vec::new()
 }
 
-/// The architectures `llc` knows for `triple` (`llc -mcpu=help`).
-pub fn known_archs(llc: &Path, triple: &str) -> Vec<String> {
-    let out = Command::new(llc).arg(format!("-mtriple={triple}")).arg("-mcpu=help").output();
-    let Ok(out) = out else { return Vec::new() };
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    let mut archs = Vec::new();
-    for l in text.lines() {
-        let l = l.trim();
-        if l.starts_with("Available features") {
-            break;
-        }
-        if let Some((name, _)) = l.split_once(" - ") {
-            let name = name.trim();
-            if name.starts_with("sm_") || name.starts_with("gfx") {
-                archs.push(name.to_string());
-            }
-        }
-    }
-    archs
-}
-
 /// The GPU's architecture as `nvidia-smi` reports it, if there is one.
 pub fn detect_gpu_arch() -> Option<String> {
     let out = Command::new("nvidia-smi").args(["--query-gpu=compute_cap", "--format=csv,noheader"]).output().ok()?;
@@ -515,24 +508,5 @@ mod tests {
         let i = parse_rustc_vv("rustc 1.101.0-nightly (92b5b8c87 2026-10-29)\nbinary: rustc\nLLVM version: 23.1.4\n").unwrap();
         assert_eq!(i, RustcInfo { version: "rustc 1.101.0-nightly (92b5b8c87 2026-10-29)".into(), llvm_major: 23 });
         assert_eq!(parse_rustc_vv("rustc 1.96.0\nbinary: rustc\n"), None);
-    }
-
-    #[test]
-    fn parses_llc_cpu_help() {
-        // `known_archs` on a fake llc printing the real format.
-        let dir = std::env::temp_dir().join(format!("offload-llc-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let llc = dir.join("llc");
-        std::fs::write(
-            &llc,
-            "#!/bin/sh\necho 'Available CPUs for this target:\n\n  sm_90   - Select the sm_90 processor.\n  sm_90a  - Select the sm_90a processor.\n\nAvailable features for this target:\n\n  ptx78 - Use PTX version 7.8.' >&2\n",
-        )
-        .unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&llc, std::fs::Permissions::from_mode(0o755)).unwrap();
-            assert_eq!(known_archs(&llc, "nvptx64-nvidia-cuda"), ["sm_90", "sm_90a"]);
-        }
     }
 }

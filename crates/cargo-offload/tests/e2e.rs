@@ -21,7 +21,9 @@ fn bin_crate_without_lib_section_exports_each_kernel_once() {
 
     let ptx = f.ptx("sm_90", "debug", "fixture_bin_only");
     let entries = offload_image::ptx_entries(&ptx);
-    assert_eq!(entries.len(), 2, "two kernels, two entries: {entries:?}");
+    // Two user kernels plus the linker's stack probe, each exactly once.
+    assert_eq!(entries.len(), 3, "two kernels and the stack probe: {entries:?}");
+    assert_eq!(entries.iter().filter(|e| *e == "__offload_stack_probe").count(), 1, "{entries:?}");
     for prefix in ["__offload_kernel_fixture_bin_only_axpy_", "__offload_kernel_fixture_bin_only_divide_"] {
         assert_eq!(entries.iter().filter(|e| e.starts_with(prefix)).count(), 1, "{prefix} in {entries:?}");
     }
@@ -67,7 +69,7 @@ fn each_kernel_once_whatever_emit_and_opt_level() {
         let out = f.offload_env(&args, &[("OFFLOAD_DEVICE_RUSTFLAGS", flags)]);
         out.assert_success();
         let entries = offload_image::ptx_entries(&f.ptx("sm_80", profile, "fixture_bin_only"));
-        assert_eq!(entries.len(), 2, "{flags} ({profile}): {entries:?}");
+        assert_eq!(entries.len(), 3, "two kernels and the stack probe, {flags} ({profile}): {entries:?}");
         let run = f.run_exe(profile, "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
         run.assert_success();
         assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{flags}: {}", run.stdout);
@@ -295,7 +297,7 @@ fn examples_run_on_the_host_fallback_with_right_results() {
 
     // The same binary with a corrupted image (the cubin if ptxas made one):
     // one warning naming it, and the kernels still give the right results
-    // (on the host here; on a GPU from the PTX: scripts/gpu-hardening.sh).
+    // (on the host here; on a GPU from the PTX: scripts/gpu.sh run hardening).
     let exe = target.join("debug/sample_offload");
     let kind = if embedded_images(&exe).iter().any(|i| i.0 == "cubin") { "cubin" } else { "PTX" };
     let bad = target.join("sample_offload-corrupted");

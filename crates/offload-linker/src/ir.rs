@@ -222,7 +222,10 @@ define float @__offload_libm_sinf(float %x) {
         assert!(r.dynamic);
         assert!(r.uses_libdevice);
         let t = &r.text;
-        assert!(t.contains("@_ZN1k6SHARED17h1E = internal addrspace(3) global <{ [1024 x i8] }> undef, align 4\n"), "{t}");
+        assert!(
+            t.contains("@_ZN1k6SHARED17h1E = internal addrspace(3) global <{ [1024 x i8] }> undef, align 4\n"),
+            "{t}"
+        );
         assert!(t.contains("ptr addrspacecast (ptr addrspace(3) @_ZN1k6SHARED17h1E to ptr), i64 %i"), "{t}");
         assert!(t.contains("@__offload_dynamic_shared = external addrspace(3) global [0 x i8], align 16\n"), "{t}");
         assert!(t.contains("ptr addrspacecast (ptr addrspace(3) @__offload_dynamic_shared to ptr), i64 %i"), "{t}");
@@ -245,7 +248,11 @@ define float @__offload_libm_sinf(float %x) {
         let ir = "@g.0 = internal unnamed_addr global i32 7, section \".offload.shared\", align 4\n@h = internal global { float, [2 x i32] } { float 1.0, [2 x i32] [i32 1, i32 2] }, section \".offload.shared\", align 8\n";
         let r = rewrite(ir, true).unwrap();
         assert!(r.text.contains("@g.0 = internal addrspace(3) global i32 undef, align 4\n"), "{}", r.text);
-        assert!(r.text.contains("@h = internal addrspace(3) global { float, [2 x i32] } undef, align 8\n"), "{}", r.text);
+        assert!(
+            r.text.contains("@h = internal addrspace(3) global { float, [2 x i32] } undef, align 8\n"),
+            "{}",
+            r.text
+        );
     }
 
     #[test]

@@ -46,7 +46,9 @@ pub enum ToolError {
         major: u32,
     },
     /// The LLVM major version is unknown.
-    #[error("the device rustc's LLVM version is unknown: set OFFLOAD_LLVM_MAJOR or run the linker through `cargo offload`")]
+    #[error(
+        "the device rustc's LLVM version is unknown: set OFFLOAD_LLVM_MAJOR or run the linker through `cargo offload`"
+    )]
     NoMajor,
 }
 
@@ -144,7 +146,8 @@ pub fn find_tool(
         };
     }
     let mut candidates = Vec::new();
-    let names: Vec<String> = std::iter::once(tool.to_string()).chain(extra_names.iter().map(|s| s.to_string())).collect();
+    let names: Vec<String> =
+        std::iter::once(tool.to_string()).chain(extra_names.iter().map(|s| s.to_string())).collect();
     if let Some(sysroot) = sysroot {
         for dir in host_triple_dirs(sysroot) {
             for n in &names {
@@ -200,10 +203,7 @@ impl LlvmTools {
     /// sets for the device pass (major in `OFFLOAD_LLVM_MAJOR`), completed by
     /// discovery.
     pub fn from_env_or_discover() -> Result<Self, ToolError> {
-        let major = std::env::var("OFFLOAD_LLVM_MAJOR")
-            .ok()
-            .and_then(|m| m.parse().ok())
-            .ok_or(ToolError::NoMajor)?;
+        let major = std::env::var("OFFLOAD_LLVM_MAJOR").ok().and_then(|m| m.parse().ok()).ok_or(ToolError::NoMajor)?;
         let sysroot = std::env::var_os("OFFLOAD_SYSROOT").map(PathBuf::from);
         Self::discover(major, sysroot.as_deref())
     }
@@ -251,7 +251,10 @@ mod tests {
             std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
             std::env::set_var("OFFLOAD_TEST_FAKE_LINK", &fake);
             let e = find_tool("llvm-link", "OFFLOAD_TEST_FAKE_LINK", 22, None, &[]).unwrap_err();
-            assert_eq!(e, ToolError::WrongVersion { tool: "llvm-link".into(), path: fake.clone(), found: 14, major: 22 });
+            assert_eq!(
+                e,
+                ToolError::WrongVersion { tool: "llvm-link".into(), path: fake.clone(), found: 14, major: 22 }
+            );
             assert!(e.to_string().contains("is LLVM 14, but the device rustc uses LLVM 22"));
         }
         let e = find_tool("no-such-llvm-tool", "OFFLOAD_TEST_UNSET", 22, None, &[]).unwrap_err();

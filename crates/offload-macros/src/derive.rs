@@ -11,7 +11,13 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput};
 
-pub fn expand(input: TokenStream) -> TokenStream {
+/// Expands `#[derive(DeviceCopy)]` on `input`.
+///
+/// # Errors
+/// An enum, a union, or a struct without `#[repr(C)]`/`#[repr(transparent)]`,
+/// at the offending token; fields that are not `DeviceCopy` are the type
+/// system's errors, at the field's type.
+pub(crate) fn expand(input: TokenStream) -> TokenStream {
     let input: DeriveInput = match syn::parse2(input) {
         Ok(i) => i,
         Err(e) => return e.to_compile_error(),

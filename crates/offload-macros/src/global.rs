@@ -11,12 +11,17 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::ItemStatic;
 
-use crate::kernel::{ascii_name, location};
-use offload_image::symbol::hash32;
+use crate::symbol;
 
-pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+/// Expands `#[device_global(attr)] item`.
+///
+/// # Errors
+/// Arguments (it takes none), an item that is not a `static`, and
+/// `static mut`, each at the offending tokens.
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     if !attr.is_empty() {
-        let e = syn::Error::new_spanned(&attr, "`#[offload::device_global]` takes no arguments").to_compile_error();
+        let e = syn::Error::new_spanned(&attr, "`#[offload::device_global]` takes no arguments")
+            .to_compile_error();
         return quote! { #e #item };
     }
     let st: ItemStatic = match syn::parse2(item.clone()) {
@@ -40,8 +45,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         )
         .to_compile_error();
     }
-    let ItemStatic { attrs, vis, ident, ty, expr, .. } = &st;
-    let symbol = symbol(ident);
+    let ItemStatic {
+        attrs,
+        vis,
+        ident,
+        ty,
+        expr,
+        ..
+    } = &st;
+    let symbol = symbol::global(ident);
     quote! {
         #(#attrs)*
         #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
@@ -51,13 +63,4 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
         #vis static #ident: ::offload::DeviceGlobal<#ty> = ::offload::DeviceGlobal::__host(#expr, #symbol);
     }
-}
-
-fn symbol(name: &syn::Ident) -> String {
-    let krate = std::env::var("CARGO_CRATE_NAME").unwrap_or_else(|_| "crate".to_string());
-    let (file, line, col) = location(name.span());
-    let n = name.to_string();
-    let n = n.trim_start_matches("r#");
-    let h = hash32(&[&krate, &file, &line.to_string(), &col.to_string(), n]);
-    format!("__offload_global_{krate}_{}_{h:08x}", ascii_name(n))
 }

@@ -1,16 +1,29 @@
-//! Procedural macros of `offload`: `#[kernel]`, `#[host]` and
-//! `#[derive(DeviceCopy)]`. Use them through the `offload` crate, which
-//! re-exports them and documents the programming model; generated code names
-//! only `::offload::__private::…` and `::offload::…`.
+//! Procedural macros of `offload`: `#[kernel]`, `#[device_global]`,
+//! `#[host]` and `#[derive(DeviceCopy)]`. Use them through the `offload`
+//! crate, which re-exports them and documents the programming model;
+//! generated code names only `::offload::__private::…` and `::offload::…`.
 //!
-//! Each macro is split into parse → check → generate (see `kernel.rs`);
-//! every diagnostic is a `syn::Error` on the offending token, and errors are
-//! emitted next to the user's item so that the rest of the crate still
-//! type-checks.
+//! This file is the entry only. Each macro is a module split parse → check →
+//! generate ([`kernel`] has one module per role; [`symbol`] names the
+//! exported symbols of kernels and device globals). Every diagnostic is a
+//! `syn::Error` on the offending token; a kernel's are collected in a
+//! [`ctxt::Ctxt`] so that all of them come at once. Errors are emitted next
+//! to the user's item (a rejected kernel keeps a host-only stub of its
+//! signature) so that the rest of the crate still type-checks. The macros
+//! never panic.
+//! Each diagnostic has a UI test in `crates/offload/tests/ui/{kernel,derive,
+//! device_global,host}/` (trybuild), and `tests/expand/` pins the generated
+//! code (see `expand_tests`).
 
+mod ctxt;
 mod derive;
 mod global;
+mod host;
 mod kernel;
+mod symbol;
+
+#[cfg(test)]
+mod expand_tests;
 
 use proc_macro::TokenStream;
 
@@ -31,18 +44,7 @@ pub fn device_global(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// Keeps an item out of the device pass. See `offload::host`.
 #[proc_macro_attribute]
 pub fn host(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let attr = proc_macro2::TokenStream::from(attr);
-    let item = proc_macro2::TokenStream::from(item);
-    if !attr.is_empty() {
-        return syn::Error::new_spanned(attr, "`#[offload::host]` takes no arguments")
-            .to_compile_error()
-            .into();
-    }
-    quote::quote! {
-        #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-        #item
-    }
-    .into()
+    host::expand(attr.into(), item.into()).into()
 }
 
 /// Implements `offload::DeviceCopy` for a `#[repr(C)]` plain-data struct.

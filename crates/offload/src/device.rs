@@ -180,23 +180,42 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
     }
 }
 
+/// The lowest local address of a GPU thread's stack, measured by the host:
+/// the CUDA backend launches the device link's stack probe (offload-linker,
+/// `recursion`) after loading a module that has recursion checks and stores
+/// `T' - CU_LIMIT_STACK_SIZE` + a slack here, `T'` being the local address
+/// the probe found at the top of its frame (`runtime/cuda_recover.rs`,
+/// `install_stack_floor`). 0 until the host sets it: then
+/// [`__offload_stack_guard`] compares with `reserve` alone, which only
+/// catches overflows on a GPU whose stack grows down to local address 0
+/// (on an H200 the stack starts near 16 MiB: unprotected).
+///
+/// Not an `__offload_global_*` symbol: the device link keeps it (external,
+/// so the optimizer cannot assume its value) only in modules it puts
+/// recursion checks into, and drops it from every other module, whose PTX
+/// stays as it was.
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub static mut __offload_stack_floor: u64 = 0;
+
 /// The recursion check: the device linker (`offload-linker`, `recursion`)
 /// calls this at the entry of every function in a cycle of the call graph
 /// (direct recursion, or functions calling each other), and inlines it.
 /// Everything else is unchanged: kernels without recursion never see it.
 ///
-/// A GPU thread's stack is its local memory: the CUDA ABI's stack pointer
-/// starts at the top of the thread's local window and grows down toward
-/// local address 0, and going below 0 is an out-of-range local access that
-/// leaves the CUDA context unusable. `cvta.to.local` of a local variable of
-/// the current frame gives its local address, which is therefore the stack
-/// left to this thread (PTX ISA, "cvta"; local state space). If less than
-/// `reserve` bytes are left (the linker's bound on what one more level of
-/// the recursion and the calls it makes may need), the thread records a
-/// stack overflow through the panic record, naming the function
-/// (`function`, `len` bytes: a string constant of the image), and exits,
-/// as a panicking thread does: the kernel finishes, the context stays
-/// healthy, and the host reports `offload::Error::StackOverflow`.
+/// A GPU thread's stack is local memory: the CUDA ABI's stack pointer
+/// starts at a local address `T` the driver chooses and the stack grows
+/// down from it to the floor, `T - CU_LIMIT_STACK_SIZE`, which the host
+/// measured and stored in [`__offload_stack_floor`]. Going below the floor
+/// is an out-of-range local access that leaves the CUDA context unusable.
+/// `cvta.to.local` of a local variable of the current frame gives its
+/// local address (PTX ISA, "cvta"; local state space). If that is less
+/// than `floor + reserve` (`reserve`: the linker's bound, in bytes, on what
+/// one more level of the recursion and the calls it makes may need), the
+/// thread records a stack overflow through the panic record, naming the
+/// function (`function`, `len` bytes: a string constant of the image), and
+/// exits, as a panicking thread does: the kernel finishes, the context
+/// stays healthy, and the host reports `offload::Error::StackOverflow`.
 ///
 /// (Exported so that the device link finds it by name; the linker marks it
 /// `alwaysinline` where it inserts the calls, since rustc ignores
@@ -205,18 +224,23 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
 #[unsafe(no_mangle)]
 pub extern "C" fn __offload_stack_guard(reserve: u64, function: *const u8, len: usize) {
     let probe = 0u8;
-    let left: u64;
+    let sp: u64;
     // SAFETY: converts the generic address of a local of this frame to its
     // local-state-space address; reads and writes no memory.
     unsafe {
         core::arch::asm!(
             "cvta.to.local.u64 {l}, {g};",
-            l = out(reg64) left,
+            l = out(reg64) sp,
             g = in(reg64) core::ptr::addr_of!(probe) as u64,
             options(pure, nomem, nostack)
         )
     };
-    if left < reserve {
+    // SAFETY: an aligned `u64` that the host writes only while no kernel of
+    // the context runs; device code only reads it.
+    let floor = unsafe { core::ptr::addr_of!(__offload_stack_floor).read() };
+    // The floor is below 2^24 (the local window) and `reserve` a few KiB:
+    // no wrap-around.
+    if sp < floor.wrapping_add(reserve) {
         stack_overflow(function, len);
     }
 }

@@ -626,43 +626,96 @@ fn mutually_recursive(depth: u32, out: &mut [u64]) {
     }
 }
 
+/// The stack of each GPU thread and the `detail` of `Error::StackOverflow`
+/// for a recursion in `function` on the backend in use: the GPU's
+/// `CU_LIMIT_STACK_SIZE` (8 KiB unless `OFFLOAD_CUDA_STACK_BYTES` says
+/// otherwise; the check names the function that would overflow), the host
+/// fallback's coroutine stack (256 KiB unless `OFFLOAD_HOST_STACK_KIB`
+/// says otherwise, at least 64; it cannot name the function).
+#[offload::host]
+fn stack_and_overflow_detail(function: &str) -> (usize, String) {
+    let setting = |var: &str| std::env::var(var).ok().and_then(|v| v.trim().parse::<usize>().ok());
+    match offload::backend().unwrap().kind {
+        offload::BackendKind::Cuda => {
+            let bytes = setting("OFFLOAD_CUDA_STACK_BYTES").unwrap_or(8192);
+            let detail = format!(
+                "the recursion in `{function}` would go past the end of the {bytes}-byte stack of each GPU thread \
+                 (CU_LIMIT_STACK_SIZE); recurse less deeply, or raise OFFLOAD_CUDA_STACK_BYTES"
+            );
+            (bytes, detail)
+        }
+        _ => {
+            let kib = setting("OFFLOAD_HOST_STACK_KIB").filter(|&k| k >= 64).unwrap_or(256);
+            let detail = format!(
+                "the host fallback's stack of {kib} KiB per simulated GPU thread is exhausted (recursion too deep?); \
+                 recurse less deeply, or raise OFFLOAD_HOST_STACK_KIB"
+            );
+            (kib * 1024, detail)
+        }
+    }
+}
+
+/// `e` is the `Error::StackOverflow` of a launch of `kernel` on 2 blocks
+/// of 32 threads, with one of the `details`.
+#[offload::host]
+fn assert_overflow(e: &Error, kernel: &str, details: &[String]) {
+    match e {
+        Error::StackOverflow { kernel: k, block, thread, detail } => {
+            assert_eq!(k, kernel, "{e}");
+            assert!(["(0, 0, 0)", "(1, 0, 0)"].contains(&block.as_str()), "{e}");
+            assert!((0..32).any(|x| *thread == format!("({x}, 0, 0)")), "{e}");
+            assert!(details.contains(detail), "{e}\nexpected one of {details:#?}");
+        }
+        other => panic!("expected a stack overflow of `{kernel}`, got: {other}"),
+    }
+}
+
 /// Recursion too deep for a GPU thread's stack is `Error::StackOverflow`
-/// (on the GPU: the check the device linker puts into recursive functions;
-/// on the host fallback: the guard page of the thread's stack), not an
-/// illegal address or a killed process; and the next launch works.
+/// (on the GPU: the check the device linker puts into recursive functions,
+/// against the end of the stack the runtime measured; on the host
+/// fallback: the guard page of the thread's stack), not an illegal address
+/// or a killed process; and the next launch works. The deepest recursion
+/// that runs fits the stack, and the check does not stop it much earlier.
 #[test]
 fn too_deep_recursion_is_an_error_and_the_next_launch_works() {
+    let (stack, detail) = stack_and_overflow_detail("runtime::recurse");
     let cfg = LaunchConfig::new(2u32, 32u32);
     let want = |depth: u32| (0..64).map(|i| recurse(depth, i + 1)).collect::<Vec<u64>>();
     let mut out = vec![0u64; 64];
     recursive(cfg, 12, &mut out).unwrap();
     assert_eq!(out, want(12), "shallow recursion runs");
     let e = recursive(cfg, 50_000_000, &mut out).unwrap_err();
-    match &e {
-        Error::StackOverflow { kernel, block, thread, detail } => {
-            assert_eq!(kernel, "runtime::recursive");
-            assert!(block.starts_with('(') && thread.starts_with('('), "{e}");
-            assert!(detail.contains("stack"), "{e}");
-        }
-        other => panic!("expected a stack overflow, got: {other}"),
-    }
+    assert_overflow(&e, "runtime::recursive", std::slice::from_ref(&detail));
     println!("deep recursion: {e}");
     let mut again = vec![0u64; 64];
     recursive(cfg, 12, &mut again).unwrap();
     assert_eq!(again, want(12), "the next launch works");
     iota_plus(offload::for_len(1000), 3, &mut vec![0u32; 1000]).unwrap();
 
-    // Two functions recursing into each other: the same.
+    // Two functions recursing into each other: the same; on the GPU the
+    // check of either may stop the thread.
     let mut out = vec![0u64; 64];
     mutually_recursive(cfg, 11, &mut out).unwrap();
     assert_eq!(out, (0..64).map(|i| ping(11, i)).collect::<Vec<_>>());
     let e = mutually_recursive(cfg, 50_000_000, &mut out).unwrap_err();
-    assert!(matches!(e, Error::StackOverflow { .. }), "{e}");
+    let details = [stack_and_overflow_detail("runtime::ping").1, stack_and_overflow_detail("runtime::pong").1];
+    assert_overflow(&e, "runtime::mutually_recursive", &details);
     println!("deep mutual recursion: {e}");
+    let mut again = vec![0u64; 64];
+    mutually_recursive(cfg, 11, &mut again).unwrap();
+    assert_eq!(again, (0..64).map(|i| ping(11, i)).collect::<Vec<_>>(), "the next launch works");
 
-    // How deep a recursion runs (a diagnostic: the GPU's 8 KiB stack per
-    // thread allows far less than the host fallback's 256 KiB).
-    let runs = |depth: u32| recursive(LaunchConfig::new(1u32, 32u32), depth, &mut [0u64; 32]).is_ok();
+    // How deep a recursion runs. Each level keeps 128 bytes (`local`)
+    // live, so no more than stack / 128 levels fit; and the check keeps
+    // less than 2 KiB in reserve (the device link's estimate for `recurse`
+    // is 1280 bytes) with levels of less than 512 bytes (ptxas: 272 for
+    // sm_90), so at least (stack - 2 KiB) / 512 run. A floor measured
+    // wrongly, too low, faults; too high, stops short.
+    let runs = |depth: u32| match recursive(LaunchConfig::new(1u32, 32u32), depth, &mut [0u64; 32]) {
+        Ok(()) => true,
+        Err(Error::StackOverflow { .. }) => false,
+        Err(e) => panic!("depth {depth}: {e}"),
+    };
     let (mut ok, mut bad) = (12u32, 50_000_000u32);
     while bad - ok > 1 {
         let mid = ok + (bad - ok) / 2;
@@ -672,7 +725,24 @@ fn too_deep_recursion_is_an_error_and_the_next_launch_works() {
             bad = mid;
         }
     }
-    println!("deepest recursion of `recurse` that runs on {}: {ok} calls", offload::backend().unwrap().kind);
+    let kind = offload::backend().unwrap().kind;
+    println!("deepest recursion of `recurse` that runs on {kind}: {ok} calls ({stack}-byte stack)");
+    assert!((ok as usize) * 128 < stack, "{ok} levels of 128 bytes in a {stack}-byte stack");
+    // The host fallback's frames are larger (an unoptimized build's:
+    // about 350 bytes).
+    let least = if kind == offload::BackendKind::Cuda { stack.saturating_sub(2048) / 512 } else { stack / 1024 };
+    assert!(ok as usize >= least, "only {ok} levels in a {stack}-byte stack");
+    if kind == offload::BackendKind::Cuda {
+        // The floor the runtime measured for the checks (a diagnostic:
+        // the image's global, read as a `DeviceGlobal` would be).
+        static FLOOR: offload::DeviceGlobal<u64> = offload::DeviceGlobal::__host(0, "__offload_stack_floor");
+        let floor = FLOOR.read().unwrap();
+        println!(
+            "stack floor of the recursion checks: local {floor:#x} (the probe's frame at {:#x})",
+            floor + stack as u64 - 64
+        );
+        assert!(floor > 0, "the runtime set the floor");
+    }
     iota_plus(offload::for_len(1000), 3, &mut vec![0u32; 1000]).unwrap();
 }
 

@@ -37,7 +37,7 @@ pub fn check() -> Result<String, String> {
     features(offload::for_len(1), &mut out).map_err(|e| e.to_string())?;
     let backend = offload::backend().map_err(|e| e.to_string())?;
     if backend.kind == offload::BackendKind::Cuda {
-        // The device-model image is built for sm_90 (scripts/build-gpu-device-model.sh).
+        // The device-model image is built for sm_90 (`scripts/gpu.sh build device-model`).
         if out[0] != SM_90 {
             return Err(format!("device code's target features {:#x}, expected {SM_90:#x} (sm_90: ptx70..ptx78 on)", out[0]));
         }

@@ -202,6 +202,8 @@ impl Cuda {
         let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?;
         let stack_bytes = cuda_recover::configure_context().map_err(Unusable::Failed)?;
+        // After the limit: the recursion checks' floor depends on it.
+        cuda_recover::install_stack_floor(module, stream).map_err(Unusable::Failed)?;
         let panic = PanicSlot::install(module);
 
         let how = match loaded.kind {
@@ -786,6 +788,9 @@ impl State {
         self.stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_error("cuStreamCreate", None, e))?;
         self.stack_bytes = cuda_recover::configure_context()?;
+        // The new context's stacks: measured again (same module, new
+        // context, and its limit set anew).
+        cuda_recover::install_stack_floor(self.module, self.stream)?;
         self.panic = PanicSlot::install(self.module);
         Ok(())
     }

@@ -10,7 +10,7 @@ use std::string::{String, ToString};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::vec;
 
-use cudarc::driver::result::DriverError;
+use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
 use super::cuda::driver_error;
@@ -26,7 +26,8 @@ use crate::panic_record::{PanicRecord, DONE, FILE_BYTES, MESSAGE_BYTES, SLOT_SYM
 /// for such a launch itself (CUDA Driver API, `cuCtxSetLimit`); recursion,
 /// which it cannot bound, gets this much and the device link's recursion
 /// checks keep it from going past the end (see `offload-linker`'s
-/// `recursion`).
+/// `recursion`), once [`install_stack_floor`] has told them where the end
+/// is: call that after this, with the context's module loaded.
 pub(crate) fn configure_context() -> Result<usize> {
     let bytes = std::env::var("OFFLOAD_CUDA_STACK_BYTES")
         .ok()
@@ -36,10 +37,113 @@ pub(crate) fn configure_context() -> Result<usize> {
     unsafe { sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes) }
         .result()
         .map_err(|e| driver_error("cuCtxSetLimit(CU_LIMIT_STACK_SIZE)", None, e))?;
-    let mut set = bytes;
-    // SAFETY: reads a limit of the current context into `set`.
-    let _ = unsafe { sys::cuCtxGetLimit(&mut set, sys::CUlimit::CU_LIMIT_STACK_SIZE) };
-    Ok(set)
+    stack_limit().map_err(|e| driver_error("cuCtxGetLimit(CU_LIMIT_STACK_SIZE)", None, e))
+}
+
+/// `CU_LIMIT_STACK_SIZE` of the current context, in bytes.
+fn stack_limit() -> core::result::Result<usize, DriverError> {
+    let mut bytes = 0usize;
+    // SAFETY: reads a limit of the current context into `bytes`.
+    unsafe { sys::cuCtxGetLimit(&mut bytes, sys::CUlimit::CU_LIMIT_STACK_SIZE) }.result()?;
+    Ok(bytes)
+}
+
+/// The stack probe kernel the device link adds to modules with recursion
+/// checks (offload-linker: `recursion::PROBE_KERNEL`).
+const PROBE_KERNEL: &str = "__offload_stack_probe";
+/// The device global the recursion checks compare with (offload-linker:
+/// `recursion::FLOOR_GLOBAL`; `device::__offload_stack_floor`).
+const FLOOR_GLOBAL: &str = "__offload_stack_floor";
+/// Bytes added to the measured floor for the probe's own frame: the probe
+/// reports the local address of a local in its frame, `T' = T - 8` with
+/// ptxas 12.x/13.x (`LDC R1, c[0x0][0x28]; VIADD R1, R1, -8`), where `T`
+/// is where every kernel's stack starts; `T' - L` is thus up to a frame
+/// below the true floor `T - L`. 64 covers a larger probe frame; a floor
+/// that is too high only makes the check fire that much early.
+const PROBE_SLACK: u64 = 64;
+
+/// Measures where a GPU thread's stack ends and gives the module's
+/// recursion checks that floor, for the current context and its
+/// `CU_LIMIT_STACK_SIZE` (call it again after changing either). Launches
+/// the module's stack probe on one thread in `stream` and waits for it;
+/// the probe writes the local address at the top of its own frame, `T'`
+/// (see `offload-linker`'s `recursion`). The stack of every kernel of the
+/// context starts at the same local address `T` (the driver's, SASS
+/// `LDC R1, c[0x0][0x28]`) and is `L` = `CU_LIMIT_STACK_SIZE` bytes:
+/// `[T - L, T)`, so the floor is `T' + PROBE_SLACK - L`, written to the
+/// module's `__offload_stack_floor` (`cuModuleGetGlobal`, then a copy that
+/// has landed when this returns).
+///
+/// Returns the floor, a local address; `None` if the module has no probe
+/// (no recursion checks, or an image built by an older `offload`): then
+/// there is nothing to do.
+///
+/// # Errors
+/// [`Error::BadImage`] for a module with the probe but no 8-byte floor
+/// global; [`Error::Driver`] if the probe's launch or a copy fails.
+///
+/// Where `T' + PROBE_SLACK <= L` (a GPU whose stacks end at local address
+/// 0, the layout the checks assume without a floor) the floor is 0. It is
+/// conservative when the driver gives a launch more stack than `L` ("The
+/// driver automatically increases the per-thread stack size for each
+/// kernel launch as needed. This size isn't reset back to the original
+/// value after each launch", `cuCtxSetLimit`; for kernels whose static
+/// stack need is larger): the checks then fire early, never late. Probing
+/// once per module load, not per launch, assumes that `T` depends neither
+/// on the kernel nor on `L` (on an H200 `T` = 0xFFFDC0 for `L` = 1 and
+/// 64 KiB; `bench/probe/stack.cu` checks both on a GPU); `L` only changes
+/// in [`configure_context`] and, upwards, by the driver.
+pub(crate) fn install_stack_floor(module: sys::CUmodule, stream: sys::CUstream) -> Result<Option<u64>> {
+    let probe_name = CString::new(PROBE_KERNEL).expect("no NUL");
+    // SAFETY: `module` is loaded in the current context.
+    let probe = match unsafe { result::module::get_function(module, probe_name) } {
+        Ok(f) => f,
+        Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => return Ok(None),
+        Err(e) => return Err(driver_error("cuModuleGetFunction(__offload_stack_probe)", None, e)),
+    };
+    let floor_name = CString::new(FLOOR_GLOBAL).expect("no NUL");
+    let mut global: sys::CUdeviceptr = 0;
+    let mut size = 0usize;
+    // SAFETY: `module` is loaded in the current context; out-pointers are valid.
+    let found = unsafe { sys::cuModuleGetGlobal_v2(&mut global, &mut size, module, floor_name.as_ptr()) }.result();
+    if found.is_err() || size != 8 {
+        return Err(Error::BadImage(format!(
+            "the device image has the stack probe `{PROBE_KERNEL}` but no 8-byte global `{FLOOR_GLOBAL}` for its \
+             recursion checks; rebuild with `cargo offload`"
+        )));
+    }
+    let launch = |op: &'static str, e: DriverError| driver_error(op, Some(PROBE_KERNEL), e);
+    // SAFETY: allocating has no preconditions beyond a current context.
+    let out = unsafe { result::malloc_sync(8) }.map_err(|e| launch("cuMemAlloc", e))?;
+    let mut out_param = out;
+    let mut params = [&mut out_param as *mut sys::CUdeviceptr as *mut c_void];
+    // SAFETY: the probe takes one pointer parameter (`ptr %out`), which
+    // points to the 8 bytes just allocated; `out_param` lives until the
+    // launch returns (the driver copies parameters at the call).
+    let ran = unsafe { result::launch_kernel(probe, (1, 1, 1), (1, 1, 1), 0, stream, &mut params) }
+        .map_err(|e| launch("cuLaunchKernel", e))
+        // SAFETY: `stream` belongs to the current context.
+        .and_then(|()| unsafe { result::stream::synchronize(stream) }.map_err(|e| launch("cuStreamSynchronize", e)));
+    let mut top = 0u64;
+    // SAFETY: `out` holds 8 bytes, written by the finished probe; `top` is 8 bytes.
+    let read = ran.and_then(|()| {
+        unsafe { sys::cuMemcpyDtoH_v2(&mut top as *mut u64 as *mut c_void, out, 8) }
+            .result()
+            .map_err(|e| launch("cuMemcpyDtoH", e))
+    });
+    // SAFETY: allocated above; the probe has finished (or never started).
+    let _ = unsafe { result::free_sync(out) };
+    read?;
+    let limit = stack_limit().map_err(|e| driver_error("cuCtxGetLimit(CU_LIMIT_STACK_SIZE)", None, e))?;
+    let floor = top.saturating_add(PROBE_SLACK).saturating_sub(limit as u64);
+    // SAFETY: `global` is the module's 8-byte floor; no kernel runs (the
+    // probe has finished and launches hold the state's lock); the copy from
+    // pageable memory is waited for before any kernel can read it.
+    unsafe { sys::cuMemcpyHtoD_v2(global, &floor as *const u64 as *const c_void, 8) }
+        .result()
+        .and_then(|()| unsafe { sys::cuCtxSynchronize() }.result())
+        .map_err(|e| driver_error("cuMemcpyHtoD(__offload_stack_floor)", None, e))?;
+    Ok(Some(floor))
 }
 
 /// What a GPU thread recorded before it exited: a panic, or a stack

@@ -1,0 +1,153 @@
+//! The cargo phase: `cargo offload build|run|test|bench|doctor`, as the
+//! user runs it.
+//!
+//! command line (`cli`) → workspace (`cargo metadata`) → device toolchain
+//! (`toolchain`) → device selection (`select`) → build plan (`plan`) → then,
+//! unless `--dry-run` prints the plan:
+//!
+//! 1. with instantiation lists of generic kernels from an earlier build, a
+//!    collect round first (a host build that logs the instantiations the
+//!    binaries use), so a list never names a type the code no longer has;
+//! 2. the device passes (one per image), then the embed phase;
+//! 3. on a first build whose device pass created lists, a collect round and
+//!    the device passes again;
+//! 4. the host pass (`cargo build|run|test|bench` with the wrapper).
+
+use std::ffi::OsString;
+
+use crate::cli::{self, CargoOpts, Command, DeviceOpts};
+use crate::errors::{exit, finish, CliError, Result};
+use crate::handoff::{write_map, ImageMapEntry};
+use crate::host::Action;
+use crate::phases::embed;
+use crate::plan::{Executables, Plan};
+use crate::{doctor, generic, interrupt, select, status, toolchain, workspace};
+
+/// The phase's `main`: parses the command line, runs it, reports an error
+/// once; returns the exit code.
+pub fn main(argv: Vec<OsString>) -> i32 {
+    if argv.len() == 3 && argv[1] == "offload" && (argv[2] == "--version" || argv[2] == "-V") {
+        println!("cargo-offload {}", env!("CARGO_PKG_VERSION"));
+        return exit::OK;
+    }
+    let cli = match cli::parse(&argv) {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints its own message (and `--help`, with code 0).
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    interrupt::install();
+    finish(run(cli.command))
+}
+
+fn run(command: Command) -> Result<i32> {
+    match command {
+        Command::Build(a) => build(&a.device, &a.cargo, Action::Build),
+        Command::Run(a) => build(&a.device, &a.cargo, Action::Run { args: a.args }),
+        Command::Test(a) => {
+            build(&a.device, &a.cargo, Action::Test { no_run: a.no_run, filter: a.filter, args: a.args })
+        }
+        Command::Bench(a) => {
+            build(&a.device, &a.cargo, Action::Bench { no_run: a.no_run, filter: a.filter, args: a.args })
+        }
+        Command::Doctor => Ok(doctor::run()),
+    }
+}
+
+/// Plans the build and runs it (or prints it, with `--dry-run`).
+fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
+    status::set_quiet(dev.quiet);
+    select::check_target(dev)?;
+    let exes = Executables::find()?;
+    let ws = workspace::workspace(cargo)?;
+    let tc = toolchain::find()?;
+    let sels = select::resolve_devices(dev, &ws.config, &tc)?;
+    if dev.verbose >= 1 {
+        status::status("Toolchain", tc.summary());
+    }
+    let plan = Plan::new(dev, cargo, &action, &ws, &tc, &sels, &exes)?;
+    if dev.dry_run {
+        print!("{}", plan.dry_run());
+        return Ok(exit::OK);
+    }
+    // Generic kernels: see the module docs and generic.rs.
+    let collected_first = generic::any_generic(&plan.generic_dir);
+    if collected_first {
+        if let Some(code) = collect_round(&plan)? {
+            return Ok(code);
+        }
+    }
+    let mut built = device_round(&plan)?;
+    if !collected_first && generic::any_generic(&plan.generic_dir) {
+        if let Some(code) = collect_round(&plan)? {
+            return Ok(code);
+        }
+        built = device_round(&plan)?;
+    }
+    if !built.map.is_empty() && built.map.iter().all(|e| e.kernels.is_empty()) {
+        return Err(CliError::NoKernels { binaries: built.binaries });
+    }
+    if interrupt::interrupted() {
+        return Err(CliError::Interrupted);
+    }
+    plan.host(None).run()
+}
+
+/// What a device round built: the image map, and the final binaries' names.
+struct Built {
+    map: Vec<ImageMapEntry>,
+    binaries: String,
+}
+
+/// The device passes, then the embed phase; writes the image map.
+fn device_round(plan: &Plan) -> Result<Built> {
+    let mut artifacts = Vec::new();
+    for (pass, sel) in plan.passes.iter().zip(plan.sels) {
+        for a in pass.run()? {
+            artifacts.push(embed::Built { artifact: a, triple: sel.triple.clone(), arch: sel.arch.clone() });
+        }
+    }
+    if interrupt::interrupted() {
+        return Err(CliError::Interrupted);
+    }
+    let ptxas = plan.tc.ptxas.as_deref();
+    let map = embed::embed(&artifacts, ptxas, &plan.images_dir, &plan.objects_dir, status::status)?;
+    write_map(&plan.map.0, &map).map_err(CliError::io("could not write", &plan.map.0))?;
+    let mut names: Vec<String> = artifacts.iter().map(|a| a.artifact.describe()).collect();
+    names.dedup();
+    Ok(Built { map, binaries: names.join(", ") })
+}
+
+/// A collect round: a host build that logs the generic kernel
+/// instantiations the binaries use; the lists the device pass reads are
+/// updated from it. `Some(code)` if the host build failed.
+fn collect_round(plan: &Plan) -> Result<Option<i32>> {
+    let log = plan.generic_dir.join(format!("collect-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let code = plan.host(Some(&log)).run()?;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    if code != exit::OK {
+        return Ok(Some(code));
+    }
+    let added =
+        generic::merge(&plan.generic_dir, &text).map_err(CliError::io("could not update", &plan.generic_dir))?;
+    report_instances(&added);
+    Ok(None)
+}
+
+/// One status line per generic kernel with new instantiations.
+fn report_instances(added: &[(String, String)]) {
+    let mut by_kernel: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for (args, loc) in added {
+        // `(f32,)` → `<f32>`, `(f32, u64)` → `<f32, u64>`
+        let inner = args.strip_prefix('(').and_then(|a| a.strip_suffix(')')).unwrap_or(args);
+        by_kernel.entry(loc.as_str()).or_default().push(format!("<{}>", inner.strip_suffix(',').unwrap_or(inner)));
+    }
+    for (loc, list) in by_kernel {
+        status::status("Generic", format!("kernel at {loc} instantiated for {}", list.join(", ")));
+    }
+}

@@ -1,0 +1,393 @@
+//! The command lines `cargo offload` would run, checked without running
+//! them (clang's `clang/test/Driver/linker-wrapper.c` is the model): each
+//! test runs the real `cargo offload … --dry-run` on a fixture and asserts
+//! on the device and host passes it prints, parsed into their environment,
+//! rustflags and arguments. Nothing is built.
+//!
+//! The assertions are about structure (which pass gets which flag, which
+//! variable is set or cleared, which directory each pass uses), not about
+//! the whole text, so that a change of how `core` reaches the device pass
+//! (`-Zbuild-std` or a prebuilt sysroot) does not break them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One pass as `--dry-run` prints it.
+#[derive(Debug, Default)]
+struct Pass {
+    /// `# device pass (<triple> <arch>)`: the triple and arch.
+    title: String,
+    /// `KEY=value` (Some) and `unset KEY` (None).
+    env: BTreeMap<String, Option<String>>,
+    /// The program and its arguments.
+    argv: Vec<String>,
+}
+
+impl Pass {
+    fn set(&self, key: &str) -> &str {
+        match self.env.get(key) {
+            Some(Some(v)) => v,
+            other => panic!("{key} is not set in {}: {other:?}", self.title),
+        }
+    }
+
+    fn unset(&self, key: &str) -> bool {
+        matches!(self.env.get(key), Some(None))
+    }
+
+    /// `CARGO_ENCODED_RUSTFLAGS`, split.
+    fn rustflags(&self) -> Vec<String> {
+        self.set("CARGO_ENCODED_RUSTFLAGS").trim_matches('\'').split("\\x1f").map(String::from).collect()
+    }
+
+    /// The value after `flag` in the arguments.
+    fn arg(&self, flag: &str) -> Option<&str> {
+        self.argv.iter().position(|a| a == flag).and_then(|i| self.argv.get(i + 1)).map(String::as_str)
+    }
+
+    fn has(&self, arg: &str) -> bool {
+        self.argv.iter().any(|a| a == arg)
+    }
+
+    /// `cargo <subcommand>`: the first argument.
+    fn subcommand(&self) -> &str {
+        &self.argv[1]
+    }
+}
+
+/// What `--dry-run` printed.
+struct DryRun {
+    devices: Vec<Pass>,
+    embed: String,
+    host: Pass,
+    stderr: String,
+}
+
+fn parse(stdout: &str) -> (Vec<Pass>, String, Pass) {
+    let mut passes: Vec<Pass> = Vec::new();
+    let mut embed = String::new();
+    for line in stdout.lines() {
+        if let Some(t) = line.strip_prefix("# device pass (") {
+            passes.push(Pass { title: t.trim_end_matches(')').into(), ..Pass::default() });
+        } else if line == "# host pass" {
+            passes.push(Pass { title: "host".into(), ..Pass::default() });
+        } else if let Some(e) = line.strip_prefix("# embed: ") {
+            embed = e.into();
+        } else {
+            let l = line.trim_start();
+            let l = l.split("    # ").next().unwrap_or(l);
+            let pass = passes.last_mut().unwrap_or_else(|| panic!("a line before any pass: {line}"));
+            if let Some(k) = l.strip_prefix("unset ") {
+                pass.env.insert(k.into(), None);
+            } else if let Some((k, v)) =
+                l.split_once('=').filter(|(k, _)| k.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+            {
+                pass.env.insert(k.into(), Some(v.into()));
+            } else {
+                pass.argv = l.split(' ').map(String::from).collect();
+            }
+        }
+    }
+    let host = passes.pop().filter(|p| p.title == "host").expect("a host pass, last");
+    (passes, embed, host)
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// A copy of `tests/fixtures/bin-only` with a target directory that must
+/// stay empty.
+struct Fixture {
+    dir: PathBuf,
+    target: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf();
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("dry-run-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dir = base.join("bin-only");
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        let from = repo.join("tests/fixtures/bin-only");
+        std::fs::copy(from.join("src/main.rs"), dir.join("src/main.rs")).unwrap();
+        let manifest = std::fs::read_to_string(from.join("Cargo.toml")).unwrap();
+        let manifest = manifest.replace("@OFFLOAD@", repo.join("crates/offload").to_str().unwrap());
+        std::fs::write(dir.join("Cargo.toml"), manifest + "\n[workspace]\n").unwrap();
+        Fixture { dir, target: base.join("target") }
+    }
+
+    /// `cargo offload <args> --target-dir <target> --dry-run`, which must succeed.
+    fn dry_run(&self, args: &[&str], env: &[(&str, &str)]) -> DryRun {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
+        let (args, trailing) = match args.iter().position(|a| *a == "--") {
+            Some(i) => (&args[..i], &args[i..]),
+            None => (args, &[][..]),
+        };
+        cmd.arg("offload").args(args).arg("--target-dir").arg(&self.target).arg("--dry-run").args(trailing);
+        cmd.current_dir(&self.dir).env("CARGO_TERM_COLOR", "never");
+        for k in
+            ["__OFFLOAD_PHASE", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "OFFLOAD_ARCH", "OFFLOAD_DEVICE_RUSTFLAGS"]
+        {
+            cmd.env_remove(k);
+        }
+        cmd.envs(env.iter().copied());
+        let out = cmd.output().expect("run cargo-offload");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {}\n{stdout}\n{stderr}", out.status);
+        let (devices, embed, host) = parse(&stdout);
+        DryRun { devices, embed, host, stderr }
+    }
+
+    /// Whether the dry run left the target directory as it was (absent),
+    /// but for the AMD GPU target specification it writes.
+    fn built_nothing(&self) -> bool {
+        match std::fs::read_dir(self.target.join("offload")) {
+            Err(_) => !self.target.exists(),
+            Ok(rd) => rd.flatten().all(|e| e.file_name() == "amdgcn-amd-amdhsa.json"),
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.dir.parent().unwrap());
+    }
+}
+
+fn exe() -> String {
+    Path::new(env!("CARGO_BIN_EXE_cargo-offload")).display().to_string()
+}
+
+/// The device pass is a hermetic inner cargo: its own compiler, wrapper,
+/// flags and target directory, with every inherited host setting cleared;
+/// the host pass is the user's cargo with the workspace wrapper.
+#[test]
+fn device_and_host_passes_for_one_architecture() {
+    let f = Fixture::new();
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[("RUSTFLAGS", "-Ctarget-cpu=native")]);
+    assert_eq!(d.devices.len(), 1);
+    let dev = &d.devices[0];
+    assert_eq!(dev.title, "nvptx64-nvidia-cuda sm_90");
+    assert_eq!(dev.subcommand(), "build");
+    assert_eq!(dev.arg("--target"), Some("nvptx64-nvidia-cuda"));
+    let device_dir = f.target.join("offload/nvptx64-nvidia-cuda-sm_90");
+    assert_eq!(dev.arg("--target-dir"), Some(device_dir.to_str().unwrap()));
+    assert_eq!(dev.arg("--message-format"), Some("json"), "artifacts come from cargo's JSON messages");
+    for cleared in ["RUSTFLAGS", "RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR"] {
+        assert!(dev.unset(cleared), "{cleared}: {:?}", dev.env);
+    }
+    assert_eq!(dev.set("RUSTC_WRAPPER"), exe());
+    assert_eq!(dev.set("__OFFLOAD_PHASE"), "device");
+    assert_eq!(dev.set("RUSTC_BOOTSTRAP"), "1");
+    assert!(Path::new(dev.set("RUSTC")).is_file());
+    assert!(dev.set("OFFLOAD_LINK_CACHE").starts_with(device_dir.to_str().unwrap()));
+    assert!(!dev.env.contains_key("OFFLOAD_LINK_LOG"), "-vv only");
+    let flags = dev.rustflags();
+    for f in ["-Ctarget-cpu=sm_90", "-Ctarget-feature=+ptx78", "offload_device"] {
+        assert!(flags.iter().any(|x| x == f), "{f}: {flags:?}");
+    }
+    let linker = flags.iter().find_map(|x| x.strip_prefix("-Clinker=")).expect("-Clinker");
+    assert!(linker.ends_with("offload-linker") && Path::new(linker).is_file(), "{linker}");
+    assert!(!flags.iter().any(|x| x.contains("native")), "host RUSTFLAGS stay out: {flags:?}");
+    assert!(!flags.iter().any(|x| x.contains("fast_math") && !x.starts_with("cfg(")), "{flags:?}");
+
+    let host = &d.host;
+    assert_eq!(host.subcommand(), "build");
+    assert_eq!(host.arg("--target-dir"), Some(f.target.to_str().unwrap()));
+    assert_eq!(host.arg("--target"), None, "the host pass builds for the host");
+    assert_eq!(host.set("RUSTC_WORKSPACE_WRAPPER"), exe());
+    assert_eq!(host.set("__OFFLOAD_PHASE"), "host");
+    assert!(host
+        .set("__OFFLOAD_IMAGE_MAP")
+        .starts_with(f.target.join("offload/images/image-map-dev-sm_90-").to_str().unwrap()));
+    assert_eq!(host.set("__OFFLOAD_GENERIC_DIR"), dev.set("__OFFLOAD_GENERIC_DIR"));
+    assert!(!host.env.contains_key("CARGO_ENCODED_RUSTFLAGS") && !host.env.contains_key("RUSTFLAGS"), "{:?}", host.env);
+    assert!(d.embed.starts_with("each final binary's images (PTX sm_90"), "{}", d.embed);
+    assert!(f.built_nothing());
+}
+
+/// `--arch a,b`: one device pass (and target directory) per architecture,
+/// each with its own target CPU and PTX ISA version; one host pass; one
+/// bundle with both images.
+#[test]
+fn an_architecture_list_is_one_device_pass_each() {
+    let f = Fixture::new();
+    let d = f.dry_run(&["build", "--arch", "sm_80,sm_90", "--arch", "sm_80"], &[]);
+    let titles: Vec<&str> = d.devices.iter().map(|p| p.title.as_str()).collect();
+    assert_eq!(titles, ["nvptx64-nvidia-cuda sm_80", "nvptx64-nvidia-cuda sm_90"], "a repeated arch is built once");
+    for (pass, (arch, ptx)) in d.devices.iter().zip([("sm_80", "+ptx70"), ("sm_90", "+ptx78")]) {
+        let flags = pass.rustflags();
+        assert!(flags.contains(&format!("-Ctarget-cpu={arch}")), "{flags:?}");
+        assert!(flags.contains(&format!("-Ctarget-feature={ptx}")), "{flags:?}");
+        assert!(pass.arg("--target-dir").unwrap().ends_with(&format!("offload/nvptx64-nvidia-cuda-{arch}")));
+    }
+    assert_ne!(d.devices[0].set("OFFLOAD_LINK_CACHE"), d.devices[1].set("OFFLOAD_LINK_CACHE"));
+    assert!(d.embed.contains("PTX sm_80") && d.embed.contains("PTX sm_90"), "{}", d.embed);
+    assert!(d.host.set("__OFFLOAD_IMAGE_MAP").contains("image-map-dev-sm_80+sm_90-"));
+    assert!(f.built_nothing());
+}
+
+/// Cargo's own options reach both passes, except the ones each pass sets
+/// itself (the device pass's target directory and message format).
+#[test]
+fn cargo_options_reach_both_passes() {
+    let f = Fixture::new();
+    let d = f.dry_run(
+        &[
+            "build",
+            "--arch",
+            "sm_90",
+            "--release",
+            "-p",
+            "fixture_bin_only",
+            "--features",
+            "a,b",
+            "--no-default-features",
+            "--all-features",
+            "--message-format",
+            "short",
+        ],
+        &[],
+    );
+    let (dev, host) = (&d.devices[0], &d.host);
+    for arg in ["--release", "--no-default-features", "--all-features"] {
+        assert!(dev.has(arg) && host.has(arg), "{arg}\n{:?}\n{:?}", dev.argv, host.argv);
+    }
+    for (flag, value) in [("--package", "fixture_bin_only"), ("--features", "a,b")] {
+        assert_eq!((dev.arg(flag), host.arg(flag)), (Some(value), Some(value)), "{flag}");
+    }
+    assert_eq!(host.arg("--message-format"), Some("short"));
+    assert_eq!(dev.arg("--message-format"), Some("json"));
+    assert!(host.set("__OFFLOAD_IMAGE_MAP").contains("image-map-release-sm_90-"));
+    let d = f.dry_run(&["build", "--arch", "sm_90", "--profile", "bench"], &[]);
+    assert_eq!((d.devices[0].arg("--profile"), d.host.arg("--profile")), (Some("bench"), Some("bench")));
+    assert!(f.built_nothing());
+}
+
+/// `--fast-math` and `--fmad`: a cfg for the crates and a flag for the
+/// device linker, and a target directory of their own.
+#[test]
+fn floating_point_modes() {
+    let f = Fixture::new();
+    let d = f.dry_run(&["build", "--arch", "sm_90", "--fast-math"], &[]);
+    let dev = &d.devices[0];
+    let flags = dev.rustflags().join(" ");
+    assert!(flags.contains("--cfg offload_fast_math") && flags.contains("-Clink-arg=--fast-math"), "{flags}");
+    assert!(!flags.contains("--fmad"), "{flags}");
+    assert!(dev.arg("--target-dir").unwrap().ends_with("nvptx64-nvidia-cuda-sm_90-fast-math"));
+    assert!(d.host.set("__OFFLOAD_IMAGE_MAP").contains("image-map-dev-sm_90-fast-math-"));
+    let d = f.dry_run(&["build", "--arch", "sm_90", "--fmad"], &[]);
+    let dev = &d.devices[0];
+    let flags = dev.rustflags().join(" ");
+    assert!(flags.contains("-Clink-arg=--fmad"), "{flags}");
+    assert!(!flags.contains("--cfg offload_fast_math") && !flags.contains("--fast-math"), "{flags}");
+    assert!(dev.arg("--target-dir").unwrap().ends_with("nvptx64-nvidia-cuda-sm_90-fmad"));
+    assert!(f.built_nothing());
+}
+
+/// `OFFLOAD_DEVICE_RUSTFLAGS` goes to the device pass only, after the
+/// flags `cargo offload` sets (so the user's win); a PTX ISA version it
+/// chooses replaces the one the architecture implies.
+#[test]
+fn device_rustflags_reach_the_device_pass_only() {
+    let f = Fixture::new();
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[("OFFLOAD_DEVICE_RUSTFLAGS", "-Copt-level=1 --cfg my_device")]);
+    let flags = d.devices[0].rustflags();
+    let at = |f: &str| flags.iter().position(|x| x == f).unwrap_or_else(|| panic!("{f}: {flags:?}"));
+    assert!(at("-Copt-level=1") > at("-Ctarget-cpu=sm_90"));
+    assert_eq!(flags[at("--cfg")..].iter().filter(|x| *x == "my_device").count(), 1);
+    assert!(flags.ends_with(&["--cfg".to_string(), "my_device".to_string()]), "{flags:?}");
+    assert!(!d.host.env.values().flatten().any(|v| v.contains("my_device")), "{:?}", d.host.env);
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx80")]);
+    let flags = d.devices[0].rustflags();
+    assert!(
+        flags.contains(&"-Ctarget-feature=+ptx80".into()) && !flags.contains(&"-Ctarget-feature=+ptx78".into()),
+        "{flags:?}"
+    );
+}
+
+/// `run`, `test` and `bench`: the device pass builds (`test --no-run` for
+/// test targets), the host pass runs, with the program's arguments.
+#[test]
+fn commands_and_their_arguments() {
+    let f = Fixture::new();
+    let d = f.dry_run(&["run", "--arch", "sm_90", "--", "--size", "10"], &[]);
+    assert_eq!(d.devices[0].subcommand(), "build");
+    assert!(!d.devices[0].has("--size"));
+    assert_eq!(d.host.subcommand(), "run");
+    assert!(d.host.argv.ends_with(&["--".into(), "--size".into(), "10".into()]), "{:?}", d.host.argv);
+    let d = f.dry_run(&["test", "--arch", "sm_90", "some_name", "--", "--nocapture"], &[]);
+    assert_eq!(d.devices[0].argv[1..3], ["test", "--no-run"]);
+    assert!(!d.devices[0].has("some_name"));
+    assert_eq!(d.host.argv[1..3], ["test", "some_name"]);
+    assert!(d.host.argv.ends_with(&["--".into(), "--nocapture".into()]));
+    let d = f.dry_run(&["bench", "--arch", "sm_90", "--no-run"], &[]);
+    assert_eq!(d.devices[0].argv[1..3], ["bench", "--no-run"]);
+    assert_eq!(d.host.argv[1..3], ["bench", "--no-run"]);
+    assert!(f.built_nothing());
+}
+
+/// Verbosity: `-v` reaches the host cargo; `-vv` makes offload-linker log
+/// its commands; `-q` quiets both passes. A user's rustc wrappers are
+/// chained, not replaced.
+#[test]
+fn verbosity_and_user_wrappers() {
+    let f = Fixture::new();
+    // Wrappers that run what they wrap (`cargo metadata` runs rustc through them).
+    let wrap = f.dir.join("wrap.sh");
+    std::fs::write(&wrap, "#!/bin/sh\nexec \"$@\"\n").unwrap();
+    #[cfg(unix)]
+    std::fs::set_permissions(&wrap, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let wrap = wrap.to_str().unwrap();
+    let d =
+        f.dry_run(&["build", "--arch", "sm_90", "-vv"], &[("RUSTC_WRAPPER", wrap), ("RUSTC_WORKSPACE_WRAPPER", wrap)]);
+    assert!(d.host.has("-v"));
+    assert!(d.devices[0].set("OFFLOAD_LINK_LOG").ends_with("link-commands.log"));
+    assert_eq!(d.devices[0].set("__OFFLOAD_INNER_WRAPPER"), wrap);
+    assert_eq!(d.devices[0].set("RUSTC_WRAPPER"), exe());
+    assert_eq!(d.host.set("__OFFLOAD_INNER_WRAPPER"), wrap);
+    assert_eq!(d.host.set("RUSTC_WORKSPACE_WRAPPER"), exe());
+    assert!(d.stderr.contains("Toolchain "), "-v names the toolchain: {}", d.stderr);
+    let d = f.dry_run(&["build", "--arch", "sm_90", "-q"], &[]);
+    assert!(d.devices[0].has("--quiet") && d.host.has("--quiet"));
+    assert!(!d.host.has("-v") && !d.devices[0].env.contains_key("__OFFLOAD_INNER_WRAPPER"));
+}
+
+/// Without `--arch`, `OFFLOAD_ARCH` chooses, and a status line says so.
+#[test]
+fn offload_arch_chooses_without_arch() {
+    let f = Fixture::new();
+    let d = f.dry_run(&["build"], &[("OFFLOAD_ARCH", "sm_80, sm_90")]);
+    let titles: Vec<&str> = d.devices.iter().map(|p| p.title.as_str()).collect();
+    assert_eq!(titles, ["nvptx64-nvidia-cuda sm_80", "nvptx64-nvidia-cuda sm_90"]);
+    assert!(
+        d.stderr.contains("Device nvptx64-nvidia-cuda sm_80, nvptx64-nvidia-cuda sm_90 (OFFLOAD_ARCH)"),
+        "{}",
+        d.stderr
+    );
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[("OFFLOAD_ARCH", "sm_80")]);
+    assert_eq!(d.devices.len(), 1);
+    assert_eq!(d.devices[0].title, "nvptx64-nvidia-cuda sm_90", "--arch wins");
+}
+
+/// AMD GPUs: the target is the specification `cargo offload` writes.
+#[test]
+fn amd_gpus_use_the_written_target_specification() {
+    let f = Fixture::new();
+    let d = f.dry_run(&["build", "--target", "amdgcn-amd-amdhsa", "--arch", "gfx90a"], &[]);
+    let dev = &d.devices[0];
+    assert_eq!(dev.title, "amdgcn-amd-amdhsa gfx90a");
+    let spec = dev.arg("--target").unwrap();
+    assert_eq!(Path::new(spec), f.target.join("offload/amdgcn-amd-amdhsa.json"));
+    assert!(dev.has("-Zjson-target-spec"));
+    let json: String = std::fs::read_to_string(spec).unwrap();
+    assert!(json.contains("\"obj-is-bitcode\": true") && json.contains("\"exe-suffix\": \".elf\""), "{json}");
+    assert!(dev.rustflags().contains(&"-Ctarget-cpu=gfx90a".into()));
+    assert!(!dev.rustflags().iter().any(|x| x.starts_with("-Ctarget-feature=+ptx")));
+    assert!(d.embed.contains("code object gfx90a"), "{}", d.embed);
+    assert!(f.built_nothing());
+}

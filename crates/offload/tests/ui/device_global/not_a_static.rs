@@ -1,0 +1,5 @@
+//! `#[device_global]` applies to a `static`.
+#[offload::device_global]
+const LIMIT: u32 = 16;
+
+fn main() {}

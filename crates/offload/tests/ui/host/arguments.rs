@@ -1,0 +1,5 @@
+//! `#[host]` takes no arguments.
+#[offload::host(only)]
+fn setup() {}
+
+fn main() {}
