@@ -119,27 +119,53 @@ impl Fixture {
         Fixture { dir, target: base.join("target") }
     }
 
-    /// `cargo offload <args> --target-dir <target> --dry-run`, which must succeed.
-    fn dry_run(&self, args: &[&str], env: &[(&str, &str)]) -> DryRun {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
+    /// `cargo offload <args> --target-dir <target>`: exit code, stdout, stderr.
+    fn offload(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         let (args, trailing) = match args.iter().position(|a| *a == "--") {
             Some(i) => (&args[..i], &args[i..]),
             None => (args, &[][..]),
         };
-        cmd.arg("offload").args(args).arg("--target-dir").arg(&self.target).arg("--dry-run").args(trailing);
+        let target = self.target.to_str().unwrap();
+        let all: Vec<&str> = args.iter().copied().chain(["--target-dir", target]).chain(trailing.iter().copied()).collect();
+        self.cargo_offload(&all, env)
+    }
+
+    /// `cargo offload <args>` in the fixture: exit code, stdout, stderr.
+    fn cargo_offload(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
+        cmd.arg("offload").args(args);
         cmd.current_dir(&self.dir).env("CARGO_TERM_COLOR", "never");
-        for k in
-            ["__OFFLOAD_PHASE", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "OFFLOAD_ARCH", "OFFLOAD_DEVICE_RUSTFLAGS"]
-        {
+        for k in [
+            "__OFFLOAD_PHASE",
+            "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "OFFLOAD_ARCH",
+            "OFFLOAD_DEVICE_RUSTFLAGS",
+            "OFFLOAD_BUILD_STD",
+        ] {
             cmd.env_remove(k);
         }
         cmd.envs(env.iter().copied());
         let out = cmd.output().expect("run cargo-offload");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{args:?}: {}\n{stdout}\n{stderr}", out.status);
+        (out.status.code().unwrap_or(-1), stdout, stderr)
+    }
+
+    /// `cargo offload <args> --target-dir <target> --dry-run`, which must succeed.
+    fn dry_run(&self, args: &[&str], env: &[(&str, &str)]) -> DryRun {
+        let mut a = args.to_vec();
+        a.insert(a.iter().position(|x| *x == "--").unwrap_or(a.len()), "--dry-run");
+        let (code, stdout, stderr) = self.offload(&a, env);
+        assert_eq!(code, 0, "{args:?}:\n{stdout}\n{stderr}");
         let (devices, embed, host) = parse(&stdout);
         DryRun { devices, embed, host, stderr }
+    }
+
+    /// Rewrites the fixture's `Cargo.toml` with `f`.
+    fn edit_manifest(&self, f: impl FnOnce(String) -> String) {
+        let p = self.dir.join("Cargo.toml");
+        std::fs::write(&p, f(std::fs::read_to_string(&p).unwrap())).unwrap();
     }
 
     /// Whether the dry run left the target directory as it was (absent),
@@ -391,3 +417,129 @@ fn amd_gpus_use_the_written_target_specification() {
     assert!(d.embed.contains("code object gfx90a"), "{}", d.embed);
     assert!(f.built_nothing());
 }
+
+/// What the unit tests of the checks (`src/select/validation_tests.rs`)
+/// show with a scripted `llc`, the real binary prints with the real one:
+/// bad architectures, targets, PTX ISA features and configuration are
+/// usage errors (exit code 2), reported before anything is compiled (no
+/// `Compiling`, no LLVM abort, an empty target directory).
+#[test]
+fn bad_input_is_rejected_before_any_build() {
+    let f = Fixture::new();
+    let rejected = |args: &[&str], env: &[(&str, &str)], says: &[&str]| {
+        let (code, _, stderr) = f.offload(args, env);
+        assert_eq!(code, 2, "{args:?} {env:?}: {stderr}");
+        for s in says {
+            assert!(stderr.contains(s), "{args:?} {env:?}: {s}: {stderr}");
+        }
+        assert!(!stderr.contains("Compiling") && !stderr.contains("LLVM ERROR"), "{args:?}: {stderr}");
+        assert!(f.built_nothing(), "{args:?}");
+    };
+    // The real llc's list, with the architectures offload refuses left out.
+    rejected(
+        &["build", "--arch", "sm_91"],
+        &[],
+        &[
+            "error: unknown architecture `sm_91` for nvptx64-nvidia-cuda (from --arch)",
+            "sm_90a",
+            "sm_70",
+            "--arch sm_90",
+        ],
+    );
+    let (_, _, stderr) = f.offload(&["build", "--arch", "sm_91"], &[]);
+    assert!(!stderr.contains("sm_62"), "{stderr}");
+    rejected(
+        &["build", "--arch", "sm_60"],
+        &[],
+        &["error: architecture `sm_60` (from --arch) is older than offload supports: NVIDIA GPUs from sm_70 (Volta) on"],
+    );
+    rejected(
+        &["build", "--target", "x86_64-unknown-linux-gnu"],
+        &[],
+        &["unknown device target `x86_64-unknown-linux-gnu`"],
+    );
+    rejected(
+        &["build", "--arch", "sm_90"],
+        &[("OFFLOAD_DEVICE_RUSTFLAGS", "-C target-feature=+ptx65")],
+        &[
+            "error: `+ptx65` in OFFLOAD_DEVICE_RUSTFLAGS is below what sm_90 needs: sm_90 code needs PTX ISA 7.8 or later",
+            "help: remove it (cargo offload enables `+ptx78`, the minimum for sm_90)",
+        ],
+    );
+    rejected(
+        &["build", "--arch", "sm_90"],
+        &[("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx99")],
+        &["is newer than the device LLVM"],
+    );
+    f.edit_manifest(|s| {
+        s.replace("[dependencies]", "[package.metadata.offload]\narchs = [\"sm_80\"]\n\n[dependencies]")
+    });
+    rejected(
+        &["build"],
+        &[],
+        &["[package.metadata.offload] of fixture_bin_only: unknown key `archs` (known: arch, target)"],
+    );
+}
+
+/// `[package.metadata.offload]` sets the architectures, and a status line
+/// says so; `OFFLOAD_ARCH` overrides it, and `--arch` both.
+#[test]
+fn configuration_in_cargo_toml_and_its_precedence() {
+    let f = Fixture::new();
+    f.edit_manifest(|s| {
+        s.replace("[dependencies]", "[package.metadata.offload]\narch = [\"sm_80\", \"sm_90\"]\n\n[dependencies]")
+    });
+    let archs = |d: &DryRun| d.devices.iter().map(|p| p.title.clone()).collect::<Vec<_>>();
+    let d = f.dry_run(&["build"], &[]);
+    assert_eq!(archs(&d), ["nvptx64-nvidia-cuda sm_80", "nvptx64-nvidia-cuda sm_90"]);
+    assert!(d.embed.contains("PTX sm_80") && d.embed.contains("PTX sm_90"), "{}", d.embed);
+    assert!(d.stderr.contains("(Cargo.toml [package.metadata.offload])"), "{}", d.stderr);
+    let d = f.dry_run(&["build"], &[("OFFLOAD_ARCH", "sm_90")]);
+    assert_eq!(archs(&d), ["nvptx64-nvidia-cuda sm_90"]);
+    let d = f.dry_run(&["build", "--arch", "sm_80"], &[("OFFLOAD_ARCH", "sm_90")]);
+    assert_eq!(archs(&d), ["nvptx64-nvidia-cuda sm_80"]);
+    assert!(f.built_nothing());
+}
+
+/// `core` comes from the device sysroot of the architecture's CPU and PTX
+/// ISA version, under `OFFLOAD_CACHE_DIR`, one per (target, CPU,
+/// features); `OFFLOAD_BUILD_STD=1` compiles it in the device pass
+/// instead (`-Zbuild-std=core`). A dry run builds no sysroot either.
+#[test]
+fn core_comes_from_a_shared_device_sysroot() {
+    let f = Fixture::new();
+    let cache = f.dir.parent().unwrap().join("cache");
+    let cache_var = ("OFFLOAD_CACHE_DIR", cache.to_str().unwrap());
+    let d = f.dry_run(&["build", "--arch", "sm_80,sm_90", "--release"], &[cache_var]);
+    let sysroots: Vec<String> = d
+        .devices
+        .iter()
+        .map(|p| {
+            let flags = p.rustflags();
+            assert!(!p.has("-Zbuild-std=core"), "{:?}", p.argv);
+            let at = flags.iter().position(|x| x == "--sysroot").unwrap_or_else(|| panic!("{flags:?}"));
+            flags[at + 1].clone()
+        })
+        .collect();
+    for (dir, arch) in sysroots.iter().zip(["sm_80", "sm_90"]) {
+        let name = Path::new(dir).strip_prefix(cache.join("sysroot")).unwrap_or_else(|_| panic!("{dir}"));
+        assert!(name.to_str().unwrap().starts_with(&format!("nvptx64-nvidia-cuda-{arch}-")), "{dir}");
+    }
+    assert_ne!(sysroots[0], sysroots[1]);
+    // The same sysroot for another profile and another project's copy.
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[cache_var]);
+    assert!(d.devices[0].rustflags().contains(&sysroots[1]), "{:?}", d.devices[0].rustflags());
+    let other = Fixture::new();
+    let d = other.dry_run(&["build", "--arch", "sm_90"], &[cache_var]);
+    assert!(d.devices[0].rustflags().contains(&sysroots[1]), "{:?}", d.devices[0].rustflags());
+    // A target feature of the user's is a sysroot of its own.
+    let d =
+        f.dry_run(&["build", "--arch", "sm_90"], &[cache_var, ("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx80")]);
+    assert!(!d.devices[0].rustflags().contains(&sysroots[1]), "{:?}", d.devices[0].rustflags());
+    assert!(!cache.exists(), "a dry run builds no sysroot");
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[cache_var, ("OFFLOAD_BUILD_STD", "1")]);
+    assert!(d.devices[0].has("-Zbuild-std=core"), "{:?}", d.devices[0].argv);
+    assert!(!d.devices[0].rustflags().iter().any(|x| x == "--sysroot"), "{:?}", d.devices[0].rustflags());
+    assert!(f.built_nothing());
+}
+

@@ -86,40 +86,6 @@ fn no_kernels_is_one_clear_error() {
 }
 
 #[test]
-fn unknown_arch_lists_the_known_ones() {
-    let f = Fixture::new("bin-only");
-    let out = f.offload(&["build", "--arch", "sm_91"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("error: unknown architecture `sm_91` for nvptx64-nvidia-cuda (from --arch)"), "{}", out.stderr);
-    assert!(out.stderr.contains("sm_90a"), "the list of known architectures: {}", out.stderr);
-    assert!(out.stderr.contains("--arch sm_90"), "{}", out.stderr);
-}
-
-#[test]
-fn architectures_before_sm_70_are_refused() {
-    let f = Fixture::new("bin-only");
-    let out = f.offload(&["build", "--arch", "sm_60"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("error: architecture `sm_60` (from --arch) is older than offload supports: NVIDIA GPUs from sm_70 (Volta) on"),
-        "{}",
-        out.stderr
-    );
-    assert!(!out.stderr.contains("LLVM ERROR"), "{}", out.stderr);
-    // The list of known architectures leaves out the ones refused.
-    let out = f.offload(&["build", "--arch", "sm_91"]);
-    assert!(out.stderr.contains("sm_70") && !out.stderr.contains("sm_62"), "{}", out.stderr);
-}
-
-#[test]
-fn unknown_device_target_is_rejected() {
-    let f = Fixture::new("bin-only");
-    let out = f.offload(&["build", "--target", "x86_64-unknown-linux-gnu"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("unknown device target `x86_64-unknown-linux-gnu`"), "{}", out.stderr);
-}
-
-#[test]
 fn missing_rust_src_says_what_to_install() {
     let f = Fixture::new("bin-only");
     // A rustc whose sysroot has no library sources.
@@ -215,56 +181,6 @@ fn immovable_argument_type_is_a_compile_error_on_the_argument() {
     assert!(host.stderr.contains("`Vec<f32>` cannot be moved to the device"), "{}", host.stderr);
     assert!(host.stderr.contains("`(f32, f32)` cannot be moved to the device"), "{}", host.stderr);
     assert!(host.stderr.contains(wide), "{}", host.stderr);
-}
-
-#[test]
-fn dry_run_prints_both_passes_and_runs_nothing() {
-    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dry-run-target");
-    let _ = std::fs::remove_dir_all(&target);
-    let f = Fixture::with_target("bin-only", target.clone());
-    let out = f.offload(&["build", "--arch", "sm_90", "--release", "--dry-run"]);
-    out.assert_success();
-    let s = &out.stdout;
-    assert!(s.contains("# device pass (nvptx64-nvidia-cuda sm_90)"), "{s}");
-    assert!(s.contains("build --target nvptx64-nvidia-cuda -Zbuild-std=core"), "{s}");
-    assert!(s.contains("--release"), "{s}");
-    assert!(s.contains("-Ctarget-cpu=sm_90\\x1f-Clinker="), "{s}");
-    assert!(s.contains("RUSTC_BOOTSTRAP=1"), "{s}");
-    assert!(s.contains("unset RUSTFLAGS"), "{s}");
-    assert!(s.contains("# host pass"), "{s}");
-    assert!(s.contains("RUSTC_WORKSPACE_WRAPPER="), "{s}");
-    assert!(!target.exists(), "a dry run builds nothing");
-}
-
-/// The device pass enables the PTX ISA version of its architecture (so
-/// `cfg!(target_feature = "ptx78")` holds on sm_90), keeps a valid choice of
-/// the user's, and rejects one LLVM would abort on, before any build.
-#[test]
-fn ptx_isa_versions_follow_the_architecture() {
-    let f = Fixture::new("bin-only");
-    let flags = |out: &Output| -> String {
-        out.stdout.lines().find(|l| l.trim().starts_with("CARGO_ENCODED_RUSTFLAGS=")).unwrap_or_default().to_string()
-    };
-    let out = f.offload(&["build", "--arch", "sm_90,sm_80", "--dry-run"]);
-    out.assert_success();
-    let passes: Vec<&str> = out.stdout.lines().filter(|l| l.trim().starts_with("CARGO_ENCODED_RUSTFLAGS=")).collect();
-    assert!(passes[0].contains("\\x1f-Ctarget-feature=+ptx78"), "{}", out.stdout);
-    assert!(passes[1].contains("\\x1f-Ctarget-feature=+ptx70"), "{}", out.stdout);
-    let out = f.offload_env(&["build", "--arch", "sm_90", "--dry-run"], &[("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx80")]);
-    out.assert_success();
-    assert!(!flags(&out).contains("+ptx78") && flags(&out).contains("+ptx80"), "{}", out.stdout);
-    let out = f.offload_env(&["build", "--arch", "sm_90"], &[("OFFLOAD_DEVICE_RUSTFLAGS", "-C target-feature=+ptx65")]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("error: `+ptx65` in OFFLOAD_DEVICE_RUSTFLAGS is below what sm_90 needs: sm_90 code needs PTX ISA 7.8 or later"),
-        "{}",
-        out.stderr
-    );
-    assert!(out.stderr.contains("help: remove it (cargo offload enables `+ptx78`, the minimum for sm_90)"), "{}", out.stderr);
-    assert!(!out.stderr.contains("Compiling") && !out.stderr.contains("LLVM ERROR"), "rejected before any build: {}", out.stderr);
-    let out = f.offload_env(&["build", "--arch", "sm_90"], &[("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx99")]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("is newer than the device LLVM"), "{}", out.stderr);
 }
 
 #[test]
@@ -580,36 +496,6 @@ fn one_binary_carries_images_for_several_architectures() {
     let run = f.run_exe("debug", "fixture_bin_only", &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
     assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{}", run.stdout);
-}
-
-/// `[package.metadata.offload]` sets the architectures; the environment and
-/// the command line override it, in that order.
-#[test]
-fn configuration_in_cargo_toml_and_its_precedence() {
-    let f = Fixture::new("bin-only");
-    f.edit("Cargo.toml", |s| s.replace("[dependencies]", "[package.metadata.offload]\narch = [\"sm_80\", \"sm_90\"]\n\n[dependencies]"));
-    let ptx_archs = |f: &Fixture| -> Vec<String> {
-        let mut a: Vec<String> = embedded_images(&f.host_exe("debug", "fixture_bin_only"))
-            .into_iter()
-            .filter(|i| i.0 == "PTX")
-            .map(|i| i.1)
-            .collect();
-        a.sort();
-        a
-    };
-    let out = f.offload(&["build"]);
-    out.assert_success();
-    assert!(out.stderr.contains("(Cargo.toml [package.metadata.offload])"), "{}", out.stderr);
-    assert_eq!(ptx_archs(&f), ["sm_80", "sm_90"]);
-    f.offload_env(&["build"], &[("OFFLOAD_ARCH", "sm_90")]).assert_success();
-    assert_eq!(ptx_archs(&f), ["sm_90"]);
-    f.offload_env(&["build", "--arch", "sm_80"], &[("OFFLOAD_ARCH", "sm_90")]).assert_success();
-    assert_eq!(ptx_archs(&f), ["sm_80"]);
-    // A mistake in the table is named.
-    f.edit("Cargo.toml", |s| s.replace("arch = [\"sm_80\", \"sm_90\"]", "archs = [\"sm_80\"]"));
-    let out = f.offload(&["build"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("[package.metadata.offload] of fixture_bin_only: unknown key `archs` (known: arch, target)"), "{}", out.stderr);
 }
 
 /// Generic kernels: `cargo offload` finds the instantiations the host code
