@@ -543,3 +543,151 @@ fn core_comes_from_a_shared_device_sysroot() {
     assert!(f.built_nothing());
 }
 
+// Toolchain choice as the command line reports it (the rule itself is
+// unit-tested in `src/toolchain.rs`): the environment variables, the notes,
+// `doctor`, the exit codes. Nothing is built.
+
+/// A script that answers rustc's `-vV` and `--print sysroot` with a
+/// sysroot that has no `lib/rustlib/src`.
+fn fake_rustc_without_src(dir: &Path) -> PathBuf {
+    let sysroot = dir.join("fake-sysroot");
+    std::fs::create_dir_all(sysroot.join("lib/rustlib")).unwrap();
+    let script = dir.join("fake-rustc");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in\n  *sysroot*) echo '{}' ;;\n  *-vV*) printf 'rustc 1.96.0 (fake)\\nhost: x86_64-unknown-linux-gnu\\nLLVM version: 22.1.8\\n' ;;\nesac\n",
+            sysroot.display()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    script
+}
+
+/// A directory holding a fake `rustup` whose nightly is a rustc with
+/// rust-src that reports LLVM `llvm_major` (for which no LLVM tools
+/// exist), and a cargo; put it first on `PATH`.
+fn fake_rustup_nightly(dir: &Path, llvm_major: u32) -> PathBuf {
+    let bin = dir.join("fake-rustup");
+    let sysroot = dir.join("fake-nightly");
+    std::fs::create_dir_all(sysroot.join("lib/rustlib/src/rust/library/core/src")).unwrap();
+    std::fs::write(sysroot.join("lib/rustlib/src/rust/library/core/src/lib.rs"), "").unwrap();
+    std::fs::create_dir_all(sysroot.join("bin")).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let rustc = sysroot.join("bin/rustc");
+    let cargo = sysroot.join("bin/cargo");
+    let scripts = [
+        (
+            rustc.clone(),
+            format!(
+                "#!/bin/sh\ncase \"$*\" in\n  *sysroot*) echo '{}' ;;\n  *-vV*) printf 'rustc 1.99.0-nightly (fake)\\nhost: x86_64-unknown-linux-gnu\\nLLVM version: {llvm_major}.1.0\\n' ;;\nesac\n",
+                sysroot.display()
+            ),
+        ),
+        (cargo.clone(), "#!/bin/sh\nexit 1\n".to_string()),
+        (
+            bin.join("rustup"),
+            format!(
+                "#!/bin/sh\ncase \"$*\" in\n  'which --toolchain nightly rustc') echo '{}' ;;\n  'which --toolchain nightly cargo') echo '{}' ;;\n  *) exit 1 ;;\nesac\n",
+                rustc.display(),
+                cargo.display()
+            ),
+        ),
+    ];
+    for (path, text) in scripts {
+        std::fs::write(&path, text).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    bin
+}
+
+/// `PATH` with `dir` first.
+fn path_with(dir: &Path) -> String {
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&old))).unwrap().into_string().unwrap()
+}
+
+/// A rustc without library sources (`OFFLOAD_RUSTC`, the only candidate
+/// then) is a setup error (exit code 3) with both ways to install them.
+#[test]
+fn missing_rust_src_says_what_to_install() {
+    let f = Fixture::new();
+    let fake = fake_rustc_without_src(&f.dir);
+    let (code, _, stderr) = f.offload(&["build", "--arch", "sm_90"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("has no library sources (rust-src)"), "{stderr}");
+    assert!(stderr.contains("rustup component add rust-src --toolchain nightly"), "{stderr}");
+    assert!(stderr.contains("apt-get install rust-web-src"), "{stderr}");
+}
+
+/// A rustup nightly with rust-src but without LLVM tools of its LLVM
+/// version is skipped for the next complete toolchain (Debian's here), with
+/// one note saying why; `doctor` shows the same verdicts.
+#[test]
+fn incomplete_nightly_is_skipped_for_a_complete_toolchain() {
+    let f = Fixture::new();
+    let path = path_with(&fake_rustup_nightly(&f.dir, 99));
+    let env = [("PATH", path.as_str()), ("OFFLOAD_RUSTC", "")];
+    let (code, stdout, stderr) = f.offload(&["build", "--arch", "sm_90", "--dry-run"], &env);
+    assert_eq!(code, 0, "{stderr}");
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].starts_with("note: device toolchain rustup nightly ("), "{}", notes[0]);
+    assert!(notes[0].contains("rustc 1.99.0-nightly (fake)) skipped: no `llvm-link` from LLVM 99"), "{}", notes[0]);
+    assert!(notes[0].contains("`rustup component add llvm-tools --toolchain nightly`"), "{}", notes[0]);
+    assert!(notes[0].ends_with("; using /usr/bin/rustc"), "/usr/bin/rustc must be complete on this machine: {}", notes[0]);
+    assert!(stdout.contains("RUSTC=/usr/bin/rustc "), "{stdout}");
+    // -q: no note.
+    let (_, _, stderr) = f.offload(&["build", "--arch", "sm_90", "--dry-run", "-q"], &env);
+    assert!(!stderr.contains("note:"), "{stderr}");
+    let (code, doc, _) = f.cargo_offload(&["doctor"], &env);
+    assert_eq!(code, 0, "{doc}");
+    let line = |what: &str| doc.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("{what}: {doc}")).to_string();
+    let nightly = line("device toolchain: rustup nightly");
+    assert!(nightly.trim_start().starts_with("skipped") && nightly.contains("no `llvm-link` from LLVM 99"), "{nightly}");
+    assert!(line("device toolchain: /usr/bin/rustc").trim_start().starts_with("used"), "{doc}");
+    assert!(line("device rustc").contains("from /usr/bin/rustc"), "{doc}");
+}
+
+/// An LLVM tool that is not there is a setup error with both ways to
+/// install LLVM's tools.
+#[test]
+fn missing_llvm_tools_say_what_to_install() {
+    let f = Fixture::new();
+    let (code, _, stderr) =
+        f.offload(&["build", "--arch", "sm_90"], &[("OFFLOAD_LLVM_LINK", "/nonexistent/llvm-link")]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("no `llvm-link` from LLVM"), "{stderr}");
+    assert!(stderr.contains("apt-get install llvm-"), "{stderr}");
+    assert!(stderr.contains("rustup component add llvm-tools"), "{stderr}");
+}
+
+/// `doctor` lists every part it found; without rust-src, the part is
+/// MISSING, with both install commands, and the exit code is 3.
+#[test]
+fn doctor_reports_found_and_missing_parts() {
+    let f = Fixture::new();
+    let (code, out, _) = f.cargo_offload(&["doctor"], &[]);
+    assert_eq!(code, 0, "{out}");
+    for part in ["host cargo", "device rustc", "rust-src", "llvm-link (LLVM", "opt (LLVM", "llc (LLVM", "ptxas", "libdevice"] {
+        assert!(out.lines().any(|l| l.contains(part)), "{part}: {out}");
+    }
+    assert!(out.contains("The device toolchain is complete"), "{out}");
+    let fake = fake_rustc_without_src(&f.dir);
+    let (code, out, _) = f.cargo_offload(&["doctor"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("skipped  device toolchain: OFFLOAD_RUSTC"), "{out}");
+    assert!(out.contains("MISSING  complete device toolchain"), "{out}");
+    assert!(out.contains("MISSING  rust-src"), "{out}");
+    assert!(out.contains("sudo apt-get install rustc-web cargo-web rust-web-src"), "{out}");
+    assert!(out.contains("rustup toolchain install nightly --component rust-src,llvm-tools"), "{out}");
+}

@@ -86,56 +86,6 @@ fn no_kernels_is_one_clear_error() {
 }
 
 #[test]
-fn missing_rust_src_says_what_to_install() {
-    let f = Fixture::new("bin-only");
-    // A rustc whose sysroot has no library sources.
-    let fake = f.fake_rustc_without_src();
-    let out = f.offload_env(&["build", "--arch", "sm_80"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
-    assert_eq!(out.code, 3, "{}", out.stderr);
-    assert!(out.stderr.contains("has no library sources (rust-src)"), "{}", out.stderr);
-    assert!(out.stderr.contains("rustup component add rust-src --toolchain nightly"), "{}", out.stderr);
-    assert!(out.stderr.contains("apt-get install rust-web-src"), "{}", out.stderr);
-}
-
-/// A rustup nightly with rust-src but without LLVM tools of its LLVM
-/// version is skipped for the next complete toolchain (Debian's here), with
-/// one note saying why; `doctor` shows the same verdicts.
-#[test]
-fn incomplete_nightly_is_skipped_for_a_complete_toolchain() {
-    let f = Fixture::new("bin-only");
-    let path = path_with(&fake_rustup_nightly(&f.dir, 99));
-    let out = f.offload_env(&["build", "--arch", "sm_80", "--dry-run"], &[("PATH", &path), ("OFFLOAD_RUSTC", "")]);
-    out.assert_success();
-    let notes: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("note: ")).collect();
-    assert_eq!(notes.len(), 1, "{}", out.stderr);
-    assert!(notes[0].starts_with("note: device toolchain rustup nightly ("), "{}", notes[0]);
-    assert!(notes[0].contains("rustc 1.99.0-nightly (fake)) skipped: no `llvm-link` from LLVM 99"), "{}", notes[0]);
-    assert!(notes[0].contains("`rustup component add llvm-tools --toolchain nightly`"), "{}", notes[0]);
-    assert!(notes[0].ends_with("; using /usr/bin/rustc"), "/usr/bin/rustc must be complete on this machine: {}", notes[0]);
-    assert!(out.stdout.contains("RUSTC=/usr/bin/rustc "), "{}", out.stdout);
-    // -q: no note.
-    let out = f.offload_env(&["build", "--arch", "sm_80", "--dry-run", "-q"], &[("PATH", &path), ("OFFLOAD_RUSTC", "")]);
-    assert!(!out.stderr.contains("note:"), "{}", out.stderr);
-    let doc = offload_cmd(&f.dir, &["doctor"], &[("PATH", &path), ("OFFLOAD_RUSTC", "")]);
-    doc.assert_success();
-    let line = |what: &str| doc.stdout.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("{what}: {}", doc.stdout)).to_string();
-    let nightly = line("device toolchain: rustup nightly");
-    assert!(nightly.trim_start().starts_with("skipped") && nightly.contains("no `llvm-link` from LLVM 99"), "{nightly}");
-    assert!(line("device toolchain: /usr/bin/rustc").trim_start().starts_with("used"), "{}", doc.stdout);
-    assert!(line("device rustc").contains("from /usr/bin/rustc"), "{}", doc.stdout);
-}
-
-#[test]
-fn missing_llvm_tools_say_what_to_install() {
-    let f = Fixture::new("bin-only");
-    let out = f.offload_env(&["build", "--arch", "sm_80"], &[("OFFLOAD_LLVM_LINK", "/nonexistent/llvm-link")]);
-    assert_eq!(out.code, 3, "{}", out.stderr);
-    assert!(out.stderr.contains("no `llvm-link` from LLVM"), "{}", out.stderr);
-    assert!(out.stderr.contains("apt-get install llvm-"), "{}", out.stderr);
-    assert!(out.stderr.contains("rustup component add llvm-tools"), "{}", out.stderr);
-}
-
-#[test]
 fn dependency_needing_std_is_named_with_the_fix() {
     let f = Fixture::new("std-dep");
     let out = f.offload(&["build", "--arch", "sm_80"]);
@@ -352,26 +302,6 @@ fn workspace_images_hold_exactly_the_reachable_kernels() {
     // add_index, scale, and fill for f32 and u64
     assert_eq!(kernels.len(), 4, "{kernels:?}");
     assert!(kernels.iter().any(|k| k.starts_with("__offload_kernel_ws_kernels_add_index_")), "{kernels:?}");
-}
-
-#[test]
-fn doctor_reports_found_and_missing_parts() {
-    let f = Fixture::new("bin-only");
-    let out = offload_cmd(&f.dir, &["doctor"], &[]);
-    out.assert_success();
-    for part in ["host cargo", "device rustc", "rust-src", "llvm-link (LLVM", "opt (LLVM", "llc (LLVM", "ptxas", "libdevice"] {
-        assert!(out.stdout.lines().any(|l| l.contains(part)), "{part}: {}", out.stdout);
-    }
-    assert!(out.stdout.contains("The device toolchain is complete"), "{}", out.stdout);
-    // Without rust-src: the part is MISSING, with both install commands, exit 3.
-    let fake = f.fake_rustc_without_src();
-    let out = offload_cmd(&f.dir, &["doctor"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
-    assert_eq!(out.code, 3, "{}", out.stdout);
-    assert!(out.stdout.contains("skipped  device toolchain: OFFLOAD_RUSTC"), "{}", out.stdout);
-    assert!(out.stdout.contains("MISSING  complete device toolchain"), "{}", out.stdout);
-    assert!(out.stdout.contains("MISSING  rust-src"), "{}", out.stdout);
-    assert!(out.stdout.contains("sudo apt-get install rustc-web cargo-web rust-web-src"), "{}", out.stdout);
-    assert!(out.stdout.contains("rustup toolchain install nightly --component rust-src,llvm-tools"), "{}", out.stdout);
 }
 
 /// `--target amdgcn-amd-amdhsa`: a bin crate becomes an AMD GPU code object
