@@ -126,7 +126,8 @@ impl Fixture {
             None => (args, &[][..]),
         };
         let target = self.target.to_str().unwrap();
-        let all: Vec<&str> = args.iter().copied().chain(["--target-dir", target]).chain(trailing.iter().copied()).collect();
+        let all: Vec<&str> =
+            args.iter().copied().chain(["--target-dir", target]).chain(trailing.iter().copied()).collect();
         self.cargo_offload(&all, env)
     }
 
@@ -543,6 +544,21 @@ fn core_comes_from_a_shared_device_sysroot() {
     assert!(f.built_nothing());
 }
 
+/// A custom profile reaches both passes, and the image map is the
+/// profile's (`tests/e2e.rs` builds in the dev profile only: each profile
+/// is a target directory of its own, all dependencies built again).
+#[test]
+fn a_custom_profile_reaches_both_passes() {
+    let f = Fixture::new();
+    f.edit_manifest(|s| s + "\n[profile.fast]\ninherits = \"release\"\n");
+    let d = f.dry_run(&["build", "--arch", "sm_90", "--profile", "fast", "--bin", "fixture_bin_only"], &[]);
+    let (dev, host) = (&d.devices[0], &d.host);
+    assert_eq!((dev.arg("--profile"), host.arg("--profile")), (Some("fast"), Some("fast")));
+    assert_eq!((dev.arg("--bin"), host.arg("--bin")), (Some("fixture_bin_only"), Some("fixture_bin_only")));
+    assert!(host.set("__OFFLOAD_IMAGE_MAP").contains("image-map-fast-sm_90-"), "{:?}", host.env);
+    assert!(f.built_nothing());
+}
+
 // Toolchain choice as the command line reports it (the rule itself is
 // unit-tested in `src/toolchain.rs`): the environment variables, the notes,
 // `doctor`, the exit codes. Nothing is built.
@@ -613,7 +629,10 @@ fn fake_rustup_nightly(dir: &Path, llvm_major: u32) -> PathBuf {
 /// `PATH` with `dir` first.
 fn path_with(dir: &Path) -> String {
     let old = std::env::var_os("PATH").unwrap_or_default();
-    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&old))).unwrap().into_string().unwrap()
+    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&old)))
+        .unwrap()
+        .into_string()
+        .unwrap()
 }
 
 /// A rustc without library sources (`OFFLOAD_RUSTC`, the only candidate
@@ -644,16 +663,24 @@ fn incomplete_nightly_is_skipped_for_a_complete_toolchain() {
     assert!(notes[0].starts_with("note: device toolchain rustup nightly ("), "{}", notes[0]);
     assert!(notes[0].contains("rustc 1.99.0-nightly (fake)) skipped: no `llvm-link` from LLVM 99"), "{}", notes[0]);
     assert!(notes[0].contains("`rustup component add llvm-tools --toolchain nightly`"), "{}", notes[0]);
-    assert!(notes[0].ends_with("; using /usr/bin/rustc"), "/usr/bin/rustc must be complete on this machine: {}", notes[0]);
+    assert!(
+        notes[0].ends_with("; using /usr/bin/rustc"),
+        "/usr/bin/rustc must be complete on this machine: {}",
+        notes[0]
+    );
     assert!(stdout.contains("RUSTC=/usr/bin/rustc "), "{stdout}");
     // -q: no note.
     let (_, _, stderr) = f.offload(&["build", "--arch", "sm_90", "--dry-run", "-q"], &env);
     assert!(!stderr.contains("note:"), "{stderr}");
     let (code, doc, _) = f.cargo_offload(&["doctor"], &env);
     assert_eq!(code, 0, "{doc}");
-    let line = |what: &str| doc.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("{what}: {doc}")).to_string();
+    let line =
+        |what: &str| doc.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("{what}: {doc}")).to_string();
     let nightly = line("device toolchain: rustup nightly");
-    assert!(nightly.trim_start().starts_with("skipped") && nightly.contains("no `llvm-link` from LLVM 99"), "{nightly}");
+    assert!(
+        nightly.trim_start().starts_with("skipped") && nightly.contains("no `llvm-link` from LLVM 99"),
+        "{nightly}"
+    );
     assert!(line("device toolchain: /usr/bin/rustc").trim_start().starts_with("used"), "{doc}");
     assert!(line("device rustc").contains("from /usr/bin/rustc"), "{doc}");
 }
@@ -678,7 +705,9 @@ fn doctor_reports_found_and_missing_parts() {
     let f = Fixture::new();
     let (code, out, _) = f.cargo_offload(&["doctor"], &[]);
     assert_eq!(code, 0, "{out}");
-    for part in ["host cargo", "device rustc", "rust-src", "llvm-link (LLVM", "opt (LLVM", "llc (LLVM", "ptxas", "libdevice"] {
+    for part in
+        ["host cargo", "device rustc", "rust-src", "llvm-link (LLVM", "opt (LLVM", "llc (LLVM", "ptxas", "libdevice"]
+    {
         assert!(out.lines().any(|l| l.contains(part)), "{part}: {out}");
     }
     assert!(out.contains("The device toolchain is complete"), "{out}");
