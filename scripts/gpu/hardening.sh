@@ -6,10 +6,11 @@
 # b: runtime and images — dynamic shared memory above 48 KiB, recursion
 #    deeper than the stack (StackOverflow, and the next launch works),
 #    corrupted images; c: device semantics — core atomics' orderings, warp
-#    collectives in divergent code, device globals.
+#    collectives in divergent code, device globals; d: probes — the
+#    `nvidia-smi` probe of `cargo offload` (child.rs) on a real driver.
 # DEVICE=host runs the same checks on the host fallback where they apply.
 # The run's sections can be chosen: SECTIONS="b_stack c_atomics".
-what="toolchains, shared memory, stack, images, atomics, warp"
+what="toolchains, shared memory, stack, images, atomics, warp, probes"
 needs="NVIDIA driver; nvcc (optional: stack probe)"
 takes="about 1 min"
 
@@ -20,12 +21,13 @@ build() { # dir
     build_b_runtime_tests
     build_b_stack_probe
     build_b_images
+    build_d_probes
 }
 
 run() { # dir
     cd "$1" || return 1
     local dev=${DEVICE:-cuda} section
-    for section in ${SECTIONS:-a_toolchain b_shared_memory b_stack b_images c_atomics c_warp_divergence c_globals}; do
+    for section in ${SECTIONS:-a_toolchain b_shared_memory b_stack b_images c_atomics c_warp_divergence c_globals d_probes}; do
         if [ "$section" = a_toolchain ]; then
             gpu_a_toolchain debian
             gpu_a_toolchain nightly
@@ -265,3 +267,19 @@ gpu_c_globals() {
     done
 }
 
+# ---------------------------------------------------------------------------
+# d: probes — `cargo offload` asks `nvidia-smi` through child::probe (a
+# time limit, killed on Ctrl-C): on a real driver its answer still reads
+# as before. `doctor` needs no Rust to list the GPUs (it says what else is
+# missing, and exits 3 where no toolchain is installed).
+build_d_probes() {
+    cargo build -q -p cargo-offload
+    cp "$root/target/debug/cargo-offload" "$out/cargo-offload"
+}
+
+gpu_d_probes() {
+    [ "$dev" = cuda ] || return 0
+    gpu_check "d probes: doctor lists each GPU from nvidia-smi, within the probe's time limit" 0 \
+        "ok +GPU 0 +[^,]+, sm_[0-9]+[af]?, [0-9]+ MiB, driver [0-9.]+" \
+        -- bash -c 'timeout 60 ./cargo-offload offload doctor; [ $? -le 3 ]'
+}

@@ -91,8 +91,10 @@ impl Args {
         self.flag_values(name).into_iter().next()
     }
 
-    /// The value of codegen option `key` (`-C key=v`, `-Ckey=v`, `--codegen key=v`).
-    pub fn codegen(&self, key: &str) -> Option<&str> {
+    /// Every value of codegen option `key` (`-C key=v`, `-Ckey=v`,
+    /// `--codegen key=v`, `--codegen=key=v`), in order.
+    pub fn codegen_values(&self, key: &str) -> Vec<&str> {
+        let mut out = Vec::new();
         let mut it = self.flags().iter();
         while let Some(a) = it.next() {
             let opt = match a.as_str() {
@@ -100,10 +102,15 @@ impl Args {
                 other => other.strip_prefix("-C").or_else(|| other.strip_prefix("--codegen=")),
             };
             if let Some(v) = opt.and_then(|o| o.strip_prefix(key)).and_then(|r| r.strip_prefix('=')) {
-                return Some(v);
+                out.push(v);
             }
         }
-        None
+        out
+    }
+
+    /// The first value of codegen option `key` (see [`Args::codegen_values`]).
+    pub fn codegen(&self, key: &str) -> Option<&str> {
+        self.codegen_values(key).into_iter().next()
     }
 
     pub fn crate_name(&self) -> Option<&str> {
@@ -275,5 +282,10 @@ mod tests {
         assert_eq!(a("--crate-name s --emit=link --out-dir /t").dep_info_path(), None);
         assert_eq!(a("--codegen extra-filename=-y").codegen("extra-filename"), Some("-y"));
         assert_eq!(a("-C opt-level=3 -- -C extra-filename=-z").codegen("extra-filename"), None);
+        assert_eq!(
+            a("-C target-feature=+ptx80 -Ctarget-feature=-sm_90 --codegen=target-feature=+a --codegen target-cpu=x")
+                .codegen_values("target-feature"),
+            ["+ptx80", "-sm_90", "+a"]
+        );
     }
 }

@@ -9,10 +9,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use cargo_metadata::{Message, TargetKind};
 
+use crate::child;
 use crate::cli::CargoOpts;
 use crate::cmd::{CommandSpec, EnvChange};
 use crate::diagnostic::{classify, Meaning};
@@ -122,7 +123,7 @@ impl DevicePass<'_> {
         } else if self.fmad {
             f.push("-Clink-arg=--fmad".into());
         }
-        let extra = extra_rustflags();
+        let extra = crate::devflags::from_env();
         if let Some(sysroot) = self.sysroot().filter(|_| !extra.iter().any(|x| x.starts_with("--sysroot"))) {
             f.push("--sysroot".into());
             f.push(sysroot.dir.display().to_string());
@@ -140,7 +141,7 @@ impl DevicePass<'_> {
         if crate::sysroot::build_std() {
             return None;
         }
-        let (cpu, user_features) = crate::sysroot::codegen_target(&extra_rustflags());
+        let (cpu, user_features) = crate::sysroot::codegen_target(&crate::devflags::from_env());
         let features: Vec<String> = self.ptx_feature.iter().cloned().chain(user_features).collect();
         let cache = crate::sysroot::cache_root()
             .unwrap_or_else(|| self.target_dir.parent().unwrap_or(&self.target_dir).to_path_buf());
@@ -148,46 +149,96 @@ impl DevicePass<'_> {
         Some(crate::sysroot::Sysroot::new(self.tc, &self.target_arg, cpu, &features, &cache))
     }
 
-    /// The environment of the inner cargo, each change with its reason.
+    /// The environment of the inner cargo, each change with its reason:
+    /// the compiler and its flags ([`DevicePass::compiler_env`]), what
+    /// offload-linker and the wrapper phase need ([`DevicePass::link_env`]),
+    /// and what depends on the user's environment.
     pub fn env(&self) -> Vec<EnvChange> {
         let set = |key: &str, value: String, why: &'static str| EnvChange { key: key.into(), value: Some(value), why };
-        let unset = |key: &str, why: &'static str| EnvChange { key: key.into(), value: None, why };
-        let tools = &self.tc.llvm;
-        let mut e = vec![
-            set("RUSTC", self.tc.rustc.display().to_string(), "the device compiler (it has rust-src for -Zbuild-std)"),
-            set("RUSTC_WRAPPER", self.wrapper.display().to_string(), "cargo-offload rewrites crate types and adds #![no_std] for the device"),
-            unset("RUSTC_WORKSPACE_WRAPPER", "a host-side tool; the device pass goes through RUSTC_WRAPPER only"),
-            set("CARGO_ENCODED_RUSTFLAGS", self.rustflags().join("\x1f"), "device flags; overrides RUSTFLAGS and [build] rustflags, which are for the host"),
-            unset("RUSTFLAGS", "host flags do not apply to the device pass"),
-            unset("CARGO_BUILD_TARGET", "the device target is given with --target"),
-            unset("CARGO_TARGET_DIR", "the device pass has its own target directory"),
-            set("RUSTC_BOOTSTRAP", "1".into(), "-Zbuild-std and the GPU kernel ABI are unstable; enabled for the device pass only"),
-            set("__OFFLOAD_PHASE", "device".into(), "tells the wrapper which pass it serves"),
-            set("OFFLOAD_SYSROOT", self.tc.sysroot.display().to_string(), "the device rustc's sysroot (rust-src, rustup's llvm-tools)"),
-            set("OFFLOAD_LLVM_MAJOR", self.tc.llvm_major.to_string(), "LLVM major version of the device rustc"),
-            set("OFFLOAD_LLVM_LINK", tools.llvm_link.display().to_string(), "for offload-linker"),
-            set("OFFLOAD_OPT", tools.opt.display().to_string(), "for offload-linker"),
-            set("OFFLOAD_LLC", tools.llc.display().to_string(), "for offload-linker"),
-        ];
-        if let Some(lld) = &tools.lld {
-            e.push(set("OFFLOAD_LLD", lld.display().to_string(), "for offload-linker (AMD GPU code objects)"));
-        }
+        let mut e = self.compiler_env();
+        e.extend(self.link_env());
         if std::env::var_os("CARGO_NET_GIT_FETCH_WITH_CLI").is_none() {
             // Debian's cargo-web links a system libgit2 that fails to fetch
             // ("invalid version 0 on git_proxy_options"); the git command
             // line works with every cargo.
-            e.push(set("CARGO_NET_GIT_FETCH_WITH_CLI", "true".into(), "git dependencies are fetched with the git command line"));
+            let why = "git dependencies are fetched with the git command line";
+            e.push(set("CARGO_NET_GIT_FETCH_WITH_CLI", "true".into(), why));
         }
         if let Some(w) = std::env::var_os("RUSTC_WRAPPER").filter(|w| !w.is_empty()) {
-            e.push(set("__OFFLOAD_INNER_WRAPPER", w.to_string_lossy().into_owned(), "your RUSTC_WRAPPER, chained after cargo-offload's"));
+            let why = "your RUSTC_WRAPPER, chained after cargo-offload's";
+            e.push(set("__OFFLOAD_INNER_WRAPPER", w.to_string_lossy().into_owned(), why));
+        }
+        if status::color() {
+            let why = "cargo's output is relayed through a pipe, in color as on your terminal";
+            e.push(set("CARGO_TERM_COLOR", "always".into(), why));
+        }
+        e
+    }
+
+    /// The device compiler, the wrapper and the flags; every host setting
+    /// that would reach the device pass cleared.
+    fn compiler_env(&self) -> Vec<EnvChange> {
+        let set = |key: &str, value: String, why: &'static str| EnvChange { key: key.into(), value: Some(value), why };
+        let unset = |key: &str, why: &'static str| EnvChange { key: key.into(), value: None, why };
+        let flags_why = "device flags; overrides RUSTFLAGS and [build] rustflags, which are for the host";
+        vec![
+            set("RUSTC", self.tc.rustc.display().to_string(), "the device compiler (it has rust-src for -Zbuild-std)"),
+            set(
+                "RUSTC_WRAPPER",
+                self.wrapper.display().to_string(),
+                "cargo-offload rewrites crate types and adds #![no_std] for the device",
+            ),
+            unset("RUSTC_WORKSPACE_WRAPPER", "a host-side tool; the device pass goes through RUSTC_WRAPPER only"),
+            set("CARGO_ENCODED_RUSTFLAGS", self.rustflags().join("\x1f"), flags_why),
+            unset("RUSTFLAGS", "host flags do not apply to the device pass"),
+            unset("CARGO_BUILD_TARGET", "the device target is given with --target"),
+            unset("CARGO_TARGET_DIR", "the device pass has its own target directory"),
+            set(
+                "RUSTC_BOOTSTRAP",
+                "1".into(),
+                "-Zbuild-std and the GPU kernel ABI are unstable; enabled for the device pass only",
+            ),
+            set("__OFFLOAD_PHASE", "device".into(), "tells the wrapper which pass it serves"),
+            set(
+                "OFFLOAD_SYSROOT",
+                self.tc.sysroot.display().to_string(),
+                "the device rustc's sysroot (rust-src, rustup's llvm-tools)",
+            ),
+        ]
+    }
+
+    /// What offload-linker and the wrapper's device phase read.
+    fn link_env(&self) -> Vec<EnvChange> {
+        let set = |key: &str, value: String, why: &'static str| EnvChange { key: key.into(), value: Some(value), why };
+        let path = |p: &Path| p.display().to_string();
+        let tools = &self.tc.llvm;
+        let mut e = vec![
+            set("OFFLOAD_LLVM_MAJOR", self.tc.llvm_major.to_string(), "LLVM major version of the device rustc"),
+            set("OFFLOAD_LLVM_LINK", path(&tools.llvm_link), "for offload-linker"),
+            set("OFFLOAD_OPT", path(&tools.opt), "for offload-linker"),
+            set("OFFLOAD_LLC", path(&tools.llc), "for offload-linker"),
+        ];
+        if let Some(lld) = &tools.lld {
+            e.push(set("OFFLOAD_LLD", path(lld), "for offload-linker (AMD GPU code objects)"));
         }
         if self.verbose >= 2 {
-            e.push(set("OFFLOAD_LINK_LOG", self.link_log().display().to_string(), "offload-linker appends its commands here (-vv)"));
+            e.push(set("OFFLOAD_LINK_LOG", path(&self.link_log()), "offload-linker appends its commands here (-vv)"));
         }
-        e.push(set(GENERIC_DIR_VAR, self.generic_dir.display().to_string(), "the instantiations of generic kernels that host code uses"));
-        e.push(set("OFFLOAD_LINK_CACHE", self.target_dir.join("link-cache").display().to_string(), "device links with identical inputs are reused"));
-        e.push(set("OFFLOAD_LINK_RECORD", self.record_path("links").display().to_string(), "offload-linker records each link here"));
-        e.push(set(COMPILE_LOG_VAR, self.record_path("compiles").display().to_string(), "the wrapper records each device compilation here"));
+        let generic_why = "the instantiations of generic kernels that host code uses";
+        e.extend([
+            set(GENERIC_DIR_VAR, path(&self.generic_dir), generic_why),
+            set(
+                "OFFLOAD_LINK_CACHE",
+                path(&self.target_dir.join("link-cache")),
+                "device links with identical inputs are reused",
+            ),
+            set("OFFLOAD_LINK_RECORD", path(&self.record_path("links")), "offload-linker records each link here"),
+            set(
+                COMPILE_LOG_VAR,
+                path(&self.record_path("compiles")),
+                "the wrapper records each device compilation here",
+            ),
+        ]);
         e
     }
 
@@ -232,14 +283,6 @@ impl DevicePass<'_> {
         CommandSpec { program: self.tc.cargo.clone(), args: self.args(), env: self.env() }
     }
 
-    pub fn command(&self) -> Command {
-        let mut cmd = self.spec().command();
-        if status::color() {
-            cmd.env("CARGO_TERM_COLOR", "always");
-        }
-        cmd
-    }
-
     /// The command and its environment the way `--dry-run` and `-v` show it.
     pub fn render(&self) -> String {
         self.spec().render()
@@ -265,101 +308,13 @@ impl DevicePass<'_> {
         if self.verbose >= 2 {
             let _ = std::fs::remove_file(self.link_log());
         }
-        let mut child = self
-            .command()
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(CliError::spawn(&self.tc.cargo))?;
-        let registered = crate::interrupt::register(child.id());
-        let stderr = child.stderr.take().expect("piped");
-        let label = format!("(device {})", self.arch);
-        // cargo's own status lines, labelled as device work, as they come;
-        // its other lines (warnings, errors) once it has exited, unless the
-        // build was interrupted: then they are the noise of dying children.
-        let relay = std::thread::spawn(move || {
-            let mut held = Vec::new();
-            for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
-                let meaning = classify(&line, &[]);
-                if meaning == Meaning::Interrupted {
-                    crate::interrupt::set();
-                }
-                if crate::interrupt::interrupted() {
-                    continue;
-                }
-                if meaning == Meaning::Progress {
-                    eprintln!("{line} {label}");
-                } else {
-                    held.push(line);
-                }
-            }
-            held
-        });
-        let stdout = child.stdout.take().expect("piped");
-        let mut artifacts = Vec::new();
-        let mut std_missing: Vec<StdUser> = Vec::new();
-        let mut duplicate_symbol = false;
-        let mut errors = 0usize;
-        for msg in Message::parse_stream(BufReader::new(stdout)) {
-            let Ok(msg) = msg else { continue };
-            match msg {
-                Message::CompilerMessage(m) => {
-                    let children: Vec<&str> = m.message.children.iter().map(|c| c.message.as_str()).collect();
-                    let meaning = classify(&m.message.message, &children);
-                    if meaning == Meaning::Interrupted {
-                        crate::interrupt::set();
-                    }
-                    if crate::interrupt::interrupted() || self.own_feature_warning(&meaning) {
-                        continue;
-                    }
-                    match (&meaning, &m.message.rendered) {
-                        (Meaning::DeviceLinkFailed { said }, _) => {
-                            // What offload-linker said, without rustc's notes
-                            // with the linker's command line.
-                            let what = if said.is_empty() { m.message.message.clone() } else { said.join("\n") };
-                            eprintln!("{}device link of `{}` failed: {what}", status::error_prefix(), m.target.name)
-                        }
-                        (_, Some(r)) => eprint!("{r}"),
-                        (_, None) => {}
-                    }
-                    if m.message.level == cargo_metadata::diagnostic::DiagnosticLevel::Error {
-                        errors += 1;
-                        if meaning == Meaning::DuplicateKernelSymbol {
-                            duplicate_symbol = true;
-                        }
-                        if meaning == Meaning::NeedsStd {
-                            let final_target = m.target.kind.iter().any(|k| !matches!(k, TargetKind::Lib | TargetKind::RLib));
-                            let who = StdUser { name: m.target.name.clone(), final_target };
-                            if !std_missing.contains(&who) {
-                                std_missing.push(who);
-                            }
-                        }
-                    }
-                }
-                Message::CompilerArtifact(a) => {
-                    let image = a
-                        .filenames
-                        .iter()
-                        .find(|f| matches!(f.extension(), Some("ptx") | Some("elf")))
-                        .map(|f| f.clone().into_std_path_buf());
-                    if let Some(image) = image {
-                        artifacts.push(DeviceArtifact {
-                            crate_name: a.target.name.replace('-', "_"),
-                            kinds: a.target.kind.iter().map(kind_name).collect(),
-                            src_path: a.target.src_path.clone().into_std_path_buf(),
-                            test: a.profile.test,
-                            image,
-                        });
-                    }
-                }
-                Message::TextLine(t) if !crate::interrupt::interrupted() => eprintln!("{t}"),
-                _ => {}
-            }
-        }
-        let status = child.wait().map_err(CliError::spawn(&self.tc.cargo))?;
-        drop(registered);
+        let mut cmd = self.spec().command();
+        let mut running = child::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))?;
+        let relay = relay_stderr(running.child.stderr.take().expect("piped"), format!("(device {})", self.arch));
+        let seen = self.read_messages(running.child.stdout.take().expect("piped"));
+        let status = running.wait()?;
         let held = relay.join().unwrap_or_default();
-        if crate::interrupt::interrupting_status(&status) || crate::interrupt::interrupted() {
+        if crate::interrupt::interrupted() {
             let _ = std::fs::remove_file(self.record_path("compiles"));
             let _ = std::fs::remove_file(self.record_path("links"));
             return Err(CliError::Interrupted);
@@ -367,6 +322,66 @@ impl DevicePass<'_> {
         for line in held {
             eprintln!("{line}");
         }
+        self.report_done();
+        if !status.success() {
+            return Err(self.failure(&seen));
+        }
+        Ok(seen.artifacts)
+    }
+
+    /// Reads cargo's JSON messages as they come: rustc's diagnostics are
+    /// shown (a failed device link as what offload-linker said; nothing
+    /// once the build is interrupted), the images are collected.
+    fn read_messages(&self, stdout: impl std::io::Read) -> Seen {
+        let mut seen = Seen::default();
+        for msg in Message::parse_stream(BufReader::new(stdout)) {
+            match msg {
+                Ok(Message::CompilerMessage(m)) => self.diagnostic(&m, &mut seen),
+                Ok(Message::CompilerArtifact(a)) => seen.artifacts.extend(artifact(&a)),
+                Ok(Message::TextLine(t)) if !crate::interrupt::interrupted() => eprintln!("{t}"),
+                _ => {}
+            }
+        }
+        seen
+    }
+
+    /// One rustc diagnostic of the pass (see [`DevicePass::read_messages`]).
+    fn diagnostic(&self, m: &cargo_metadata::CompilerMessage, seen: &mut Seen) {
+        let children: Vec<&str> = m.message.children.iter().map(|c| c.message.as_str()).collect();
+        let meaning = classify(&m.message.message, &children);
+        if meaning == Meaning::Interrupted {
+            crate::interrupt::set();
+        }
+        if crate::interrupt::interrupted() || self.own_feature_warning(&meaning) {
+            return;
+        }
+        match (&meaning, &m.message.rendered) {
+            (Meaning::DeviceLinkFailed { said }, _) => {
+                // What offload-linker said, without rustc's notes with the
+                // linker's command line.
+                let what = if said.is_empty() { m.message.message.clone() } else { said.join("\n") };
+                eprintln!("{}device link of `{}` failed: {what}", status::error_prefix(), m.target.name)
+            }
+            (_, Some(r)) => eprint!("{r}"),
+            (_, None) => {}
+        }
+        if m.message.level != cargo_metadata::diagnostic::DiagnosticLevel::Error {
+            return;
+        }
+        seen.errors += 1;
+        seen.duplicate_symbol |= meaning == Meaning::DuplicateKernelSymbol;
+        if meaning == Meaning::NeedsStd {
+            let final_target = m.target.kind.iter().any(|k| !matches!(k, TargetKind::Lib | TargetKind::RLib));
+            let who = StdUser { name: m.target.name.clone(), final_target };
+            if !seen.std_missing.contains(&who) {
+                seen.std_missing.push(who);
+            }
+        }
+    }
+
+    /// The `Device` status line (and with `-vv` the device link commands):
+    /// what the pass compiled, linked and reused.
+    fn report_done(&self) {
         if self.verbose >= 2 {
             if let Ok(log) = std::fs::read_to_string(self.link_log()) {
                 for l in log.lines() {
@@ -394,28 +409,70 @@ impl DevicePass<'_> {
                 self.tc.describe()
             ),
         );
-        if !status.success() {
-            let mut hints = hints_for(&std_missing);
-            if duplicate_symbol {
-                hints.push(
-                    "two kernels got the same symbol: kernels generated by one macro at one place with the same name; \
-                     give each expansion a different function name (pass the name to the macro)"
-                        .into(),
-                );
-            }
-            let what = match errors {
-                0 => format!("cargo failed for {} {}; its error is above", self.triple, self.arch),
-                n => format!("{n} compile error(s) for {} {}", self.triple, self.arch),
-            };
-            return Err(CliError::DeviceBuild { what, hints });
+    }
+
+    /// The error of a failed pass, with hints from what it printed.
+    fn failure(&self, seen: &Seen) -> CliError {
+        let mut hints = hints_for(&seen.std_missing);
+        if seen.duplicate_symbol {
+            hints.push(
+                "two kernels got the same symbol: kernels generated by one macro at one place with the same name; \
+                 give each expansion a different function name (pass the name to the macro)"
+                    .into(),
+            );
         }
-        Ok(artifacts)
+        let what = match seen.errors {
+            0 => format!("cargo failed for {} {}; its error is above", self.triple, self.arch),
+            n => format!("{n} compile error(s) for {} {}", self.triple, self.arch),
+        };
+        CliError::DeviceBuild { what, hints }
     }
 }
 
-/// `OFFLOAD_DEVICE_RUSTFLAGS`, split at whitespace.
-fn extra_rustflags() -> Vec<String> {
-    std::env::var("OFFLOAD_DEVICE_RUSTFLAGS").unwrap_or_default().split_whitespace().map(String::from).collect()
+/// What the device pass's messages said (see `DevicePass::read_messages`).
+#[derive(Default)]
+struct Seen {
+    artifacts: Vec<DeviceArtifact>,
+    std_missing: Vec<StdUser>,
+    duplicate_symbol: bool,
+    /// Error diagnostics.
+    errors: usize,
+}
+
+/// cargo's own status lines (`Compiling …`), labelled as device work, as
+/// they come; its other lines (warnings, errors) once it has exited, unless
+/// the build was interrupted: then they are the noise of dying children.
+fn relay_stderr(stderr: impl std::io::Read + Send + 'static, label: String) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+            let meaning = classify(&line, &[]);
+            if meaning == Meaning::Interrupted {
+                crate::interrupt::set();
+            }
+            if crate::interrupt::interrupted() {
+                continue;
+            }
+            if meaning == Meaning::Progress {
+                eprintln!("{line} {label}");
+            } else {
+                held.push(line);
+            }
+        }
+        held
+    })
+}
+
+/// The device image of an artifact cargo reported, if it is one.
+fn artifact(a: &cargo_metadata::Artifact) -> Option<DeviceArtifact> {
+    let image = a.filenames.iter().find(|f| matches!(f.extension(), Some("ptx") | Some("elf")))?;
+    Some(DeviceArtifact {
+        crate_name: a.target.name.replace('-', "_"),
+        kinds: a.target.kind.iter().map(kind_name).collect(),
+        src_path: a.target.src_path.clone().into_std_path_buf(),
+        test: a.profile.test,
+        image: image.clone().into_std_path_buf(),
+    })
 }
 
 fn kind_name(k: &TargetKind) -> String {
@@ -466,11 +523,16 @@ pub fn hints_for(std_missing: &[StdUser]) -> Vec<String> {
 /// `requires-lto`, which the bitcode link replaces. The file is named
 /// `amdgcn-amd-amdhsa.json`, so cargo's output directory keeps the triple's name.
 pub fn amdgpu_target_spec(tc: &DeviceToolchain, dir: &Path) -> Result<PathBuf> {
-    let out = Command::new(&tc.rustc)
-        .args(["-Zunstable-options", "--print", "target-spec-json", "--target", "amdgcn-amd-amdhsa"])
-        .env("RUSTC_BOOTSTRAP", "1")
-        .output()
-        .map_err(CliError::spawn(&tc.rustc))?;
+    let print = CommandSpec {
+        program: tc.rustc.clone(),
+        args: ["-Zunstable-options", "--print", "target-spec-json", "--target", "amdgcn-amd-amdhsa"]
+            .map(String::from)
+            .to_vec(),
+        env: vec![EnvChange::set("RUSTC_BOOTSTRAP", "1", "`--print target-spec-json` is unstable")],
+    };
+    let Some(out) = child::probe(&mut print.command())? else {
+        return Err(CliError::spawn(&tc.rustc)(std::io::ErrorKind::NotFound.into()));
+    };
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
         return Err(CliError::TargetSpec { rustc: tc.rustc.clone(), stderr });

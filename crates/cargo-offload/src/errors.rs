@@ -7,8 +7,8 @@
 //! | --- | --- | --- |
 //! | 0 | [`exit::OK`] | success |
 //! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
-//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a PTX ISA feature in `OFFLOAD_DEVICE_RUSTFLAGS`, a profile that strips the symbols generic kernels need |
-//! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`) |
+//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
+//! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or a tool asked about it (`rustc -vV`, `rustup which`, `llc`, `nvidia-smi`) did not answer in time |
 //! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link, or a binary launches kernels its device image lacks |
 //! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
 //! | 6 | [`exit::EMBED`] | embedding the device image failed (ptxas, the image object) |
@@ -71,6 +71,9 @@ pub enum CliError {
     #[error(transparent)]
     Ptx(#[from] crate::ptx::PtxError),
 
+    #[error(transparent)]
+    DeviceFlags(#[from] crate::devflags::FlagError),
+
     #[error("`{}` launches generic kernels, but it has no symbol table to read their instantiations from", exe.display())]
     StrippedBinary { exe: PathBuf },
 
@@ -103,6 +106,10 @@ pub enum CliError {
 
     #[error("{} cannot print the amdgcn-amd-amdhsa target: {stderr}", rustc.display())]
     TargetSpec { rustc: PathBuf, stderr: String },
+
+    /// A probe of a tool (`child::probe`) did not exit within `limit`.
+    #[error("`{probe}` did not answer within {} s", limit.as_secs_f64())]
+    ProbeTimedOut { probe: String, limit: std::time::Duration },
 
     // ---- 4: device pass
     #[error("the device pass failed ({what})")]
@@ -201,13 +208,15 @@ impl CliError {
             | NoArch
             | Config { .. }
             | Ptx(_)
+            | DeviceFlags(_)
             | StrippedBinary { .. } => exit::USAGE,
             NoDeviceRustc { .. }
             | MissingRustSrc { .. }
             | Tools(_)
             | ToolsOf { .. }
             | LinkerMissing { .. }
-            | TargetSpec { .. } => exit::SETUP,
+            | TargetSpec { .. }
+            | ProbeTimedOut { .. } => exit::SETUP,
             DeviceBuild { .. } | MissingKernels { .. } | MissingInstances { .. } | ForeignTypeArgument { .. } => {
                 exit::DEVICE_BUILD
             }
@@ -231,22 +240,7 @@ impl CliError {
                  (`nvidia-smi --query-gpu=compute_cap --format=csv` prints 8.0 for sm_80)"
                     .into(),
             ],
-            UnknownArch { known, target, arch, .. } => {
-                let example = if target.starts_with("nvptx") { "sm_90" } else { "gfx90a" };
-                let mut h = vec![
-                    format!("architectures LLVM knows for {target}: {}", known.join(", ")),
-                    format!(
-                        "pass your GPU's, e.g. `--arch {example}` (NVIDIA: `nvidia-smi --query-gpu=compute_cap \
-                         --format=csv` prints 9.0 for sm_90)"
-                    ),
-                ];
-                if arch.starts_with("gfx") && target.starts_with("nvptx") {
-                    h.push(format!("`{arch}` is an AMD GPU: add `--target amdgcn-amd-amdhsa`"));
-                } else if arch.starts_with("sm_") && target.starts_with("amdgcn") {
-                    h.push(format!("`{arch}` is an NVIDIA GPU: use `--target nvptx64-nvidia-cuda` (the default)"));
-                }
-                h
-            }
+            UnknownArch { known, target, arch, .. } => unknown_arch_hints(arch, target, known),
             Config { .. } => {
                 vec!["the table takes `arch` (a string or a list of strings, e.g. `[\"sm_80\", \"sm_90\"]`) and \
                  `target` (a string)"
@@ -261,6 +255,10 @@ impl CliError {
                 vec!["install both with `cargo install --path crates/cargo-offload`".into()]
             }
             TargetSpec { .. } => vec!["use a device toolchain whose rustc knows amdgcn-amd-amdhsa".into()],
+            ProbeTimedOut { probe, .. } => vec![format!(
+                "run `{probe}` by hand to see what it waits for (`cargo offload doctor` lists the tools); set \
+                 OFFLOAD_PROBE_TIMEOUT=<seconds> to wait longer"
+            )],
             DeviceBuild { hints, .. } => hints.clone(),
             MissingInstances { .. } => {
                 vec!["`cargo offload` compiles the instantiations it finds in a host build first; if this persists, \
@@ -278,6 +276,7 @@ impl CliError {
                 vec![format!("define the type in `{krate}` or in a crate that both depend on")]
             }
             Ptx(e) => vec![e.hint()],
+            DeviceFlags(e) => vec![e.hint()],
             NoKernels { .. } => vec![
                 "mark a function `#[offload::kernel]` and launch it from host code, e.g. \
                  `my_kernel(offload::for_len(n), &x, &mut y)?`"
@@ -339,6 +338,24 @@ impl CliError {
     pub fn report(&self) {
         eprintln!("{}", self.render(crate::status::error_prefix()));
     }
+}
+
+/// The hints of [`CliError::UnknownArch`].
+fn unknown_arch_hints(arch: &str, target: &str, known: &[String]) -> Vec<String> {
+    let example = if target.starts_with("nvptx") { "sm_90" } else { "gfx90a" };
+    let mut h = vec![
+        format!("architectures LLVM knows for {target}: {}", known.join(", ")),
+        format!(
+            "pass your GPU's, e.g. `--arch {example}` (NVIDIA: `nvidia-smi --query-gpu=compute_cap --format=csv` \
+             prints 9.0 for sm_90)"
+        ),
+    ];
+    if arch.starts_with("gfx") && target.starts_with("nvptx") {
+        h.push(format!("`{arch}` is an AMD GPU: add `--target amdgcn-amd-amdhsa`"));
+    } else if arch.starts_with("sm_") && target.starts_with("amdgcn") {
+        h.push(format!("`{arch}` is an NVIDIA GPU: use `--target nvptx64-nvidia-cuda` (the default)"));
+    }
+    h
 }
 
 pub type Result<T, E = CliError> = std::result::Result<T, E>;

@@ -122,15 +122,13 @@ impl HostPass<'_> {
         if self.verbose >= 1 {
             status::status("Running", format!("host pass:\n{}", self.render()));
         }
-        let program = std::path::PathBuf::from(self.cargo_program());
-        let mut child = self.spec().command().spawn().map_err(CliError::spawn(&program))?;
-        let registered = crate::interrupt::register(child.id());
-        let status = child.wait().map_err(CliError::spawn(&program))?;
-        drop(registered);
+        let status = crate::child::status(&mut self.spec().command())?;
         let by_signal = crate::interrupt::interrupting_status(&status);
         // A build (or the build of a collect round) was interrupted; a
         // program or test run that was reports itself.
-        if (by_signal || crate::interrupt::interrupted()) && (matches!(self.action, Action::Build) || self.collect.is_some()) {
+        if (by_signal || crate::interrupt::interrupted())
+            && (matches!(self.action, Action::Build) || self.collect.is_some())
+        {
             return Err(CliError::Interrupted);
         }
         Ok(status.code().unwrap_or(if by_signal { crate::errors::exit::INTERRUPTED } else { 101 }))

@@ -11,6 +11,9 @@
 //! (a `kill` of rustc or llc) interrupts the build the same way
 //! ([`interrupting_status`]; cargo's and offload-linker's reports of it are
 //! recognized by `diagnostic::classify`).
+//! No child starts once the build is interrupted, and probes have a time
+//! limit (`child`): the interruption never waits for a step that has not
+//! begun, nor for a tool that does not answer.
 //! Files are written to unique temporary names and renamed into place, so
 //! an interrupted build leaves nothing a later build would trust.
 
@@ -35,19 +38,30 @@ pub fn install() {
 
 /// Sends SIGINT to the children started so far that still run.
 fn forward() {
-    use nix::sys::signal::{kill, Signal};
-    use nix::unistd::Pid;
     let children = CHILDREN.lock().map(|c| c.clone()).unwrap_or_default();
     for pid in children {
-        if let Ok(pid) = i32::try_from(pid) {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
-        }
+        forward_to(pid);
+    }
+}
+
+/// Sends SIGINT to the child `pid` (see `child::spawn`).
+pub fn forward_to(pid: u32) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
     }
 }
 
 /// Whether the build was interrupted.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// The flag behind [`interrupted`], for code that also takes a flag of its
+/// own (tests).
+pub fn flag() -> &'static AtomicBool {
+    &INTERRUPTED
 }
 
 /// Marks the build interrupted (a child reported it).
@@ -74,13 +88,19 @@ impl Drop for Registered {
     }
 }
 
-/// Whether a child ended by SIGINT or SIGTERM (and marks the build
-/// interrupted if so).
-pub fn interrupting_status(status: &ExitStatus) -> bool {
+/// Whether a child ended by SIGINT or SIGTERM.
+fn ended_by_interruption(status: &ExitStatus) -> bool {
     #[cfg(unix)]
     let by_signal = std::os::unix::process::ExitStatusExt::signal(status).is_some_and(|s| SIGNALS.contains(&s));
     #[cfg(not(unix))]
     let by_signal = false;
+    by_signal
+}
+
+/// Whether a child ended by SIGINT or SIGTERM (and marks the build
+/// interrupted if so).
+pub fn interrupting_status(status: &ExitStatus) -> bool {
+    let by_signal = ended_by_interruption(status);
     if by_signal {
         set();
     }
@@ -91,15 +111,17 @@ pub fn interrupting_status(status: &ExitStatus) -> bool {
 mod tests {
     use super::*;
 
+    /// (The flag itself is not set here: the other tests of this process
+    /// start children, which an interrupted build does not.)
     #[test]
     fn interruptions_are_recognized() {
         #[cfg(unix)]
         {
             use std::os::unix::process::ExitStatusExt;
-            assert!(!interrupting_status(&ExitStatus::from_raw(1 << 8)));
-            assert!(!interrupted());
-            assert!(interrupting_status(&ExitStatus::from_raw(2)));
-            assert!(interrupted());
+            assert!(!ended_by_interruption(&ExitStatus::from_raw(1 << 8)));
+            assert!(ended_by_interruption(&ExitStatus::from_raw(2)));
+            assert!(ended_by_interruption(&ExitStatus::from_raw(15)));
+            assert!(!ended_by_interruption(&ExitStatus::from_raw(9)));
         }
     }
 }

@@ -18,8 +18,10 @@
 
 mod arg;
 mod binary;
+mod child;
 mod cli;
 mod cmd;
+mod devflags;
 mod device;
 mod diagnostic;
 mod doctor;

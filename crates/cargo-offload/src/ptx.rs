@@ -62,54 +62,14 @@ pub fn dotted(v: u32) -> String {
     format!("{}.{}", v / 10, v % 10)
 }
 
-/// The PTX versions `llc -mattr=help` lists (`ptx78 - Use PTX version 78.`).
-pub fn parse_llc_features(help: &str) -> Vec<u32> {
-    let mut v: Vec<u32> = help
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("ptx"))
-        .filter_map(|rest| rest.split_whitespace().next())
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-/// The PTX versions the `llc` at `llc` knows.
-pub fn llc_ptx_versions(llc: &std::path::Path) -> Vec<u32> {
-    let out = std::process::Command::new(llc).args(["-mtriple=nvptx64-nvidia-cuda", "-mattr=help"]).output();
-    match out {
-        Ok(o) => {
-            parse_llc_features(&(String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)))
-        }
-        Err(_) => Vec::new(),
-    }
-}
-
 /// The `ptxNN` target features the rustc flags `flags` turn on (`+`) or
 /// off (`-`), as (on, version): `-C target-feature=+ptx80,+sm_90`,
 /// `-Ctarget-feature=+ptx80`, `--codegen target-feature=…`.
 pub fn user_ptx_features(flags: &[String]) -> Vec<(bool, u32)> {
-    let mut out = Vec::new();
-    let mut it = flags.iter().peekable();
-    while let Some(f) = it.next() {
-        let value = match f.as_str() {
-            "-C" | "--codegen" => it.next().map(String::as_str),
-            other => other.strip_prefix("-C").or_else(|| other.strip_prefix("--codegen=")),
-        };
-        let Some(list) = value.and_then(|v| v.strip_prefix("target-feature=")) else { continue };
-        for item in list.split(',') {
-            let (on, name) = match item.split_at_checked(1) {
-                Some(("+", n)) => (true, n),
-                Some(("-", n)) => (false, n),
-                _ => (true, item),
-            };
-            if let Some(v) = name.strip_prefix("ptx").and_then(|n| n.parse().ok()) {
-                out.push((on, v));
-            }
-        }
-    }
-    out
+    crate::devflags::target_features(flags)
+        .into_iter()
+        .filter_map(|(on, name)| name.strip_prefix("ptx").and_then(|n| n.parse().ok()).map(|v| (on, v)))
+        .collect()
 }
 
 /// A PTX ISA version the device pass cannot use, with the fix.
@@ -207,12 +167,6 @@ mod tests {
     }
 
     #[test]
-    fn llc_feature_lists_parse() {
-        let help = "Available CPUs for this target:\n\n  sm_90 - Select the sm_90 processor.\n\nAvailable features for this target:\n\n  ptx32 - Use PTX version 32.\n  ptx78 - Use PTX version 78.\n  ptx90 - Use PTX version 90.\n  sm_90 - Target SM 90.\n";
-        assert_eq!(parse_llc_features(help), [32, 78, 90]);
-    }
-
-    #[test]
     fn user_flags_are_read_in_every_spelling() {
         assert_eq!(user_ptx_features(&v("-C target-feature=+ptx80,+sm_90")), [(true, 80)]);
         assert_eq!(user_ptx_features(&v("-Ctarget-feature=+ptx65 -Copt-level=3")), [(true, 65)]);
@@ -246,49 +200,5 @@ mod tests {
         // version still checked against LLVM.
         assert_eq!(device_feature("sm_107", &[], LLVM22, 22), Ok(None));
         assert!(device_feature("sm_107", &v("-Ctarget-feature=+ptx99"), LLVM22, 22).is_err());
-    }
-
-    /// The table agrees with the `llc` of the device toolchains installed
-    /// here: for each architecture it knows, `llc -mcpu=<arch>` on an empty
-    /// module emits `.version <minimum>`.
-    #[test]
-    fn the_table_agrees_with_installed_llcs() {
-        let mut llcs: Vec<std::path::PathBuf> = Vec::new();
-        for major in 20..40 {
-            if let Ok(p) = offload_linker::tools::find_tool("llc", "OFFLOAD_TEST_UNSET_LLC", major, None, &[]) {
-                llcs.push(p);
-            }
-        }
-        if let Ok(out) =
-            std::process::Command::new("rustup").args(["which", "--toolchain", "nightly", "rustc"]).output()
-        {
-            let rustc = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-            if let Some(root) = rustc.parent().and_then(std::path::Path::parent) {
-                let dir = root.join("lib/rustlib/x86_64-unknown-linux-gnu/bin/llc");
-                if dir.is_file() {
-                    llcs.push(dir);
-                }
-            }
-        }
-        let dir = std::env::temp_dir().join(format!("offload-ptx-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let empty = dir.join("empty.ll");
-        std::fs::write(&empty, "target triple = \"nvptx64-nvidia-cuda\"\n").unwrap();
-        for llc in &llcs {
-            let known = crate::llvm::known_archs(llc, "nvptx64-nvidia-cuda");
-            for (arch, min) in MIN_PTX.iter().filter(|(a, _)| known.iter().any(|k| k == a)) {
-                let out = std::process::Command::new(llc)
-                    .arg("-mtriple=nvptx64-nvidia-cuda")
-                    .arg(format!("-mcpu={arch}"))
-                    .arg(&empty)
-                    .args(["-o", "-"])
-                    .output()
-                    .unwrap();
-                let ptx = String::from_utf8_lossy(&out.stdout);
-                assert!(ptx.contains(&format!(".version {}\n", dotted(*min))), "{} {arch}: {ptx}", llc.display());
-            }
-            assert!(llc_ptx_versions(llc).contains(&78), "{}", llc.display());
-        }
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

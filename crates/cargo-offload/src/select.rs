@@ -5,7 +5,7 @@ use crate::cli::{DeviceOpts, DEFAULT_NVPTX_ARCH};
 use crate::errors::{CliError, Result};
 use crate::toolchain::{self, DeviceToolchain};
 use crate::workspace::Config;
-use crate::{ptx, status};
+use crate::{devflags, ptx, status};
 
 /// One device image to build: a target triple and an architecture.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +89,7 @@ pub(crate) fn resolve_devices_in(
     } else if target.as_deref().is_some_and(|t| t.starts_with("amdgcn")) {
         return Err(CliError::AmdNeedsArch);
     } else {
-        match toolchain::detect_gpu_arch() {
+        match toolchain::detect_gpu_arch()? {
             Some(a) => (vec![a], "the GPU"),
             None => (vec![DEFAULT_NVPTX_ARCH.to_string()], "default"),
         }
@@ -100,7 +100,7 @@ pub(crate) fn resolve_devices_in(
         if !is_device_triple(&triple) {
             return Err(CliError::UnknownTarget(triple));
         }
-        let known = crate::llvm::known_archs(&tc.llvm.llc, &triple);
+        let known = crate::llvm::known_archs(&tc.llvm.llc, &triple)?;
         if !known.is_empty() && !known.contains(&arch) {
             return Err(CliError::UnknownArch { arch, target: triple, known: supported_in_order(&known), from });
         }
@@ -108,12 +108,13 @@ pub(crate) fn resolve_devices_in(
             return Err(CliError::ArchTooOld { arch, from });
         }
         if !sels.iter().any(|d| d.arch == arch && d.triple == triple) {
+            // Checked before any build: a flag that contradicts the
+            // architecture would abort LLVM in the middle of it.
+            let flags: Vec<String> =
+                env(devflags::VAR).unwrap_or_default().split_whitespace().map(String::from).collect();
+            devflags::check(&flags, &triple, &arch)?;
             let ptx_feature = if triple.starts_with("nvptx64") {
-                // Checked before any build: an unusable PTX ISA version
-                // would abort LLVM in the middle of it.
-                let flags: Vec<String> =
-                    env("OFFLOAD_DEVICE_RUSTFLAGS").unwrap_or_default().split_whitespace().map(String::from).collect();
-                ptx::device_feature(&arch, &flags, &ptx::llc_ptx_versions(&tc.llvm.llc), tc.llvm_major)?
+                ptx::device_feature(&arch, &flags, &crate::llvm::ptx_versions(&tc.llvm.llc)?, tc.llvm_major)?
             } else {
                 None
             };

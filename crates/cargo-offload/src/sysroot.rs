@@ -246,23 +246,7 @@ impl Sysroot {
         if self.is_built() {
             return Ok(());
         }
-        let parent = self.dir.parent().expect("a sysroot has a parent directory");
-        let io = |path: &Path, source| CliError::Io { op: "could not write", path: path.to_path_buf(), source };
-        std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-        let lock_path = self.dir.with_extension("lock");
-        let lock_file = File::create(&lock_path).map_err(|e| io(&lock_path, e))?;
-        use nix::fcntl::{Flock, FlockArg};
-        let _lock = match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
-            Ok(l) => l,
-            Err((file, _)) => {
-                status::note(format!(
-                    "waiting for another cargo offload to build the device sysroot for {} {}",
-                    self.target_name, self.cpu
-                ));
-                Flock::lock(file, FlockArg::LockExclusive)
-                    .map_err(|(_, e)| CliError::io("could not lock", &lock_path)(std::io::Error::from(e)))?
-            }
-        };
+        let _lock = self.lock()?;
         if self.is_built() {
             return Ok(());
         }
@@ -276,23 +260,46 @@ impl Sysroot {
             ),
         );
         let build = self.dir.with_extension("build");
-        std::fs::create_dir_all(&build).map_err(|e| io(&build, e))?;
+        let rlibs = self.compile(&build)?;
+        self.install(&rlibs)?;
+        let _ = std::fs::remove_dir_all(&build);
+        Ok(())
+    }
+
+    /// Takes `<dir>.lock`, waiting (with a note) while another build holds it.
+    fn lock(&self) -> Result<nix::fcntl::Flock<File>> {
+        use nix::fcntl::{Flock, FlockArg};
+        let parent = self.dir.parent().expect("a sysroot has a parent directory");
+        std::fs::create_dir_all(parent).map_err(CliError::io("could not create", parent))?;
+        let lock_path = self.dir.with_extension("lock");
+        let lock_file = File::create(&lock_path).map_err(CliError::io("could not create", &lock_path))?;
+        match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
+            Ok(l) => Ok(l),
+            Err((file, _)) => {
+                status::note(format!(
+                    "waiting for another cargo offload to build the device sysroot for {} {}",
+                    self.target_name, self.cpu
+                ));
+                Flock::lock(file, FlockArg::LockExclusive)
+                    .map_err(|(_, e)| CliError::io("could not lock", &lock_path)(std::io::Error::from(e)))
+            }
+        }
+    }
+
+    /// Compiles the libraries in `build` (a placeholder crate); returns
+    /// their `.rlib`s and `.rmeta`s.
+    fn compile(&self, build: &Path) -> Result<Vec<PathBuf>> {
+        std::fs::create_dir_all(build).map_err(CliError::io("could not create", build))?;
         let manifest = "[package]\nname = \"offload-sysroot\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
                         [lib]\npath = \"lib.rs\"\n\n\
                         [profile.release]\nopt-level = 3\ndebug = 0\ndebug-assertions = false\n\
                         overflow-checks = false\nincremental = false\n\n[workspace]\n";
         for (name, text) in [("Cargo.toml", manifest.as_bytes()), ("lib.rs", b"#![no_std]\n".as_slice())] {
             let path = build.join(name);
-            offload_image::file::write_if_changed(&path, text).map_err(|e| io(&path, e))?;
+            offload_image::file::write_if_changed(&path, text).map_err(CliError::io("could not write", &path))?;
         }
-        let mut child = self
-            .command(&build)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| CliError::Spawn { program: self.cargo.display().to_string(), source })?;
-        let registered = crate::interrupt::register(child.id());
-        let stderr = child.stderr.take().expect("piped");
+        let mut running = crate::child::spawn(self.command(build).stdout(Stdio::piped()).stderr(Stdio::piped()))?;
+        let stderr = running.child.stderr.take().expect("piped");
         let errors = std::thread::spawn(move || {
             use std::io::Read;
             let mut s = String::new();
@@ -301,7 +308,7 @@ impl Sysroot {
         });
         let mut rlibs = Vec::new();
         let mut rendered = Vec::new();
-        for msg in cargo_metadata::Message::parse_stream(BufReader::new(child.stdout.take().expect("piped"))) {
+        for msg in cargo_metadata::Message::parse_stream(BufReader::new(running.child.stdout.take().expect("piped"))) {
             match msg {
                 Ok(cargo_metadata::Message::CompilerArtifact(a))
                     if a.target.name.replace('-', "_") != "offload_sysroot" =>
@@ -321,50 +328,50 @@ impl Sysroot {
                 _ => {}
             }
         }
-        let status =
-            child.wait().map_err(|source| CliError::Spawn { program: self.cargo.display().to_string(), source })?;
-        drop(registered);
+        let status = running.wait()?;
         let stderr = errors.join().unwrap_or_default();
-        if crate::interrupt::interrupting_status(&status) || crate::interrupt::interrupted() {
+        if crate::interrupt::interrupted() {
             return Err(CliError::Interrupted);
         }
-        if !status.success() || !rlibs.iter().any(|r| r.extension().is_some_and(|e| e == "rlib")) {
-            let said: String = rendered.concat();
-            let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim_start().starts_with("Compiling ")).collect();
-            return Err(CliError::DeviceBuild {
-                what: format!(
-                    "compiling core for {} {} failed:\n{}{}",
-                    self.target_name,
-                    self.cpu,
-                    said,
-                    tail.join("\n")
-                ),
-                hints: vec![format!(
-                    "`OFFLOAD_BUILD_STD=1` compiles core inside the device pass instead (-Zbuild-std=core); \
-                     the failed sysroot build is in {}",
-                    build.display()
-                )],
-            });
+        if status.success() && rlibs.iter().any(|r| r.extension().is_some_and(|e| e == "rlib")) {
+            return Ok(rlibs);
         }
-        // Assemble beside the final directory, then rename it into place.
+        let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim_start().starts_with("Compiling ")).collect();
+        Err(CliError::DeviceBuild {
+            what: format!(
+                "compiling core for {} {} failed:\n{}{}",
+                self.target_name,
+                self.cpu,
+                rendered.concat(),
+                tail.join("\n")
+            ),
+            hints: vec![format!(
+                "`OFFLOAD_BUILD_STD=1` compiles core inside the device pass instead (-Zbuild-std=core); \
+                 the failed sysroot build is in {}",
+                build.display()
+            )],
+        })
+    }
+
+    /// Puts `rlibs` in place: assembled beside the final directory, then
+    /// renamed to it (under the lock nobody else renames to it).
+    fn install(&self, rlibs: &[PathBuf]) -> Result<()> {
         let tmp = offload_image::file::unique_tmp(&self.dir);
         let lib = lib_dir_in(&tmp, &self.target_name);
-        std::fs::create_dir_all(&lib).map_err(|e| io(&lib, e))?;
-        for r in &rlibs {
+        std::fs::create_dir_all(&lib).map_err(CliError::io("could not create", &lib))?;
+        for r in rlibs {
             let to = lib.join(r.file_name().unwrap_or_default());
             if std::fs::hard_link(r, &to).is_err() {
-                std::fs::copy(r, &to).map_err(|e| io(&to, e))?;
+                std::fs::copy(r, &to).map_err(CliError::io("could not write", &to))?;
             }
         }
         let mut text = self.description.clone();
         text.push_str(&format!("built by cargo-offload {}\n", env!("CARGO_PKG_VERSION")));
-        std::fs::write(tmp.join("offload-sysroot.txt"), text).map_err(|e| io(&tmp, e))?;
-        // Under the lock nobody else renames to `dir`; a leftover of a
-        // build that lost its lock file is replaced.
+        let info = tmp.join("offload-sysroot.txt");
+        std::fs::write(&info, text).map_err(CliError::io("could not write", &info))?;
+        // A leftover of a build that lost its lock file is replaced.
         let _ = std::fs::remove_dir_all(&self.dir);
-        std::fs::rename(&tmp, &self.dir).map_err(|e| io(&self.dir, e))?;
-        let _ = std::fs::remove_dir_all(&build);
-        Ok(())
+        std::fs::rename(&tmp, &self.dir).map_err(CliError::io("could not rename a directory to", &self.dir))
     }
 }
 

@@ -27,6 +27,7 @@ use std::process::Command;
 
 use offload_linker::{LlvmTools, ToolError};
 
+use crate::child;
 use crate::errors::{CliError, Result};
 
 /// A device compiler and what comes with it.
@@ -73,12 +74,11 @@ pub struct RustcInfo {
     pub llvm_major: u32,
 }
 
-pub fn rustc_info(rustc: &Path) -> Option<RustcInfo> {
-    let out = Command::new(rustc).arg("-vV").env_remove("RUSTC_WRAPPER").output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    parse_rustc_vv(&String::from_utf8_lossy(&out.stdout))
+/// `rustc -vV`, probed (`child::probe`); `None` if it does not run or says
+/// nothing readable.
+pub fn rustc_info(rustc: &Path) -> Result<Option<RustcInfo>> {
+    let out = child::probe(Command::new(rustc).arg("-vV"))?;
+    Ok(out.filter(|o| o.status.success()).and_then(|o| parse_rustc_vv(&String::from_utf8_lossy(&o.stdout))))
 }
 
 /// Parses `rustc -vV`: the first line and the `LLVM version:` major.
@@ -92,9 +92,10 @@ pub fn parse_rustc_vv(text: &str) -> Option<RustcInfo> {
     Some(RustcInfo { version, llvm_major })
 }
 
-pub fn sysroot(rustc: &Path) -> Option<PathBuf> {
-    let out = Command::new(rustc).args(["--print", "sysroot"]).output().ok()?;
-    out.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+/// `rustc --print sysroot`, probed.
+pub fn sysroot(rustc: &Path) -> Result<Option<PathBuf>> {
+    let out = child::probe(Command::new(rustc).args(["--print", "sysroot"]))?;
+    Ok(out.filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())))
 }
 
 /// `<sysroot>/lib/rustlib/src/rust/library`, if it holds `core`.
@@ -103,9 +104,10 @@ pub fn rust_src(sysroot: &Path) -> Option<PathBuf> {
     lib.join("core/src/lib.rs").is_file().then_some(lib)
 }
 
-fn rustup_nightly(tool: &str) -> Option<PathBuf> {
-    let out = Command::new("rustup").args(["which", "--toolchain", "nightly", tool]).output().ok()?;
-    out.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+/// `rustup which --toolchain nightly <tool>`, probed.
+fn rustup_nightly(tool: &str) -> Result<Option<PathBuf>> {
+    let out = child::probe(Command::new("rustup").args(["which", "--toolchain", "nightly", tool]))?;
+    Ok(out.filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())))
 }
 
 /// A device rustc and the cargo of the same release.
@@ -117,7 +119,7 @@ pub struct Candidate {
 }
 
 /// The candidates, in order (see the module docs).
-pub fn candidates() -> Vec<Candidate> {
+pub fn candidates() -> Result<Vec<Candidate>> {
     let mut c = Vec::new();
     if let Some(r) = std::env::var_os("OFFLOAD_RUSTC").filter(|v| !v.is_empty()) {
         let rustc = PathBuf::from(r);
@@ -126,9 +128,9 @@ pub fn candidates() -> Vec<Candidate> {
             .map(PathBuf::from)
             .unwrap_or_else(|| rustc.with_file_name("cargo"));
         c.push(Candidate { origin: "OFFLOAD_RUSTC".into(), rustc, cargo });
-        return c;
+        return Ok(c);
     }
-    if let (Some(rustc), Some(cargo)) = (rustup_nightly("rustc"), rustup_nightly("cargo")) {
+    if let (Some(rustc), Some(cargo)) = (rustup_nightly("rustc")?, rustup_nightly("cargo")?) {
         c.push(Candidate { origin: "rustup nightly".into(), rustc, cargo });
     }
     c.push(Candidate {
@@ -136,7 +138,7 @@ pub fn candidates() -> Vec<Candidate> {
         rustc: "/usr/bin/rustc".into(),
         cargo: "/usr/bin/cargo".into(),
     });
-    c
+    Ok(c)
 }
 
 /// What probing one candidate found, in the order of the checks; a check
@@ -237,23 +239,36 @@ pub fn verdict(p: &Probe) -> std::result::Result<(), Gap> {
     }
 }
 
-/// Probes one candidate, stopping at the first missing part.
-pub fn probe(cand: Candidate) -> Probe {
+/// Probes one candidate, stopping at the first missing part; an error if
+/// a probe does not answer or the build is interrupted.
+pub fn probe(cand: Candidate) -> Result<Probe> {
     let mut p = Probe { cand, info: None, sysroot: None, rust_src: false, cargo: false, llvm: None };
-    p.info = rustc_info(&p.cand.rustc);
-    let Some(info) = &p.info else { return p };
-    p.sysroot = sysroot(&p.cand.rustc);
-    let Some(root) = &p.sysroot else { return p };
+    p.info = rustc_info(&p.cand.rustc)?;
+    let Some(info) = &p.info else { return Ok(p) };
+    p.sysroot = sysroot(&p.cand.rustc)?;
+    let Some(root) = &p.sysroot else { return Ok(p) };
     p.rust_src = rust_src(root).is_some();
     if !p.rust_src {
-        return p;
+        return Ok(p);
     }
     p.cargo = p.cand.cargo.is_file();
     if !p.cargo {
-        return p;
+        return Ok(p);
     }
     p.llvm = Some(LlvmTools::discover(info.llvm_major, Some(root)));
-    p
+    Ok(p)
+}
+
+/// Probes the candidates in order until [`choose`] has its answer (it
+/// stops at the first complete one); the first probe error ends it.
+pub fn probe_and_choose(candidates: Vec<Candidate>) -> Result<Choice> {
+    let mut error = None;
+    let probes = candidates.into_iter().map_while(|c| probe(c).map_err(|e| error = Some(e)).ok());
+    let choice = choose(probes);
+    match error {
+        Some(e) => Err(e),
+        None => Ok(choice),
+    }
 }
 
 /// The outcome of [`choose`].
@@ -333,7 +348,7 @@ pub fn no_toolchain_error(skipped: &[(Probe, Gap)]) -> CliError {
 /// Finds the device toolchain: probes the candidates in order, takes the
 /// first complete one and prints a `note:` for each one skipped before it.
 pub fn find() -> Result<DeviceToolchain> {
-    let choice = choose(candidates().into_iter().map(probe));
+    let choice = probe_and_choose(candidates()?)?;
     let lines = choice.skip_lines();
     let Some(p) = choice.chosen else {
         return Err(no_toolchain_error(&choice.skipped));
@@ -349,7 +364,7 @@ pub fn find() -> Result<DeviceToolchain> {
         version: info.version,
         llvm_major: info.llvm_major,
         llvm: p.llvm.expect("complete").expect("complete"),
-        ptxas: find_ptxas(),
+        ptxas: find_ptxas()?,
         origin: p.cand.origin,
     })
 }
@@ -357,9 +372,9 @@ pub fn find() -> Result<DeviceToolchain> {
 /// Finds `ptxas`: `OFFLOAD_PTXAS` (empty: none), `ptxas` on `PATH`,
 /// `$CUDA_HOME/bin`, `/usr/local/cuda/bin`, and the `nvidia-cuda-nvcc` wheel
 /// from PyPI (`site-packages/nvidia/cu*/bin/ptxas`).
-pub fn find_ptxas() -> Option<PathBuf> {
+pub fn find_ptxas() -> Result<Option<PathBuf>> {
     if let Some(v) = std::env::var_os("OFFLOAD_PTXAS") {
-        return if v.is_empty() { None } else { Some(PathBuf::from(v)) };
+        return Ok(if v.is_empty() { None } else { Some(PathBuf::from(v)) });
     }
     let mut c: Vec<PathBuf> = Vec::new();
     if let Some(path) = std::env::var_os("PATH") {
@@ -371,7 +386,7 @@ pub fn find_ptxas() -> Option<PathBuf> {
         }
     }
     c.push("/usr/local/cuda/bin/ptxas".into());
-    for site in python_site_dirs() {
+    for site in python_site_dirs()? {
         if let Ok(rd) = std::fs::read_dir(site.join("nvidia")) {
             let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
             dirs.sort();
@@ -382,28 +397,28 @@ pub fn find_ptxas() -> Option<PathBuf> {
             c.push(site.join("nvidia/cuda_nvcc/bin/ptxas"));
         }
     }
-    c.into_iter().find(|p| p.is_file())
+    Ok(c.into_iter().find(|p| p.is_file()))
 }
 
-fn python_site_dirs() -> Vec<PathBuf> {
+/// Python's site-packages directories (where pip puts the CUDA wheels).
+fn python_site_dirs() -> Result<Vec<PathBuf>> {
     let script = "import site,sys\nprint('\\n'.join(site.getsitepackages()+[site.getusersitepackages()]))";
     for py in ["python3", "python"] {
-        if let Ok(out) = Command::new(py).args(["-c", script]).output() {
-            if out.status.success() {
-                return String::from_utf8_lossy(&out.stdout).lines().map(PathBuf::from).collect();
-            }
+        if let Some(out) = child::probe(Command::new(py).args(["-c", script]))?.filter(|o| o.status.success()) {
+            return Ok(String::from_utf8_lossy(&out.stdout).lines().map(PathBuf::from).collect());
         }
     }
-    Vec::new()
+    Ok(Vec::new())
 }
 
 /// The GPU's architecture as `nvidia-smi` reports it, if there is one.
-pub fn detect_gpu_arch() -> Option<String> {
-    let out = Command::new("nvidia-smi").args(["--query-gpu=compute_cap", "--format=csv,noheader"]).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
+pub fn detect_gpu_arch() -> Result<Option<String>> {
+    let out = child::probe(Command::new("nvidia-smi").args(["--query-gpu=compute_cap", "--format=csv,noheader"]))?;
+    Ok(out.filter(|o| o.status.success()).and_then(|o| parse_compute_cap(&String::from_utf8_lossy(&o.stdout))))
+}
+
+/// `9.0` (`nvidia-smi --query-gpu=compute_cap`'s first line) → `sm_90`.
+fn parse_compute_cap(text: &str) -> Option<String> {
     let cap = text.lines().next()?.trim();
     let (major, minor) = cap.split_once('.')?;
     Some(format!("sm_{}{}", major.trim(), minor.trim()))
@@ -456,7 +471,8 @@ mod tests {
         );
         // A complete first candidate: nothing skipped, later ones not probed.
         let mut probed = 0;
-        let c = choose([fake("rustup nightly", 23, 5), fake("/usr/bin/rustc", 22, 5)].into_iter().inspect(|_| probed += 1));
+        let c =
+            choose([fake("rustup nightly", 23, 5), fake("/usr/bin/rustc", 22, 5)].into_iter().inspect(|_| probed += 1));
         assert_eq!(c.chosen.unwrap().cand.origin, "rustup nightly");
         assert!(c.skipped.is_empty());
         assert_eq!(probed, 1);
@@ -520,7 +536,8 @@ mod tests {
 
     #[test]
     fn rustc_version_output() {
-        let i = parse_rustc_vv("rustc 1.101.0-nightly (92b5b8c87 2026-10-29)\nbinary: rustc\nLLVM version: 23.1.4\n").unwrap();
+        let i = parse_rustc_vv("rustc 1.101.0-nightly (92b5b8c87 2026-10-29)\nbinary: rustc\nLLVM version: 23.1.4\n")
+            .unwrap();
         assert_eq!(i, RustcInfo { version: "rustc 1.101.0-nightly (92b5b8c87 2026-10-29)".into(), llvm_major: 23 });
         assert_eq!(parse_rustc_vv("rustc 1.96.0\nbinary: rustc\n"), None);
     }

@@ -76,7 +76,15 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     if let Some(m) = &cargo.manifest_path {
         cmd.manifest_path(m);
     }
-    let meta = cmd.exec().map_err(CliError::Metadata)?;
+    // Run as every child is (`child`): interruptible, forwarded Ctrl-C.
+    let out = crate::child::output(&mut cmd.cargo_command())?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        return Err(CliError::Metadata(cargo_metadata::Error::CargoMetadata { stderr }));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json = stdout.lines().find(|l| l.starts_with('{')).ok_or(CliError::Metadata(cargo_metadata::Error::NoJson))?;
+    let meta = cargo_metadata::MetadataCommand::parse(json).map_err(CliError::Metadata)?;
     let target_dir = match &cargo.target_dir {
         Some(t) => std::path::absolute(t).unwrap_or_else(|_| t.clone()),
         None => meta.target_directory.clone().into_std_path_buf(),

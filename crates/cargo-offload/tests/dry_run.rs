@@ -96,6 +96,14 @@ fn parse(stdout: &str) -> (Vec<Pass>, String, Pass) {
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
+/// Runs `cmd`: exit code, stdout, stderr.
+fn output(mut cmd: Command) -> (i32, String, String) {
+    let out = cmd.output().expect("run cargo-offload");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), stdout, stderr)
+}
+
 /// A copy of `tests/fixtures/bin-only` with a target directory that must
 /// stay empty.
 struct Fixture {
@@ -119,8 +127,31 @@ impl Fixture {
         Fixture { dir, target: base.join("target") }
     }
 
+    /// `cargo offload <args> --target-dir <target> --dry-run`, which must succeed.
+    fn dry_run(&self, args: &[&str], env: &[(&str, &str)]) -> DryRun {
+        let out = self.command(args, env).output().expect("run cargo-offload");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {}\n{stdout}\n{stderr}", out.status);
+        let (devices, embed, host) = parse(&stdout);
+        DryRun { devices, embed, host, stderr }
+    }
+
+    /// The command of [`Fixture::dry_run`], to run as a test needs.
+    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut a = args.to_vec();
+        a.insert(a.iter().position(|x| *x == "--").unwrap_or(a.len()), "--dry-run");
+        self.in_target(&a, env)
+    }
+
     /// `cargo offload <args> --target-dir <target>`: exit code, stdout, stderr.
     fn offload(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+        output(self.in_target(args, env))
+    }
+
+    /// `cargo offload <args> --target-dir <target>`, `--target-dir` before
+    /// any `--`.
+    fn in_target(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let (args, trailing) = match args.iter().position(|a| *a == "--") {
             Some(i) => (&args[..i], &args[i..]),
             None => (args, &[][..]),
@@ -128,11 +159,15 @@ impl Fixture {
         let target = self.target.to_str().unwrap();
         let all: Vec<&str> =
             args.iter().copied().chain(["--target-dir", target]).chain(trailing.iter().copied()).collect();
-        self.cargo_offload(&all, env)
+        self.cargo_offload_command(&all, env)
     }
 
     /// `cargo offload <args>` in the fixture: exit code, stdout, stderr.
     fn cargo_offload(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+        output(self.cargo_offload_command(args, env))
+    }
+
+    fn cargo_offload_command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
         cmd.arg("offload").args(args);
         cmd.current_dir(&self.dir).env("CARGO_TERM_COLOR", "never");
@@ -147,20 +182,18 @@ impl Fixture {
             cmd.env_remove(k);
         }
         cmd.envs(env.iter().copied());
-        let out = cmd.output().expect("run cargo-offload");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        (out.status.code().unwrap_or(-1), stdout, stderr)
+        cmd
     }
 
-    /// `cargo offload <args> --target-dir <target> --dry-run`, which must succeed.
-    fn dry_run(&self, args: &[&str], env: &[(&str, &str)]) -> DryRun {
-        let mut a = args.to_vec();
-        a.insert(a.iter().position(|x| *x == "--").unwrap_or(a.len()), "--dry-run");
-        let (code, stdout, stderr) = self.offload(&a, env);
-        assert_eq!(code, 0, "{args:?}:\n{stdout}\n{stderr}");
-        let (devices, embed, host) = parse(&stdout);
-        DryRun { devices, embed, host, stderr }
+    /// A `rustup` that never answers, first on `PATH`: the `PATH` to use.
+    fn hanging_rustup(&self) -> String {
+        let bin = self.dir.join("fake-bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let rustup = bin.join("rustup");
+        std::fs::write(&rustup, "#!/bin/sh\nexec sleep 20\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
     }
 
     /// Rewrites the fixture's `Cargo.toml` with `f`.
@@ -719,4 +752,69 @@ fn doctor_reports_found_and_missing_parts() {
     assert!(out.contains("MISSING  rust-src"), "{out}");
     assert!(out.contains("sudo apt-get install rustc-web cargo-web rust-web-src"), "{out}");
     assert!(out.contains("rustup toolchain install nightly --component rust-src,llvm-tools"), "{out}");
+}
+
+/// A flag in `OFFLOAD_DEVICE_RUSTFLAGS` that contradicts the build is a
+/// usage error before anything is built (the rules: `devflags.rs`).
+#[test]
+fn contradicting_device_rustflags_are_refused() {
+    let f = Fixture::new();
+    for (flags, says) in [
+        ("-C target-cpu=sm_90", "`-C target-cpu=sm_90` in OFFLOAD_DEVICE_RUSTFLAGS"),
+        ("-C target-feature=+sm_100", "`+sm_100` in OFFLOAD_DEVICE_RUSTFLAGS contradicts the architecture sm_80"),
+        ("-C panic=unwind", "`-C panic=unwind` in OFFLOAD_DEVICE_RUSTFLAGS: GPU code cannot unwind"),
+    ] {
+        let out = f.command(&["build", "--arch", "sm_80"], &[("OFFLOAD_DEVICE_RUSTFLAGS", flags)]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags}: {stderr}");
+        assert!(stderr.contains(says) && stderr.contains("= help: "), "{flags}: {stderr}");
+        assert!(out.stdout.is_empty(), "nothing planned: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    assert!(f.built_nothing());
+}
+
+/// A toolchain probe that does not answer (`rustup which` here) is an error
+/// naming it after `OFFLOAD_PROBE_TIMEOUT` seconds, not a hang.
+#[test]
+fn a_hanging_toolchain_probe_is_named() {
+    let f = Fixture::new();
+    let path = f.hanging_rustup();
+    let start = std::time::Instant::now();
+    let out = f
+        .command(&["build", "--arch", "sm_80"], &[("PATH", &path), ("OFFLOAD_PROBE_TIMEOUT", "1")])
+        .env_remove("OFFLOAD_RUSTC")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(start.elapsed() < std::time::Duration::from_secs(15), "{:?}: {stderr}", start.elapsed());
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("error: `rustup which --toolchain nightly rustc` did not answer within 1 s"), "{stderr}");
+    assert!(stderr.contains("OFFLOAD_PROBE_TIMEOUT"), "{stderr}");
+}
+
+/// Ctrl-C (a SIGINT to `cargo offload` alone) while a probe runs ends the
+/// build at once: the probe is killed, nothing else starts.
+#[test]
+fn an_interruption_during_a_probe_ends_the_build() {
+    let f = Fixture::new();
+    let path = f.hanging_rustup();
+    let start = std::time::Instant::now();
+    let child = f
+        .command(&["build", "--arch", "sm_80"], &[("PATH", &path)])
+        .env_remove("OFFLOAD_RUSTC")
+        .env_remove("OFFLOAD_PROBE_TIMEOUT")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past `cargo metadata`, into the probes.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(start.elapsed() < std::time::Duration::from_secs(12), "{:?}: {stderr}", start.elapsed());
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert_eq!(stderr.trim(), "error: build interrupted");
+    assert!(f.built_nothing());
 }

@@ -725,6 +725,23 @@ fn llvm_aborts_and_f128_are_clear_errors() {
     );
     assert!(e.contains("keep f128 arithmetic in host code"), "{e}");
     assert!(!e.contains("LLVM ERROR") && !e.contains("Stack dump"), "{e}");
+
+    // f128 in the kernel's own body, which is inlined into its entry point
+    // `__offload_kernel_fixture_bin_only_quad_<hash>`: named as written.
+    f.edit("src/main.rs", |s| {
+        s.replace(
+            "        *qi = quad_mul(i as u64, *qi);\n",
+            "        #[cfg(offload_device)]\n        {\n            *qi = (f128::from_bits(i as u128) * f128::from_bits((*qi as u128) << 64)).to_bits() as u64;\n        }\n",
+        )
+    });
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let e = &out.stderr;
+    assert!(
+        e.contains("error: device link of `fixture_bin_only` failed: f128 is not supported in device code, used in `fixture_bin_only::quad`"),
+        "{e}"
+    );
+    assert!(!e.contains("__offload_kernel_"), "no kernel symbol: {e}");
 }
 
 /// Two `cargo offload build`s in one directory at the same time (both
@@ -1132,12 +1149,31 @@ fn kernels_writing_a_plain_static_fail_the_link() {
     assert_ne!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains(&format!("kernel code writes the static(s) `{}::CALLS`", f.name)), "{}", out.stderr);
     assert!(out.stderr.contains("Declare it with `#[offload::device_global]`"), "{}", out.stderr);
+    // Statics that kernels only write, which the optimizer deletes with
+    // their writes: an atomic's `store` (through `AtomicU32::store`'s
+    // callees in a debug build), and an assignment to a `static mut`.
+    let fetch_add = "CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);";
+    for (form, name) in [
+        ("CALLS.store(n, core::sync::atomic::Ordering::Relaxed);", "CALLS"),
+        ("unsafe { LAST = n; }", "LAST"),
+    ] {
+        f.edit("src/main.rs", |s| {
+            let s = if s.contains("static mut LAST") { s } else { s.replace("static CALLS", "static mut LAST: u32 = 0;\nstatic CALLS") };
+            s.replace(fetch_add, form)
+        });
+        let out = f.offload(&["build", "--arch", "sm_80"]);
+        assert_eq!(out.code, 4, "{form}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("kernel code writes the static(s) `fixture_bin_only::{name}`")),
+            "{form}: {}",
+            out.stderr
+        );
+        f.edit("src/main.rs", |s| s.replace(form, fetch_add));
+    }
     f.edit("src/main.rs", |s| {
-        s.replace("static CALLS", "#[offload::device_global]\nstatic CALLS")
-            .replace(
-                "CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);",
-                "CALLS.with(|c| c.fetch_add(1, core::sync::atomic::Ordering::Relaxed));",
-            )
+        s.replace("static mut LAST: u32 = 0;\n", "")
+            .replace("static CALLS", "#[offload::device_global]\nstatic CALLS")
+            .replace(fetch_add, "CALLS.with(|c| c.fetch_add(1, core::sync::atomic::Ordering::Relaxed));")
             .replace(
                 "    count(offload::for_len(77), 77).unwrap();\n",
                 "    count(offload::for_len(77), 77).unwrap();\n    println!(\"calls={}\", CALLS.read().unwrap().into_inner());\n",

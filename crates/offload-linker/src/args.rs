@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::{LinkError, GLOBAL_PREFIX, KERNEL_PREFIX};
+use crate::error::LinkError;
+use crate::symbols::{GLOBAL_PREFIX, KERNEL_PREFIX};
 
 /// The command line rustc gives an `llbc`-flavor linker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +102,29 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<LinkArgs, L
         return Err(LinkError::Args("no `--target`".into()));
     }
     Ok(out)
+}
+
+impl LinkArgs {
+    /// The crates whose code this link takes, as `CARGO_CRATE_NAME` spells
+    /// them: those of the rlibs (`lib<name>-<hash>.rlib`) and of the crate's
+    /// own bitcode objects (`<name>.<name>.<hash>-cgu.0.rcgu.o`). Kernel
+    /// symbols start with one of them (see `offload_image::symbol::kernel_path`).
+    pub fn input_crates(&self) -> Vec<String> {
+        let mut c: Vec<String> = self
+            .files
+            .iter()
+            .filter_map(|f| f.file_name()?.to_str())
+            .filter_map(|n| match n.strip_suffix(".rlib") {
+                Some(lib) => lib.strip_prefix("lib")?.rsplit_once('-').map(|(name, _)| name),
+                None => n.split_once('.').map(|(name, _)| name),
+            })
+            .filter(|n| !n.is_empty())
+            .map(String::from)
+            .collect();
+        c.sort();
+        c.dedup();
+        c
+    }
 }
 
 /// The runtime globals (`__offload_global_*`) defined in the IR text.

@@ -64,10 +64,20 @@ pub fn demangle(symbol: &str) -> String {
     format!("{:#}", rustc_demangle::demangle(symbol))
 }
 
+/// How a message names the function `symbol`: a kernel's entry point as
+/// the path the user wrote (`__offload_kernel_app_quad_0123abcd` →
+/// `app::quad`, see `offload_image::symbol::kernel_path`; `crates` are the
+/// names its crate may have), anything else demangled without its hash.
+pub fn function_name(symbol: &str, crates: &[String]) -> String {
+    let crates: Vec<&str> = crates.iter().map(String::as_str).collect();
+    offload_image::symbol::kernel_path(symbol, &crates).unwrap_or_else(|| demangle(symbol))
+}
+
 /// The functions whose body (or signature) in the module text `ir` uses
-/// `fp128` (Rust's `f128`), demangled; those of the crate graph's own code
-/// first, `core`'s and `compiler_builtins`' only if nothing else uses it.
-pub fn f128_functions(ir: &str) -> Vec<String> {
+/// `fp128` (Rust's `f128`), named as [`function_name`] names them; those of
+/// the crate graph's own code first, `core`'s and `compiler_builtins`' only
+/// if nothing else uses it.
+pub fn f128_functions(ir: &str, crates: &[String]) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     let mut current: Option<(String, bool)> = None;
     for line in ir.lines() {
@@ -76,7 +86,7 @@ pub fn f128_functions(ir: &str) -> Vec<String> {
             current = Some((name.trim_matches('"').to_string(), line.contains("fp128")));
         } else if line.starts_with('}') {
             if let Some((name, true)) = current.take() {
-                let d = demangle(&name);
+                let d = function_name(&name, crates);
                 if !found.contains(&d) {
                     found.push(d);
                 }
@@ -142,9 +152,19 @@ define void @__offload_kernel_app_k_12345678() {
   ret void
 }
 ";
-        assert_eq!(f128_functions(ir), ["fixture_f128::quad_sum"]);
+        let crates = ["app".to_string(), "fixture_f128".into()];
+        assert_eq!(f128_functions(ir, &crates), ["fixture_f128::quad_sum"]);
         let only_core = ir.replace("fmul fp128", "fmul double");
-        assert_eq!(f128_functions(&only_core), ["core::f128::add"]);
-        assert!(f128_functions("define void @f() {\n  ret void\n}\n").is_empty());
+        assert_eq!(f128_functions(&only_core, &crates), ["core::f128::add"]);
+        assert!(f128_functions("define void @f() {\n  ret void\n}\n", &crates).is_empty());
+        // f128 in a kernel's own body (inlined into its entry point): the
+        // kernel as the user wrote it, not its symbol.
+        let in_kernel = only_core.replace(
+            "define void @__offload_kernel_app_k_12345678() {\n",
+            "define void @__offload_kernel_app_k_12345678() {\n  %q = fadd fp128 %x, %y\n",
+        );
+        assert_eq!(f128_functions(&in_kernel, &crates), ["app::k"]);
+        // Without its crate's name, the symbol itself.
+        assert_eq!(f128_functions(&in_kernel, &[]), ["__offload_kernel_app_k_12345678"]);
     }
 }

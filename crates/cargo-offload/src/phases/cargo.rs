@@ -53,7 +53,7 @@ fn run(command: Command) -> Result<i32> {
         Command::Bench(a) => {
             build(&a.device, &a.cargo, Action::Bench { no_run: a.no_run, filter: a.filter, args: a.args })
         }
-        Command::Doctor => Ok(doctor::run()),
+        Command::Doctor => doctor::run(),
     }
 }
 

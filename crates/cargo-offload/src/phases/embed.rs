@@ -44,20 +44,12 @@ pub fn assemble(ptxas: &Path, ptx_path: &Path, ptx: &[u8], arch: &str, cache_dir
     // A name of its own: another `cargo offload` may assemble the same PTX
     // at the same time (the first rename wins; both are the same bytes).
     let tmp = unique_tmp(&cached);
-    let child = Command::new(ptxas)
-        .arg(format!("-arch={arch}"))
-        .arg("-O3")
-        .arg(ptx_path)
-        .arg("-o")
-        .arg(&tmp)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(CliError::spawn(ptxas))?;
-    let registered = crate::interrupt::register(child.id());
-    let out = child.wait_with_output().map_err(CliError::spawn(ptxas))?;
-    drop(registered);
-    if crate::interrupt::interrupting_status(&out.status) {
+    let mut cmd = Command::new(ptxas);
+    cmd.arg(format!("-arch={arch}")).arg("-O3").arg(ptx_path).arg("-o").arg(&tmp);
+    let out = crate::child::output(&mut cmd).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })?;
+    if crate::interrupt::interrupted() {
         let _ = std::fs::remove_file(&tmp);
         return Err(CliError::Interrupted);
     }

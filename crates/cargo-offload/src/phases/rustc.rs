@@ -2,10 +2,9 @@
 //! when there is one (`RUSTC_WRAPPER`, e.g. sccache, handed over as
 //! [`INNER_VAR`]), so that it is chained, never silently replaced.
 
-use std::path::Path;
 use std::process::Command;
 
-use crate::errors::{CliError, Result};
+use crate::errors::Result;
 use crate::handoff::INNER_VAR;
 
 /// `rustc args…`, or `<inner wrapper> rustc args…`.
@@ -24,9 +23,27 @@ fn command(rustc: &str, args: &[String]) -> Command {
     }
 }
 
-/// Runs rustc with inherited stdio; returns its exit code (101, rustc's
-/// code for an ICE, if a signal ended it).
+/// Runs rustc with inherited stdio; returns its exit code. A rustc that a
+/// signal ended ends the wrapper with the same signal ([`die_like`]), so
+/// that cargo reports what happened (`signal: 2, SIGINT`, which
+/// `diagnostic::classify` reads as an interrupted build) and not a failed
+/// compilation.
 pub fn run(rustc: &str, args: &[String]) -> Result<i32> {
-    let status = command(rustc, args).status().map_err(CliError::spawn(Path::new(rustc)))?;
-    Ok(status.code().unwrap_or(101))
+    let status = crate::child::status(&mut command(rustc, args))?;
+    Ok(match status.code() {
+        Some(code) => code,
+        None => die_like(&status),
+    })
+}
+
+/// Ends this process with the signal that ended the child (`status`); if
+/// that signal is ignored here (a background job ignores SIGINT), returns
+/// 128 + the signal, as shells report it.
+fn die_like(status: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(signal) = status.signal() else { return 101 };
+    if let Ok(s) = nix::sys::signal::Signal::try_from(signal) {
+        let _ = nix::sys::signal::raise(s);
+    }
+    128 + signal
 }

@@ -34,7 +34,7 @@ pub(super) fn is_name_char(c: u8) -> bool {
 
 /// The symbol name (without `@`, quotes removed) at `s[i..]`, which starts
 /// right after an `@` or `%`, and the index after it.
-pub(super) fn name_after(s: &str, i: usize) -> (&str, usize) {
+pub(crate) fn name_after(s: &str, i: usize) -> (&str, usize) {
     let b = s.as_bytes();
     if i < b.len() && b[i] == b'"' {
         let end = s[i + 1..].find('"').map_or(b.len(), |e| i + 1 + e);
@@ -48,7 +48,7 @@ pub(super) fn name_after(s: &str, i: usize) -> (&str, usize) {
 }
 
 /// Every `@symbol` mentioned in `line` (string literals `c"..."` skipped).
-pub(super) fn symbols(line: &str) -> impl Iterator<Item = &str> + '_ {
+pub(crate) fn symbols(line: &str) -> impl Iterator<Item = &str> + '_ {
     let b = line.as_bytes();
     let mut i = 0;
     std::iter::from_fn(move || {
@@ -73,14 +73,14 @@ pub(super) fn symbols(line: &str) -> impl Iterator<Item = &str> + '_ {
 
 /// What an instruction line calls.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Callee<'a> {
+pub(crate) enum Callee<'a> {
     Direct(&'a str),
     Indirect,
 }
 
 /// The callee of a `call`/`invoke` instruction; `None` for other lines and
 /// for inline assembly.
-pub(super) fn callee(line: &str) -> Option<Callee<'_>> {
+pub(crate) fn callee(line: &str) -> Option<Callee<'_>> {
     let mut rest = line.trim_start();
     if rest.starts_with('%') {
         rest = rest.split_once(" = ")?.1;
@@ -338,6 +338,13 @@ impl<'a> CallGraph<'a> {
             }
         }
         out
+    }
+
+    /// The defined functions that the functions whose names start with
+    /// `root_prefix` can reach (see [`CallGraph::reachable`]), by name.
+    pub fn reachable_functions(&self, root_prefix: &str) -> std::collections::HashSet<&'a str> {
+        let seen = self.reachable(root_prefix);
+        self.nodes.iter().zip(seen).filter(|(n, s)| *s && n.defined).map(|(n, _)| n.name).collect()
     }
 
     /// The nodes reachable from the functions whose names start with

@@ -98,15 +98,20 @@ mod callgraph;
 #[cfg(test)]
 mod tests;
 
-use callgraph::{name_after, CallGraph};
+pub use callgraph::CallGraph;
+pub(crate) use callgraph::{callee, name_after, symbols, Callee};
 
 /// Whether a function that the kernels (symbols starting with
 /// `kernel_prefix`) can reach is in a cycle of direct calls. Run on the
 /// module before optimization: if not, the link needs no guards.
 pub fn has_reachable_recursion(ir: &str, kernel_prefix: &str) -> bool {
-    let g = CallGraph::parse(ir);
-    let reach = g.reachable(kernel_prefix);
-    !g.cycles(&reach).is_empty()
+    reaches_recursion(&CallGraph::parse(ir), kernel_prefix)
+}
+
+/// [`has_reachable_recursion`] of a module already parsed.
+pub fn reaches_recursion(graph: &CallGraph, kernel_prefix: &str) -> bool {
+    let reach = graph.reachable(kernel_prefix);
+    !graph.cycles(&reach).is_empty()
 }
 
 /// One cycle of the call graph, guarded.
@@ -235,6 +240,22 @@ pub fn insert_guards(ir: &str) -> Guarded {
             cycle_of[f] = k;
         }
     }
+    let reserve = reserves(&g, &cycles, &cycle_of);
+    let text = with_guards(ir, &g, &cycle_of, &reserve);
+    let cycles = cycles
+        .iter()
+        .zip(reserve)
+        .map(|(c, reserve)| GuardedCycle {
+            functions: c.iter().map(|&f| g.nodes[f].name.to_string()).collect(),
+            reserve,
+        })
+        .collect();
+    Guarded { text, cycles }
+}
+
+/// The reserve of each cycle of `cycles` (`cycle_of`: the cycle of each
+/// node, or `usize::MAX`): see the module docs.
+fn reserves(g: &CallGraph<'_>, cycles: &[Vec<usize>], cycle_of: &[usize]) -> Vec<u64> {
     // Stack bytes of a call of `v` from outside `v`'s cycle, memoized.
     fn cost(g: &CallGraph<'_>, cycle_of: &[usize], memo: &mut [Option<u64>], v: usize) -> u64 {
         let node = &g.nodes[v];
@@ -265,18 +286,21 @@ pub fn insert_guards(ir: &str) -> Guarded {
             let node = &g.nodes[f];
             let mut deepest = if node.indirect { INDIRECT_CALL } else { 0 };
             for &c in &node.calls {
-                let c_cost = if cycle_of[c] == k {
-                    g.nodes[c].frame + FRAME_OVERHEAD
-                } else {
-                    cost(&g, &cycle_of, &mut memo, c)
-                };
+                let c_cost =
+                    if cycle_of[c] == k { g.nodes[c].frame + FRAME_OVERHEAD } else { cost(g, cycle_of, &mut memo, c) };
                 deepest = deepest.max(c_cost);
             }
             r = r.max(node.frame + FRAME_OVERHEAD + deepest);
         }
         reserve[k] = r + RECORD_SLACK;
     }
+    reserve
+}
 
+/// `ir` with the guard calls at the entry of each function in a cycle, the
+/// guard function made `alwaysinline`, the guards' name strings and the
+/// stack probe appended.
+fn with_guards(ir: &str, g: &CallGraph<'_>, cycle_of: &[usize], reserve: &[u64]) -> String {
     let mut text = String::with_capacity(ir.len() + 4096);
     let mut names = String::new();
     let mut pending: Option<usize> = None;
@@ -327,13 +351,5 @@ pub fn insert_guards(ir: &str) -> Guarded {
     }
     text.push_str(&names);
     text.push_str(&probe_ir(alloca_addrspace(ir)));
-    let cycles = cycles
-        .iter()
-        .zip(reserve)
-        .map(|(c, reserve)| GuardedCycle {
-            functions: c.iter().map(|&f| g.nodes[f].name.to_string()).collect(),
-            reserve,
-        })
-        .collect();
-    Guarded { text, cycles }
+    text
 }
