@@ -12,6 +12,15 @@ mod common;
 
 use common::*;
 
+/// The entries of `ptx` that are the user's kernels: all but the stack probe
+/// that offload-linker adds (once) to a module with recursion guards.
+fn user_entries(ptx: &str) -> Vec<String> {
+    let all = offload_image::ptx_entries(ptx);
+    let probes = all.iter().filter(|e| *e == "__offload_stack_probe").count();
+    assert!(probes <= 1, "the stack probe at most once: {all:?}");
+    all.into_iter().filter(|e| e != "__offload_stack_probe").collect()
+}
+
 #[test]
 fn bin_crate_without_lib_section_exports_each_kernel_once() {
     let f = Fixture::renamed("bin-only", "exports");
@@ -20,10 +29,8 @@ fn bin_crate_without_lib_section_exports_each_kernel_once() {
     assert!(out.stderr.contains(&format!("Embedding device image in bin `{}`", f.name)), "{}", out.stderr);
 
     let ptx = f.ptx("sm_90", "debug", &f.name);
-    let entries = offload_image::ptx_entries(&ptx);
-    // Two user kernels plus the linker's stack probe, each exactly once.
-    assert_eq!(entries.len(), 3, "two kernels and the stack probe: {entries:?}");
-    assert_eq!(entries.iter().filter(|e| *e == "__offload_stack_probe").count(), 1, "{entries:?}");
+    let entries = user_entries(&ptx);
+    assert_eq!(entries.len(), 2, "two kernels, two entries: {entries:?}");
     for kernel in ["axpy", "divide"] {
         let prefix = format!("__offload_kernel_{}_{kernel}_", f.name);
         assert_eq!(entries.iter().filter(|e| e.starts_with(&prefix)).count(), 1, "{prefix} in {entries:?}");
@@ -31,14 +38,12 @@ fn bin_crate_without_lib_section_exports_each_kernel_once() {
     // Nothing else is exported: every other function is internal (.func without .visible).
     assert!(!ptx.contains(".visible .func"), "only kernels are visible");
 
-    // The host binary carries the same kernels (the probe is the
-    // runtime's, not a kernel users launch: the image does not list it).
+    // The host binary carries the same kernels.
     let images = embedded_images(&f.host_exe("debug", &f.name));
     let ptx_img = images.iter().find(|i| i.0 == "PTX").expect("a PTX image");
     assert_eq!(ptx_img.1, "sm_90");
-    let mut want: Vec<String> = entries.iter().filter(|e| e.starts_with("__offload_kernel_")).cloned().collect();
+    let mut want = entries.clone();
     want.sort();
-    assert_eq!(want.len(), 2);
     assert_eq!(ptx_img.2, want);
     if require_ptxas() {
         assert!(images.iter().any(|i| i.0 == "cubin" && i.1 == "sm_90"), "ptxas -arch=sm_90 cubin: {images:?}");
@@ -75,15 +80,12 @@ fn each_kernel_once_whatever_emit_and_opt_level() {
         let ptx = f
             .target_dir()
             .join(format!("offload/nvptx64-nvidia-cuda-sm_90-fmad/nvptx64-nvidia-cuda/debug/{}.ptx", f.name));
-        let entries = offload_image::ptx_entries(&std::fs::read_to_string(&ptx).unwrap());
-        // Each kernel once; the linker's stack probe (once) only where
-        // recursion is left after optimization.
+        let entries = user_entries(&std::fs::read_to_string(&ptx).unwrap());
+        assert_eq!(entries.len(), 2, "{flags}: {entries:?}");
         for kernel in ["axpy", "divide"] {
             let prefix = format!("__offload_kernel_{}_{kernel}_", f.name);
             assert_eq!(entries.iter().filter(|e| e.starts_with(&prefix)).count(), 1, "{flags}: {entries:?}");
         }
-        let probes = entries.iter().filter(|e| *e == "__offload_stack_probe").count();
-        assert!(probes <= 1 && entries.len() == 2 + probes, "{flags}: {entries:?}");
         let run = f.run_exe("debug", &f.name, &[("OFFLOAD_DEVICE", "host")]);
         run.assert_success();
         assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "{flags}: {}", run.stdout);
@@ -727,7 +729,7 @@ fn llvm_aborts_and_f128_are_clear_errors() {
     assert!(!e.contains("LLVM ERROR") && !e.contains("Stack dump"), "{e}");
 
     // f128 in the kernel's own body, which is inlined into its entry point
-    // `__offload_kernel_fixture_bin_only_quad_<hash>`: named as written.
+    // `__offload_kernel_<crate>_quad_<hash>`: named as written.
     f.edit("src/main.rs", |s| {
         s.replace(
             "        *qi = quad_mul(i as u64, *qi);\n",
@@ -738,7 +740,10 @@ fn llvm_aborts_and_f128_are_clear_errors() {
     assert_eq!(out.code, 4, "{}", out.stderr);
     let e = &out.stderr;
     assert!(
-        e.contains("error: device link of `fixture_bin_only` failed: f128 is not supported in device code, used in `fixture_bin_only::quad`"),
+        e.contains(&format!(
+            "error: device link of `{0}` failed: f128 is not supported in device code, used in `{0}::quad`",
+            f.name
+        )),
         "{e}"
     );
     assert!(!e.contains("__offload_kernel_"), "no kernel symbol: {e}");
@@ -1161,10 +1166,10 @@ fn kernels_writing_a_plain_static_fail_the_link() {
             let s = if s.contains("static mut LAST") { s } else { s.replace("static CALLS", "static mut LAST: u32 = 0;\nstatic CALLS") };
             s.replace(fetch_add, form)
         });
-        let out = f.offload(&["build", "--arch", "sm_80"]);
+        let out = f.offload(&["build", "--arch", "sm_90"]);
         assert_eq!(out.code, 4, "{form}: {}", out.stderr);
         assert!(
-            out.stderr.contains(&format!("kernel code writes the static(s) `fixture_bin_only::{name}`")),
+            out.stderr.contains(&format!("kernel code writes the static(s) `{}::{name}`", f.name)),
             "{form}: {}",
             out.stderr
         );
