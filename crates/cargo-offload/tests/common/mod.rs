@@ -16,9 +16,16 @@ pub fn shared_target_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-target")
 }
 
+/// `OFFLOAD_REQUIRE_PTXAS=1` (CI): every build assembles cubins with
+/// ptxas and the tests that check images require them.
 pub fn require_ptxas() -> bool {
     std::env::var("OFFLOAD_REQUIRE_PTXAS").is_ok_and(|v| v == "1")
 }
+
+/// In the environment of a command: assemble cubins with ptxas (if it is
+/// installed) even without `OFFLOAD_REQUIRE_PTXAS=1`. Otherwise the tests'
+/// builds skip ptxas (`OFFLOAD_PTXAS=`), whose cubins only CI checks.
+pub const WITH_PTXAS: (&str, &str) = ("OFFLOAD_TEST_PTXAS", "1");
 
 pub struct Output {
     pub code: i32,
@@ -86,6 +93,9 @@ pub fn offload_cmd(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.env_remove(k);
     }
     cmd.env(CACHE_VAR, cache_dir());
+    if !require_ptxas() && !env.contains(&WITH_PTXAS) {
+        cmd.env("OFFLOAD_PTXAS", "");
+    }
     cmd.envs(env.iter().copied());
     output(&mut cmd)
 }
