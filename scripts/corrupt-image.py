@@ -5,9 +5,13 @@ bundle's offsets and lengths stay valid, so only the image's checksum can
 tell (crates/offload-image, format version 2).
 
     corrupt-image.py IN OUT KIND AT [COUNT]
+    corrupt-image.py IN OUT header FIELD
 
 KIND: cubin or ptx (the first image of that kind); AT: where in the image,
 as a fraction 0..1 of its length; COUNT: bytes to flip (default 16).
+`header` damages a field of the first bundle's header instead (FIELD:
+magic, version, count or size), which no checksum covers: the runtime must
+notice that the section cannot be read.
 Reads the ELF section headers itself (ELF64 little-endian), so it needs no
 tools. Exits 2 if the binary has no such image.
 """
@@ -53,8 +57,31 @@ def images(data, start, size):
     return out
 
 
+HEADER_FIELDS = {"magic": 0, "version": 8, "count": 12, "size": 16}
+
+
+def first_bundle(data, start, size):
+    """File offset of the first bundle in the section (after zero padding)."""
+    at = start
+    while at + 8 <= start + size and data[at:at + 8] == b"\0" * 8:
+        at += 8
+    return at if at + 32 <= start + size else None
+
+
 def main():
     src, dst, kind, where = sys.argv[1:5]
+    if kind == "header":
+        data = bytearray(open(src, "rb").read())
+        sec = section(data, "offload_images")
+        at = first_bundle(data, *sec) if sec else None
+        if at is None:
+            print(f"{src}: no image bundle", file=sys.stderr)
+            sys.exit(2)
+        data[at + HEADER_FIELDS[where]] ^= 0x5A
+        open(dst, "wb").write(data)
+        os.chmod(dst, 0o755)
+        print(f"{dst}: byte {HEADER_FIELDS[where]} ({where}) of the bundle header flipped")
+        return
     count = int(sys.argv[5]) if len(sys.argv) > 5 else 16
     data = bytearray(open(src, "rb").read())
     sec = section(data, "offload_images")

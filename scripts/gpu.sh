@@ -20,7 +20,12 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Every scripts/gpu/<suite>.sh but the shared helpers, in this order first.
 suites=(smoke device-model cargo hardening bench)
+for f in scripts/gpu/*.sh; do
+    s=$(basename "$f" .sh)
+    [ "$s" = lib ] || [[ " ${suites[*]} " == *" $s "* ]] || suites+=("$s")
+done
 
 usage() {
     echo "usage: scripts/gpu.sh [build|run|all] SUITE..."

@@ -114,18 +114,22 @@ build_b_images() {
     done
     python3 scripts/corrupt-image.py "$exe" "$out/sample_offload-ptx" ptx 0.5 16 >/dev/null
     python3 scripts/corrupt-image.py "$out/sample_offload-ptx" "$out/sample_offload-both" cubin 0.5 16 >/dev/null
+    python3 scripts/corrupt-image.py "$exe" "$out/sample_offload-header" header version >/dev/null
 }
 
 
 # ---------------------------------------------------------------------------
 # a: toolchains. Saturating float → i128/u128 casts (exact against a
 # bit-level reference), PTX ISA features (sm_90 image: mask 0x5a5a0077),
-# warp operations, and the warp examples, from each device toolchain.
+# warp operations (reductions in partial warps included: blocks of 16 and
+# 48 threads, exact against the host), and the warp examples, from each
+# device toolchain.
 gpu_a_toolchain() { # debian | nightly
     local d=./$1
     gpu_check "a $1: device-model casts, features, warp" 0 \
         "casts +ok .*values \\(NaN, ±inf, ±2\\^127, 2\\^128, subnormals, random\\) exact" \
-        "features +ok .*ptx70\\.\\.ptx78 and sm_90 on \\(0x5a5a0077\\)" "warp +ok" \
+        "features +ok .*ptx70\\.\\.ptx78 and sm_90 on \\(0x5a5a0077\\)" \
+        "warp +ok .*reductions over 16-, 48- and 64-thread blocks exact" \
         -- env OFFLOAD_DEVICE="$dev" "$d/device-model" casts features warp
     gpu_check "a $1: reduction 2^24" 0 -- env OFFLOAD_DEVICE="$dev" "$d/reduction" 24
     gpu_check "a $1: babelstream 2^25" 0 -- env OFFLOAD_DEVICE="$dev" "$d/babelstream" -s 33554432 -n 20
@@ -217,6 +221,17 @@ gpu_b_images() {
     [ "$dev" = cuda ] && why="no usable CUDA GPU: no device image for .*every device image in this binary is corrupted"
     gpu_check "b images: cubin and PTX corrupted, OFFLOAD_DEVICE=cuda: a one-line error, no crash" error \
         "OFFLOAD_DEVICE=cuda but $why" -- env OFFLOAD_DEVICE=cuda ./sample_offload-both
+    # A damaged bundle header (the format version; no checksum covers it):
+    # one warning, never silence; the host fallback runs the kernels (with
+    # the limits of a binary without images); OFFLOAD_DEVICE=cuda is an
+    # error naming the damage.
+    local damaged="1*offload: warning: the device image section of this binary is damaged \\(device image bundle has format version"
+    gpu_check "b images: damaged bundle header: one warning, the host fallback, right results" 0 "$damaged" \
+        "offload backend: host" "$right" -- env OFFLOAD_DEVICE="${dev/cuda/}" ./sample_offload-header
+    why="no usable CUDA GPU: "
+    [ "$dev" = cuda ] && why="no usable CUDA GPU: no device image for .*: the device image section of this binary is damaged"
+    gpu_check "b images: damaged bundle header, OFFLOAD_DEVICE=cuda: a one-line error, no crash" error \
+        "OFFLOAD_DEVICE=cuda but $why" -- env OFFLOAD_DEVICE=cuda ./sample_offload-header
 }
 
 # ---------------------------------------------------------------------------
@@ -256,13 +271,15 @@ gpu_c_warp_divergence() {
 
 # Device globals: the initializer is the device's first value, kernels'
 # updates persist across launches and reach the host only through read(),
-# write() reaches the kernels.
+# write() reaches the kernels; a 1 MiB global goes through read_into /
+# write_from on a thread with a 64 KiB stack.
 gpu_c_globals() {
     local tc
     for tc in debian nightly; do
         [ -x "./$tc/device-model" ] || continue
         gpu_check "c device globals ($tc): read/write through the image's symbols" 0 \
             "device-model on $dev" "globals +ok +[0-9.]+ ms  first read 7; " \
+            "1 MiB table through read_into/write_from" \
             -- env OFFLOAD_DEVICE="$dev" "./$tc/device-model" globals
     done
 }

@@ -120,19 +120,25 @@ fn probe_until(cmd: &mut Command, limit: Duration, stop: &AtomicBool) -> Result<
         Err(CliError::Spawn { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
-    // Drained as it comes, so that a probe that writes much never blocks.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+    // Drained as it comes, so that a probe that writes much never blocks;
+    // each pipe's bytes arrive on `done` (0: stdout, 1: stderr) at its end.
+    let (sender, done) = std::sync::mpsc::channel::<(usize, Vec<u8>)>();
+    let pipes: [Option<Box<dyn Read + Send>>; 2] = [
+        running.child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+        running.child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+    ];
+    for (i, pipe) in pipes.into_iter().enumerate() {
+        let sender = sender.clone();
         std::thread::spawn(move || {
             let mut buf = Vec::new();
             if let Some(mut p) = pipe {
                 let _ = p.read_to_end(&mut buf);
             }
-            buf
-        })
-    };
-    let stdout = drain(running.child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = drain(running.child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+            let _ = sender.send((i, buf));
+        });
+    }
     let start = Instant::now();
+    let timed_out = || CliError::ProbeTimedOut { probe: what.clone(), limit };
     let status = loop {
         if let Some(status) = running.child.try_wait().map_err(CliError::spawn(Path::new(&running.program)))? {
             break status;
@@ -140,7 +146,7 @@ fn probe_until(cmd: &mut Command, limit: Duration, stop: &AtomicBool) -> Result<
         let error = if stop.load(std::sync::atomic::Ordering::SeqCst) {
             CliError::Interrupted
         } else if start.elapsed() >= limit {
-            CliError::ProbeTimedOut { probe: what, limit }
+            timed_out()
         } else {
             std::thread::sleep(Duration::from_millis(10));
             continue;
@@ -152,7 +158,14 @@ fn probe_until(cmd: &mut Command, limit: Duration, stop: &AtomicBool) -> Result<
         return Err(error);
     };
     interrupt::interrupting_status(&status);
-    let (stdout, stderr) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
+    // The pipes close when the probe exits, unless a process it started
+    // keeps them open: that, too, is a probe that does not answer.
+    let mut out = [Vec::new(), Vec::new()];
+    for _ in 0..2 {
+        let (i, bytes) = done.recv_timeout(limit.saturating_sub(start.elapsed())).map_err(|_| timed_out())?;
+        out[i] = bytes;
+    }
+    let [stdout, stderr] = out;
     Ok(Some(Output { status, stdout, stderr }))
 }
 
@@ -188,6 +201,17 @@ mod tests {
         assert!(matches!(&e, CliError::ProbeTimedOut { probe, .. } if probe == "sh -c sleep 30"), "{e:?}");
         assert_eq!(e.to_string(), "`sh -c sleep 30` did not answer within 0.3 s");
         assert_eq!(e.exit_code(), crate::errors::exit::SETUP);
+    }
+
+    /// A probe that exits but leaves a process holding its output open is
+    /// not waited for without end either.
+    #[test]
+    fn a_probe_whose_pipes_stay_open_is_an_error() {
+        let stop = AtomicBool::new(false);
+        let start = Instant::now();
+        let e = probe_until(&mut sh("sleep 5 & echo started"), Duration::from_millis(500), &stop).unwrap_err();
+        assert!(matches!(e, CliError::ProbeTimedOut { .. }), "{e:?}");
+        assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
     }
 
     /// An interruption kills a running probe at once.

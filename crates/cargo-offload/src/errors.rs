@@ -17,7 +17,9 @@
 //!
 //! In the wrapper phases the code goes to cargo, which reports the failed
 //! rustc (`process didn't exit successfully`) and exits with its own code
-//! (101), which `cargo offload` passes on.
+//! (101), which `cargo offload` passes on. A rustc ended by a signal ends
+//! the wrapper by the same signal (`phases::rustc`), so that cargo reports
+//! the signal, and an interrupted rustc is an interrupted build (130).
 
 use std::path::{Path, PathBuf};
 

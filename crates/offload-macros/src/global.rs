@@ -27,13 +27,14 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let st: ItemStatic = match syn::parse2(item.clone()) {
         Ok(s) => s,
         Err(e) => {
-            let mut err = syn::Error::new(
+            // One error, at the item: syn's own ("expected `static`") would
+            // only repeat it.
+            let err = syn::Error::new(
                 e.span(),
                 "`#[offload::device_global]` applies to a `static NAME: T = value;` (T: plain data or an \
                  `offload::atomic` type)",
-            );
-            err.combine(e);
-            let err = err.to_compile_error();
+            )
+            .to_compile_error();
             return quote! { #err #item };
         }
     };

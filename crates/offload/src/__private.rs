@@ -5,37 +5,17 @@
 use crate::{DeviceCopy, DisjointSlice, MapElem};
 
 #[cfg(not(target_arch = "amdgpu"))]
-pub use crate::print::print_fmt;
+pub use crate::device::print::print_fmt;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use crate::args::{MapIn, MapInOut};
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use crate::launch::{launch, ArgSpec, Instances, KernelInfo};
-
-/// The check of `#[kernel(same_len(a, b, …))]`, made by the launcher before
-/// anything is mapped: every named slice argument has the length of the
-/// first, so the kernel may assume it.
-///
-/// # Errors
-/// [`Error::InvalidLaunch`](crate::Error::InvalidLaunch) naming the first
-/// slice that differs.
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub fn check_same_len(kernel: &KernelInfo, names: &[&str], lens: &[usize]) -> crate::Result<()> {
-    for (name, &len) in names.iter().zip(lens).skip(1) {
-        if len != lens[0] {
-            return Err(crate::Error::InvalidLaunch {
-                kernel: kernel.path(),
-                reason: std::format!(
-                    "the kernel declares `same_len({})`, but `{}` has {} elements and `{name}` has {len}",
-                    names.join(", "),
-                    names[0],
-                    lens[0]
-                ),
-            });
-        }
-    }
-    Ok(())
-}
+pub use crate::{
+    device::shared::host_shared_array,
+    runtime::{
+        args::{MapIn, MapInOut},
+        launch::{check_same_len, launch},
+        spec::{ArgSpec, Instances, KernelInfo},
+    },
+};
 
 /// Compile-time check that `T` may cross to the device; the generated call
 /// carries the span of the user's type so the error lands there.
@@ -46,23 +26,6 @@ pub const fn assert_device_copy<T: DeviceCopy>() {}
 /// (plain data, or an atomic that is copied back after the launch).
 #[inline(always)]
 pub const fn assert_map_elem<T: MapElem>() {}
-
-/// The host fallback's memory for one `shared_array!` site in the current
-/// block (see `hostsim`).
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-#[inline]
-pub fn host_shared_array<T: crate::SharedElem, const N: usize>(site: &'static u8) -> &'static crate::SharedArray<T, N> {
-    let p = crate::hostsim::shared_alloc(
-        site as *const u8 as usize,
-        core::mem::size_of::<crate::SharedArray<T, N>>(),
-        core::mem::align_of::<crate::SharedArray<T, N>>(),
-    );
-    // SAFETY: `p` is suitably sized and aligned, lives forever (arenas are
-    // never freed), holds initialized bytes (zeroed, then only ever written
-    // with element values), every bit pattern is a valid atomic cell, and
-    // cells are only accessed atomically (or through `unsafe` pointers).
-    unsafe { &*(p as *const crate::SharedArray<T, N>) }
-}
 
 /// The bytes of `s` as an array (for the kernel records the launcher puts in
 /// section `offload_kernels`); `N` must be `s.len()`.
@@ -76,21 +39,6 @@ pub const fn record_bytes<const N: usize>(s: &str) -> [u8; N] {
         i += 1;
     }
     out
-}
-
-/// `&[T]` from a kernel parameter pair.
-///
-/// # Safety
-/// `ptr` is valid for reads of `len` initialized `T`s that nothing writes for
-/// `'a`, or `len == 0` (then `ptr` may be null).
-#[inline(always)]
-pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
-    if len == 0 {
-        &[]
-    } else {
-        // SAFETY: guaranteed by the caller.
-        unsafe { core::slice::from_raw_parts(ptr, len) }
-    }
 }
 
 /// `&[T]` from the `(pointer, length)` parameter pair of a kernel entry
@@ -161,15 +109,7 @@ macro_rules! __offload_kernel_entry {
         }
     };
 }
-/// Hidden entry-point argument: the launch is 1-D (see [`kernel_entry`]).
-pub const SHAPE_1D: u32 = 1;
-/// Hidden entry-point argument: the launch may have any shape.
-pub const SHAPE_ANY: u32 = 0;
-
-/// The hidden launch-shape argument for a launch configuration.
-pub fn launch_shape(cfg: &crate::LaunchConfig) -> u32 {
-    if crate::thread::is_1d(cfg.block, cfg.grid) { SHAPE_1D } else { SHAPE_ANY }
-}
+pub use crate::device::thread::{SHAPE_1D, SHAPE_ANY};
 
 /// Tells the optimizer that the running launch is 1-D, so that the
 /// geometry functions inlined after it drop their 2-D/3-D paths.

@@ -70,10 +70,7 @@
     target_arch = "nvptx64",
     feature(stdarch_nvptx, allow_internal_unstable, asm_experimental_arch, link_llvm_intrinsics)
 )]
-#![cfg_attr(
-    target_arch = "amdgpu",
-    feature(stdarch_amdgpu, allow_internal_unstable, link_llvm_intrinsics)
-)]
+#![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu, allow_internal_unstable, link_llvm_intrinsics))]
 #![cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(internal_features))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -81,77 +78,52 @@
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 extern crate std;
 
-#[cfg(not(target_arch = "amdgpu"))]
-pub mod atomic;
-mod config;
-mod device_copy;
-mod dim;
-mod global;
-mod disjoint;
-mod divergence;
-pub mod math;
-mod panic_record;
-#[cfg(not(target_arch = "amdgpu"))]
-pub mod print;
-#[cfg(not(target_arch = "amdgpu"))]
-mod shared;
-mod thread;
-#[cfg(not(target_arch = "amdgpu"))]
-pub mod warp;
-
-#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+// The crate in three roles (each folder's `mod.rs` says what is in it and
+// who calls whom): the device API that kernels call, compiled in both
+// passes; the host runtime that host code calls (backends, memory,
+// launches); the host block scheduler that runs a block's GPU threads on
+// the host fallback. `report` is what the two sides agree on when a GPU
+// thread fails; `__private` is the glue of the generated code.
 mod device;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod hostsim;
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-mod stack_guard;
-
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-mod args;
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-mod buffer;
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-mod error;
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-mod launch;
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-mod pinned;
+mod report;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod runtime;
 
 #[doc(hidden)]
 pub mod __private;
 
-pub use config::{for_len, LaunchConfig, DEFAULT_BLOCK};
-pub use device_copy::{DeviceCopy, MapElem};
-pub use global::DeviceGlobal;
-pub use dim::Dim3;
-pub use disjoint::{DisjointSlice, GridStride};
-#[cfg(not(target_arch = "amdgpu"))]
-pub use shared::{dynamic_shared, sync_threads, SharedArray, SharedElem, SharedSlice};
-pub use thread::{
+pub use device::config::{for_len, LaunchConfig, DEFAULT_BLOCK};
+pub use device::device_copy::{DeviceCopy, MapElem};
+pub use device::dim::Dim3;
+pub use device::disjoint::{DisjointSlice, GridStride};
+pub use device::global::DeviceGlobal;
+pub use device::math;
+pub use device::thread::{
     block_dim, block_idx, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride, thread_idx,
     GridStrideRange,
 };
+#[cfg(not(target_arch = "amdgpu"))]
+pub use device::{
+    atomic, print,
+    shared::{dynamic_shared, sync_threads, SharedArray, SharedElem, SharedSlice},
+    warp,
+};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use args::{SliceArg, SliceArgMut};
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use buffer::DeviceBuffer;
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use error::{Error, Result};
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use pinned::{Mapped, MappedMut, PinnedBuffer};
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use runtime::{backend, BackendInfo, BackendKind};
+pub use runtime::{
+    backend, BackendInfo, BackendKind, DeviceBuffer, Error, Mapped, MappedMut, PinnedBuffer, Result, SliceArg,
+    SliceArgMut,
+};
 
 /// The names most kernels and launchers need, importable on both sides:
 /// `use offload::prelude::*;` compiles in the device pass too, where the
 /// host-only items (`DeviceBuffer`, `Error`, …) do not exist.
 pub mod prelude {
     pub use crate::{
-        block_dim, block_idx, for_len, global_dim, global_index, global_size, global_thread_idx, grid_dim,
-        grid_stride, host, kernel, thread_idx, DeviceCopy, Dim3, DisjointSlice, LaunchConfig,
+        block_dim, block_idx, for_len, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride,
+        host, kernel, thread_idx, DeviceCopy, Dim3, DisjointSlice, LaunchConfig,
     };
     /// Shared memory is not available in AMD GPU images yet.
     #[cfg(not(target_arch = "amdgpu"))]

@@ -327,7 +327,7 @@ fn math_functions_match_the_host() {
 
 /// The CUDA backend stages copies of pageable memory of at least
 /// `STAGING_THRESHOLD_BYTES` (4 MiB) through pinned buffers of
-/// `STAGING_CHUNK_BYTES` (32 MiB) each (`runtime/cuda_staging.rs`, whose
+/// `STAGING_CHUNK_BYTES` (32 MiB) each (`runtime/cuda/staging.rs`, whose
 /// unit test keeps these numbers in step); these sizes, in bytes, sit on
 /// both sides of each boundary.
 #[offload::host]
@@ -824,4 +824,259 @@ fn a_launch_from_inside_a_kernel_is_an_error() {
     launches_inside(LaunchConfig::new(2u32, 32u32), &mut out).unwrap();
     let want: Vec<u32> = (0..64).map(|i| code * 1000 + i + i % 32).collect();
     assert_eq!(out, want);
+}
+
+/// One level of a recursion `n` calls deep, whose frame stays live across
+/// the call. In `mode` 2 every level also runs host-only code that
+/// allocates and formats (the README allows host-only code in a kernel
+/// body under `cfg(not(offload_device))`); in mode 3 only the 20 levels
+/// nearest the top do; in mode 4 every level recurses through the C
+/// library (`qsort` calls back into the recursion).
+#[inline(never)]
+fn rec_print(n: u64, top: u64, mode: u32) -> u64 {
+    let mut buf = [0u64; 8];
+    buf[(n % 8) as usize] = n;
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    if mode == 2 || (mode == 3 && top - n < 20) {
+        let v: Vec<u64> = (0..(n % 50)).collect();
+        core::hint::black_box(format!("{v:?}"));
+    }
+    if n == 0 {
+        return 0;
+    }
+    #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+    if mode == 4 {
+        return through_qsort(n - 1, top) + n;
+    }
+    let r = rec_print(n - 1, top, mode);
+    core::hint::black_box(&mut buf);
+    r + buf[(n % 8) as usize]
+}
+
+/// `rec_print(n, top, 4)`, called back by the C library's `qsort`.
+#[offload::host]
+fn through_qsort(n: u64, top: u64) -> u64 {
+    use core::ffi::{c_int, c_void};
+    extern "C" {
+        fn qsort(base: *mut c_void, n: usize, size: usize, cmp: extern "C" fn(*const c_void, *const c_void) -> c_int);
+    }
+    extern "C" fn cmp(a: *const c_void, b: *const c_void) -> c_int {
+        // SAFETY: `qsort` passes pointers to two elements of `items`.
+        let (a, b) = unsafe { (&*(a as *const [u64; 3]), &*(b as *const [u64; 3])) };
+        let (n, top) = if a[2] == 0 { (a[0], a[1]) } else { (b[0], b[1]) };
+        let r = rec_print(n, top, 4);
+        core::hint::black_box(r);
+        a[2].cmp(&b[2]) as c_int
+    }
+    let mut items = [[n, top, 1], [n, top, 0]];
+    // SAFETY: `items` holds 2 elements of the given size; `cmp` reads them.
+    unsafe { qsort(items.as_mut_ptr() as *mut c_void, 2, core::mem::size_of::<[u64; 3]>(), cmp) };
+    items[0][0]
+}
+
+/// Even threads recurse `depth` calls deep, odd ones 3 (the tester's
+/// reproduction of a hang on the host fallback).
+#[kernel]
+fn recurse_print(depth: u64, mode: u32, out: &mut [u64]) {
+    if let Some((i, o)) = out.at_thread() {
+        let n = if i % 2 == 0 { depth } else { 3 };
+        *o = rec_print(n, n, mode);
+    }
+}
+
+/// Runs this test binary again as a child that runs test `test` with
+/// `OFFLOAD_RUNTIME_TEST_CHILD=what` on the host fallback, with `env` set
+/// and, if `address_space_kib`, that limit on its address space (`ulimit
+/// -v`); kills it after `limit` (a hang is a failure, not a stuck test
+/// run). Returns the exit status (`None`: it had to be killed) and stderr.
+#[offload::host]
+fn child(
+    test: &str,
+    what: &str,
+    limit: std::time::Duration,
+    env: &[(&str, &str)],
+    address_space_kib: Option<u64>,
+) -> (Option<std::process::ExitStatus>, String) {
+    use std::io::Read;
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = match address_space_kib {
+        Some(kib) => {
+            let mut c = std::process::Command::new("sh");
+            c.args(["-c", &format!("ulimit -v {kib} && exec \"$0\" \"$@\"")]).arg(exe);
+            c
+        }
+        None => std::process::Command::new(exe),
+    };
+    let mut c = cmd
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env("OFFLOAD_RUNTIME_TEST_CHILD", what)
+        .env("OFFLOAD_DEVICE", "host")
+        .env_remove("OFFLOAD_HOST_STACK_KIB")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = c.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            break Some(s);
+        }
+        if start.elapsed() > limit {
+            let _ = c.kill();
+            let _ = c.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (status, reader.join().unwrap())
+}
+
+/// Host-only code in a kernel body that allocated (and returned) before the
+/// thread overflowed: the overflow is an error and the next launches,
+/// which allocate at every level, and the host's own allocation and
+/// printing, work. (Host fallback only: on a GPU there is no host-only
+/// code, and 200 levels do not fit its stack.)
+#[test]
+fn an_overflow_after_host_only_code_returned_is_an_error() {
+    if offload::backend().unwrap().kind != offload::BackendKind::Host {
+        return;
+    }
+    let (_, detail) = stack_and_overflow_detail("runtime::rec_print");
+    let cfg = LaunchConfig::new(1u32, 8u32);
+    let mut out = vec![0u64; 8];
+    for round in 0..3 {
+        let e = recurse_print(cfg, 1_000_000, 3, &mut out).unwrap_err();
+        assert_overflow(&e, "runtime::recurse_print", std::slice::from_ref(&detail));
+        let mut ok = vec![0u64; 8];
+        recurse_print(cfg, 200, 2, &mut ok).unwrap();
+        let want: Vec<u64> =
+            (0..8).map(|i| if i % 2 == 0 { rec_print(200, 200, 1) } else { rec_print(3, 3, 1) }).collect();
+        assert_eq!(ok, want, "round {round}");
+        println!("round {round}: {e}");
+    }
+}
+
+/// A thread that overflows its stack while C library code is in progress
+/// on it (here `qsort`, which calls back into the recursion; malloc's or
+/// stdio's locks in general) cannot be stopped alone: the process ends at
+/// once with one message naming the kernel, the thread and the stack, never
+/// hangs at a later launch. And the tester's reproduction (host-only code
+/// that allocates at every level, launched four times) never hangs: it
+/// ends the same way, or (when the overflow struck outside the C library)
+/// every launch returns the error.
+#[test]
+fn an_overflow_in_c_library_code_ends_the_process_with_a_message() {
+    let limit = std::time::Duration::from_secs(120);
+    match std::env::var("OFFLOAD_RUNTIME_TEST_CHILD").as_deref() {
+        Ok(mode @ ("qsort" | "malloc")) => {
+            let mode = if mode == "qsort" { 4 } else { 2 };
+            for _ in 0..4 {
+                let e = recurse_print(offload::for_len(8), 1_000_000, mode, &mut [0u64; 8]).unwrap_err();
+                eprintln!("launch: {e}");
+            }
+            eprintln!("all launches returned");
+        }
+        Ok(_) => {}
+        Err(_) if offload::backend().unwrap().kind == offload::BackendKind::Host => {
+            use std::os::unix::process::ExitStatusExt;
+            const SIGABRT: i32 = 6;
+            let test = "an_overflow_in_c_library_code_ends_the_process_with_a_message";
+            let message = |stderr: &str| {
+                let line = stderr.lines().find(|l| l.contains("overflowed its")).unwrap_or("");
+                for part in [
+                    "offload: GPU thread (",
+                    "of block (0, 0, 0) of kernel `runtime::recurse_print`",
+                    "overflowed its 256 KiB stack",
+                    "C library",
+                    "OFFLOAD_HOST_STACK_KIB",
+                ] {
+                    assert!(line.contains(part), "no {part:?} in the message:\n{stderr}");
+                }
+            };
+            let (status, stderr) = child(test, "qsort", limit, &[], None);
+            let status = status.unwrap_or_else(|| panic!("the child hung:\n{stderr}"));
+            assert_eq!(status.signal(), Some(SIGABRT), "{status:?}\n{stderr}");
+            message(&stderr);
+            assert!(!stderr.contains("launch:"), "{stderr}");
+
+            let (status, stderr) = child(test, "malloc", limit, &[], None);
+            let status = status.unwrap_or_else(|| panic!("the child hung:\n{stderr}"));
+            if status.signal() == Some(SIGABRT) {
+                message(&stderr);
+            } else {
+                assert!(status.success() && stderr.contains("all launches returned"), "{status:?}\n{stderr}");
+            }
+            println!("malloc repro: {status:?}\n{stderr}");
+        }
+        Err(_) => {} // the host fallback's handler only
+    }
+}
+
+/// `OFFLOAD_HOST_STACK_KIB` out of its range (64 to 1048576) is one warning
+/// naming the range, and the launch runs with the default stack; a stack
+/// the system cannot allocate fails the launch with `Error::Memory` naming
+/// the kernel and the setting. Before, both ended the program with a panic
+/// inside the launch, whose message the kernel-panic hook swallowed (exit
+/// 101, no message). Host fallback only (children with the setting; the
+/// second under a 3 GiB address-space limit, where a block of 64 threads
+/// that all wait at a barrier needs 64 stacks of 1 GiB).
+#[test]
+fn host_stack_setting_out_of_range_or_unallocatable_is_reported() {
+    let (grid, block, bytes, seed) = (2u32, 64u32, 1024u32, 7u32);
+    match std::env::var("OFFLOAD_RUNTIME_TEST_CHILD").as_deref() {
+        Ok("huge" | "unallocatable") => {
+            let mut cfg = LaunchConfig::new(grid, block);
+            cfg.shared_mem_bytes = bytes;
+            let mut out = vec![0u64; (grid * block) as usize];
+            match dynamic_shared_sum(cfg, seed, &mut out) {
+                Ok(()) => {
+                    for b in 0..grid {
+                        assert_eq!(out[(b * block) as usize], dynamic_shared_sum_on_host(bytes, seed, b), "block {b}");
+                    }
+                    eprintln!("launch ok");
+                }
+                Err(e) => eprintln!("launch: {e}"),
+            }
+        }
+        Ok(_) => {}
+        Err(_) if offload::backend().unwrap().kind == offload::BackendKind::Host => {
+            let test = "host_stack_setting_out_of_range_or_unallocatable_is_reported";
+            let limit = std::time::Duration::from_secs(120);
+            let (status, stderr) = child(test, "huge", limit, &[("OFFLOAD_HOST_STACK_KIB", "100000000")], None);
+            assert!(status.is_some_and(|s| s.success()), "{status:?}\n{stderr}");
+            let warning = "offload: warning: OFFLOAD_HOST_STACK_KIB=\"100000000\" is not a stack size from 64 to 1048576 \
+                           (KiB); using 256";
+            assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+            assert!(stderr.contains("launch ok"), "{stderr}");
+
+            let env = [("OFFLOAD_HOST_STACK_KIB", "1048576"), ("OFFLOAD_HOST_THREADS", "1")];
+            let (status, stderr) = child(test, "unallocatable", limit, &env, Some(3 << 20));
+            assert!(status.is_some_and(|s| s.success()), "{status:?}\n{stderr}");
+            let error = "launch: cannot allocate the stack of a simulated GPU thread on the host fallback: kernel \
+                         `runtime::dynamic_shared_sum` needs one stack of 1048576 KiB (OFFLOAD_HOST_STACK_KIB) for each \
+                         thread of a block that waits at sync_threads or a warp collective, and the system refused one: ";
+            assert!(stderr.contains(error), "{stderr}");
+            assert!(stderr.contains("lower OFFLOAD_HOST_STACK_KIB (from 64 to 1048576) or launch smaller blocks"), "{stderr}");
+        }
+        Err(_) => {}
+    }
+}
+
+/// Outside a kernel a warp is the calling thread alone (a kernel body
+/// called from host code is a one-thread launch): a reduction gives the
+/// value itself (it was 32 times it: the butterfly read the thread's own
+/// value for each of the 31 lanes that do not exist).
+#[test]
+fn a_warp_reduction_outside_a_kernel_is_the_value() {
+    assert_eq!(offload::warp::reduce_sum(5u32), 5);
+    assert_eq!(offload::warp::reduce_sum(0.1f32).to_bits(), 0.1f32.to_bits());
+    assert_eq!(offload::warp::reduce_max(-3i64), -3);
+    assert_eq!(offload::warp::reduce_min(7u64), 7);
 }

@@ -26,6 +26,54 @@ fn count_and_look_up(x: &[u32], out: &mut [f32]) {
     }
 }
 
+/// Elements of `BIG`: 1 MiB, more than the 64 KiB stack the check copies
+/// it on, so it must go through memory the caller owns.
+const BIG_LEN: usize = 1 << 17;
+
+/// A large table kernels read.
+#[offload::device_global]
+static BIG: [u64; BIG_LEN] = [0; BIG_LEN];
+
+/// `out[i] = BIG[(i * 4099) % BIG_LEN]`.
+#[kernel]
+fn big_look_up(out: &mut [u64]) {
+    if let Some((i, o)) = out.at_thread() {
+        *o = BIG.with(|t| t[(i * 4099) % BIG_LEN]);
+    }
+}
+
+/// `BIG` written from and read into heap memory by a thread with a 64 KiB
+/// stack (`read()` / `write(v)` would put the 1 MiB value on it); a kernel
+/// sees what was written, and the copy read back is what was written.
+#[offload::host]
+fn check_big() -> Result<(), String> {
+    let e = |e: offload::Error| e.to_string();
+    let pattern = |k: u64| (0..BIG_LEN as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k).collect::<Vec<u64>>();
+    let small_stack = std::thread::Builder::new().stack_size(64 * 1024);
+    small_stack
+        .spawn(move || -> Result<(), String> {
+            let table: Box<[u64; BIG_LEN]> = pattern(5).try_into().map_err(|_| "length")?;
+            BIG.write_from(&table).map_err(e)?;
+            let mut back: Box<[u64; BIG_LEN]> = vec![0; BIG_LEN].try_into().map_err(|_| "length")?;
+            BIG.read_into(&mut back).map_err(e)?;
+            if back != table {
+                return Err("BIG.read_into() after write_from() differs".into());
+            }
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?
+        .join()
+        .map_err(|_| "the 64 KiB-stack thread panicked (a DeviceGlobal copy on its stack?)")??;
+    let n = 10_000usize;
+    let mut out = vec![0u64; n];
+    big_look_up(offload::for_len(n), &mut out).map_err(e)?;
+    let want = pattern(5);
+    if let Some(i) = (0..n).find(|&i| out[i] != want[(i * 4099) % BIG_LEN]) {
+        return Err(format!("big_look_up: out[{i}] = {:#x}, expected {:#x}", out[i], want[(i * 4099) % BIG_LEN]));
+    }
+    Ok(())
+}
+
 #[offload::host]
 pub fn check() -> Result<String, String> {
     let e = |e: offload::Error| e.to_string();
@@ -62,5 +110,9 @@ pub fn check() -> Result<String, String> {
         return Err("HITS.with() outside a kernel did not panic".into());
     }
     TABLE.write([1.0, 2.0, 3.0, 4.0]).map_err(e)?;
-    Ok(format!("first read {first}; {hits} = 100 + 2 x {div3} after two launches; table written and read back"))
+    check_big()?;
+    Ok(format!(
+        "first read {first}; {hits} = 100 + 2 x {div3} after two launches; table written and read back; 1 MiB table \
+         through read_into/write_from"
+    ))
 }

@@ -46,6 +46,74 @@ fn partial_warp(out: &mut [u32]) {
     }
 }
 
+/// Results per thread of `partial_reductions`.
+const P: usize = 4;
+
+/// Reductions over warps that are not full: the lanes that exist, and only
+/// they, are combined, and every lane gets the result. Thread `t` stores
+/// its `P` results at `k * S + global_index()`.
+#[kernel]
+fn partial_reductions(out: &mut [u64]) {
+    let (lane, w, b) = (lane_id(), warp_id(), block_idx().x);
+    let r: [u64; P] = [
+        warp::reduce_sum((lane as u64 + 1) * 1000 + w as u64 * 10 + b as u64),
+        warp::reduce_sum(0.1f32 * lane as f32 + 0.01 * w as f32).to_bits() as u64,
+        warp::reduce_max(lane as i32 * 7 - (lane as i32 % 5) - 100) as u32 as u64,
+        warp::reduce_min(((31 - lane as u64) << 40) ^ (lane as u64 * 12345)),
+    ];
+    for (k, (_, o)) in out.grid_stride().enumerate() {
+        *o = r[k];
+    }
+}
+
+/// `partial_reductions` on 2 blocks of `bs` threads, each result checked
+/// against the host: sums, maxima and minima over the lanes of each warp
+/// that exist (in full warps all 32), the float sum in the order the
+/// reduction adds (a butterfly in full warps, a tree of shuffle_down to
+/// lane 0 in partial ones).
+#[offload::host]
+fn check_partial(bs: u32) -> Result<(), String> {
+    let s = (2 * bs) as usize;
+    let mut out = vec![0u64; P * s];
+    partial_reductions(offload::LaunchConfig::new(2u32, bs), &mut out).map_err(|e| e.to_string())?;
+    for g in 0..s {
+        let (b, t) = ((g / bs as usize) as u32, (g % bs as usize) as u32);
+        let w = t / 32;
+        let n = (bs - 32 * w).min(32) as usize;
+        let f: Vec<f32> = (0..n).map(|l| 0.1f32 * l as f32 + 0.01 * w as f32).collect();
+        let fsum = if n == 32 {
+            let mut v = f;
+            for off in [16usize, 8, 4, 2, 1] {
+                v = (0..32).map(|l| v[l] + v[l ^ off]).collect();
+            }
+            v[0]
+        } else {
+            let mut v = f;
+            for off in [16usize, 8, 4, 2, 1] {
+                v = (0..n).map(|l| if l + off < n { v[l] + v[l + off] } else { v[l] }).collect();
+            }
+            v[0]
+        };
+        let want: [u64; P] = [
+            (0..n as u64).map(|l| (l + 1) * 1000 + w as u64 * 10 + b as u64).sum(),
+            fsum.to_bits() as u64,
+            (0..n as i32).map(|l| l * 7 - l % 5 - 100).max().unwrap() as u32 as u64,
+            (0..n as u64).map(|l| ((31 - l) << 40) ^ (l * 12345)).min().unwrap(),
+        ];
+        for k in 0..P {
+            let got = out[k * s + g];
+            if got != want[k] {
+                return Err(format!(
+                    "partial reductions, blocks of {bs}: block {b} thread {t} ({n} lanes in its warp): result {k} = \
+                     {got:#x}, expected {:#x}",
+                    want[k]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[offload::host]
 pub fn check() -> Result<String, String> {
     let (blocks, bs) = (3u32, 64u32);
@@ -100,6 +168,15 @@ pub fn check() -> Result<String, String> {
             return Err(format!("partial warp: thread {t} got {v:#x}"));
         }
     }
+    // Reductions in partial warps: a block of 16 threads, a tail warp of 16
+    // lanes (blocks of 48), and full warps for comparison.
+    for bs in [16, 48, 64] {
+        check_partial(bs)?;
+    }
     let r = f32::from_bits(out[9 * s] as u32);
-    Ok(format!("{s} threads x {K} results exact; reduce_sum(warp 0) = {r} (bits {:#x}); partial warp ok", out[9 * s]))
+    Ok(format!(
+        "{s} threads x {K} results exact; reduce_sum(warp 0) = {r} (bits {:#x}); partial warp ok; reductions over \
+         16-, 48- and 64-thread blocks exact",
+        out[9 * s]
+    ))
 }

@@ -9,9 +9,8 @@ use offload::{kernel, warp};
 /// The text both backends give when lanes 16-31 of warp 0 have returned
 /// and lanes 0-15 wait at a `reduce_sum` (its first shuffle).
 pub const HALF_WARP: &str = "warp collective shuffle_xor (shfl.sync.bfly) in divergent code: in warp 0, lanes 0-15 \
-                             wait for it, lanes 16-31 have returned and lanes none wait at sync_threads; every \
-                             existing lane of the warp must reach the same collective (PTX ISA: shfl.sync/vote.sync \
-                             membermask)";
+                             wait for it, lanes 16-31 have returned; every existing lane of the warp must reach the \
+                             same collective (PTX ISA: shfl.sync/vote.sync membermask)";
 
 /// Lanes 16-31 return early; the rest reduce.
 #[kernel]

@@ -153,7 +153,7 @@ fn llvm_inlines_the_guards_into_the_recursive_function_only() {
         eprintln!("skipped: no LLVM tools");
         return;
     }
-    // `offload`'s guard (device.rs), as rustc emits it.
+    // `offload`'s guard (src/report/gpu.rs), as rustc emits it.
     let ir = r#"target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 target triple = "nvptx64-nvidia-cuda"
 

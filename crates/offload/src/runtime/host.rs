@@ -12,9 +12,10 @@
 //!
 //! `OFFLOAD_HOST_THREADS` sets the number of workers (default: the CPUs),
 //! `OFFLOAD_HOST_STACK_KIB` the stack of each simulated GPU thread (default
-//! 256 KiB, at least 64; reserved lazily): far more than the GPU's 8 KiB
-//! (`OFFLOAD_CUDA_STACK_BYTES`), because host frames, unoptimized ones
-//! above all, are larger than the GPU's.
+//! 256 KiB, from [`MIN_STACK_KIB`] to [`MAX_STACK_KIB`]; reserved lazily):
+//! far more than the GPU's 8 KiB (`OFFLOAD_CUDA_STACK_BYTES`), because host
+//! frames, unoptimized ones above all, are larger than the GPU's. A stack
+//! the system cannot allocate fails the launch with [`Error::Memory`].
 //!
 //! A panic in the body stops the launch; the launcher returns
 //! [`Error::KernelPanic`] with the message, location, block and thread, and
@@ -29,13 +30,27 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 use std::vec::Vec;
 
-use super::{Backend, BackendInfo, BackendKind};
-use crate::error::{Error, Result};
-use crate::hostsim::{Abort, BlockFailure, Executor};
-use crate::launch::{ArgSpec, KernelInfo};
-use crate::LaunchConfig;
-use crate::thread::{ThreadCtx, CTX};
-use crate::Dim3;
+use super::backend::{Backend, BackendInfo, BackendKind};
+use super::{images, limits};
+use crate::device::config::LaunchConfig;
+use crate::device::dim::Dim3;
+use crate::device::thread::{ThreadCtx, CTX};
+use crate::hostsim::block::Executor;
+use crate::hostsim::failure::{Abort, BlockFailure};
+use crate::hostsim::stack_guard::{self, KernelName};
+use crate::runtime::error::{Error, Result};
+use crate::runtime::spec::{ArgSpec, KernelInfo};
+
+/// The smallest `OFFLOAD_HOST_STACK_KIB`: the runtime's own calls from a
+/// simulated thread need 32 KiB (`stack_guard::MARGIN`) besides the
+/// kernel's frames.
+pub(crate) const MIN_STACK_KIB: usize = 64;
+/// The largest `OFFLOAD_HOST_STACK_KIB`, 1 GiB: a GPU thread has at most
+/// 512 KiB of local memory (CUDA C++ Programming Guide, "Technical
+/// Specifications per Compute Capability"), host frames are larger, and the
+/// host fallback reserves one such stack per thread of a block that waits
+/// at a barrier or warp collective at the same time.
+pub(crate) const MAX_STACK_KIB: usize = 1 << 20;
 
 pub(crate) struct Host {
     info: BackendInfo,
@@ -55,19 +70,23 @@ impl Host {
         }
         let workers = workers.or_else(|| std::thread::available_parallelism().ok().map(|n| n.get())).unwrap_or(1);
         let setting = std::env::var("OFFLOAD_HOST_STACK_KIB").ok();
-        let kib = setting.as_deref().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n >= 64);
+        let kib = setting
+            .as_deref()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|n| (MIN_STACK_KIB..=MAX_STACK_KIB).contains(n));
         if let (Some(v), None) = (&setting, kib) {
-            std::eprintln!("offload: warning: OFFLOAD_HOST_STACK_KIB={v:?} is not a stack size of at least 64 (KiB); using 256");
+            std::eprintln!(
+                "offload: warning: OFFLOAD_HOST_STACK_KIB={v:?} is not a stack size from {MIN_STACK_KIB} to \
+                 {MAX_STACK_KIB} (KiB); using 256"
+            );
         }
-        let stack_size = kib.unwrap_or(256).saturating_mul(1024);
+        let stack_size = kib.unwrap_or(256) * 1024;
         // The host runs no image, but takes the shared-memory limit from the
-        // architectures the images were built for (and a corrupted image
-        // means a damaged binary: `embedded` says so, once).
-        let arches: Vec<(offload_image::ImageKind, &str)> = match super::images::embedded() {
-            Ok(e) => e.intact.iter().map(|i| (i.kind, i.arch)).collect(),
-            Err(_) => Vec::new(),
-        };
-        let shared_limit = super::limits::host_shared_limit(arches);
+        // architectures the images were built for (and a corrupted image or
+        // a damaged section means a damaged binary: `embedded` says so, once).
+        let arches: Vec<(offload_image::ImageKind, &str)> =
+            images::embedded().intact.iter().map(|i| (i.kind, i.arch)).collect();
+        let shared_limit = limits::host_shared_limit(arches);
         let description = format!("host CPU fallback, {workers} worker thread(s)");
         let info = BackendInfo {
             kind: BackendKind::Host,
@@ -101,14 +120,15 @@ std::thread_local! {
 }
 
 /// Installs (once) a panic hook that records panics raised inside kernel
-/// bodies instead of printing them, and defers to the previous hook for every
-/// other panic.
+/// bodies (on a simulated GPU thread) instead of printing them, and defers
+/// to the previous hook for every other panic, the runtime's own on a
+/// worker thread included, so that none is swallowed.
 fn install_panic_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(std::boxed::Box::new(move |info| {
-            if IN_KERNEL.with(|k| k.get()) {
+            if IN_KERNEL.with(|k| k.get()) && stack_guard::in_simulated_thread() {
                 let message = info
                     .payload()
                     .downcast_ref::<&str>()
@@ -154,6 +174,7 @@ impl Drop for CtxGuard {
     fn drop(&mut self) {
         CTX.with(|c| c.set(ThreadCtx::SINGLE));
         IN_KERNEL.with(|k| k.set(false));
+        stack_guard::set_kernel(None);
     }
 }
 
@@ -246,7 +267,7 @@ impl Backend for Host {
         if cfg.shared_mem_bytes > shared_limit {
             return Err(Error::InvalidLaunch {
                 kernel: kernel.path(),
-                reason: super::limits::dynamic_shared_reason(cfg.shared_mem_bytes, shared_limit, None, limit_source),
+                reason: limits::dynamic_shared_reason(cfg.shared_mem_bytes, shared_limit, None, limit_source),
             });
         }
         install_panic_hook();
@@ -261,9 +282,14 @@ impl Backend for Host {
         let work = || {
             // Stack overflows of the simulated threads become errors (see
             // `stack_guard`).
-            crate::stack_guard::prepare_thread();
+            stack_guard::prepare_thread();
             let _guard = CtxGuard;
             IN_KERNEL.with(|k| k.set(true));
+            stack_guard::set_kernel(Some(KernelName {
+                module_path: kernel.module_path,
+                name: kernel.name,
+                instance: kernel.instance,
+            }));
             let mut exec = Executor::new(cfg.block, cfg.grid, stack_size, shared_limit as usize);
             loop {
                 if stop.load(Ordering::Relaxed) {
@@ -290,6 +316,17 @@ impl Backend for Host {
                             thread: fmt3(thread),
                         }
                     }
+                    Err(BlockFailure::NoStack { error }) => Error::Memory {
+                        op: "allocate the stack of a simulated GPU thread on the host fallback",
+                        reason: format!(
+                            "kernel `{}` needs one stack of {} KiB (OFFLOAD_HOST_STACK_KIB) for each thread of a \
+                             block that waits at sync_threads or a warp collective, and the system refused one: \
+                             {error}; lower OFFLOAD_HOST_STACK_KIB (from {MIN_STACK_KIB} to {MAX_STACK_KIB}) or \
+                             launch smaller blocks",
+                            kernel.path(),
+                            stack_size / 1024
+                        ),
+                    },
                     Err(BlockFailure::Divergence { reason }) => {
                         Error::Divergence { kernel: kernel.path(), block: fmt3(block), reason }
                     }
@@ -306,7 +343,7 @@ impl Backend for Host {
                     Err(BlockFailure::Aborted { abort: Abort::SharedMemory { static_bytes, dynamic }, .. }) => {
                         Error::InvalidLaunch {
                         kernel: kernel.path(),
-                            reason: super::limits::dynamic_shared_reason(
+                            reason: limits::dynamic_shared_reason(
                                 dynamic,
                                 shared_limit,
                                 Some(static_bytes),
@@ -329,8 +366,12 @@ impl Backend for Host {
             work();
         } else {
             std::thread::scope(|s| {
+                // A worker the system cannot start leaves its blocks to the
+                // others (every worker takes blocks until none is left).
                 for _ in 1..workers {
-                    s.spawn(&work);
+                    if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
+                        break;
+                    }
                 }
                 work();
             });

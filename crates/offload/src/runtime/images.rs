@@ -46,29 +46,109 @@ pub(crate) struct Embedded {
     pub intact: std::vec::Vec<offload_image::Image<'static>>,
     /// How many images were corrupted (each named in a warning on stderr).
     pub corrupted: usize,
+    /// Why the section could not be read at all (a damaged bundle header:
+    /// magic, version, count or size); then no image is used.
+    pub damaged: Option<offload_image::FormatError>,
 }
 
 /// The embedded images, read and checked once: a corrupted image (bytes
 /// changed after `cargo offload` wrote them, which could crash the CUDA
-/// driver) is left out, with one warning line on stderr naming it, whichever
-/// backend asks first. The error is a malformed section.
-pub(crate) fn embedded() -> Result<&'static Embedded, &'static offload_image::FormatError> {
-    static EMBEDDED: std::sync::OnceLock<Result<Embedded, offload_image::FormatError>> = std::sync::OnceLock::new();
-    EMBEDDED
-        .get_or_init(|| {
-            let all = offload_image::read_section(section())?;
-            let mut intact = std::vec::Vec::with_capacity(all.len());
-            let mut corrupted = 0;
-            for image in all {
-                match image.verify() {
-                    Ok(()) => intact.push(image),
-                    Err(e) => {
-                        corrupted += 1;
-                        std::eprintln!("offload: warning: {e}; it is not used (rebuild the binary)");
-                    }
-                }
+/// driver) is left out, and a damaged section (whose header cannot be read)
+/// gives no images, each with one warning line on stderr, whichever backend
+/// asks first. The CUDA backend then has no image for the GPU (an error under
+/// `OFFLOAD_DEVICE=cuda`, the host fallback with a warning otherwise); the
+/// host fallback runs with the limits of a binary without images.
+pub(crate) fn embedded() -> &'static Embedded {
+    static EMBEDDED: std::sync::OnceLock<Embedded> = std::sync::OnceLock::new();
+    EMBEDDED.get_or_init(|| {
+        let (embedded, warnings) = read(section());
+        for w in warnings {
+            std::eprintln!("{w}");
+        }
+        embedded
+    })
+}
+
+/// Reads an image section: what it holds, and the warnings to print.
+fn read(section: &'static [u8]) -> (Embedded, std::vec::Vec<std::string::String>) {
+    let mut warnings = std::vec::Vec::new();
+    let all = match offload_image::read_section(section) {
+        Ok(all) => all,
+        Err(e) => {
+            warnings.push(std::format!(
+                "offload: warning: the device image section of this binary is damaged ({e}); no device image is \
+                 used (rebuild the binary)"
+            ));
+            return (Embedded { intact: std::vec::Vec::new(), corrupted: 0, damaged: Some(e) }, warnings);
+        }
+    };
+    let mut intact = std::vec::Vec::with_capacity(all.len());
+    let mut corrupted = 0;
+    for image in all {
+        match image.verify() {
+            Ok(()) => intact.push(image),
+            Err(e) => {
+                corrupted += 1;
+                warnings.push(std::format!("offload: warning: {e}; it is not used (rebuild the binary)"));
             }
-            Ok(Embedded { intact, corrupted })
-        })
-        .as_ref()
+        }
+    }
+    (Embedded { intact, corrupted, damaged: None }, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use offload_image::{ImageKind, OwnedImage};
+    use std::vec;
+
+    /// A section (padding, then a bundle of one PTX image), leaked as the
+    /// real one lives for the whole program.
+    fn bundle() -> &'static mut [u8] {
+        let image = OwnedImage {
+            kind: ImageKind::Ptx,
+            triple: "nvptx64-nvidia-cuda".into(),
+            arch: "sm_90".into(),
+            kernels: vec!["k".into()],
+            bytes: b".version 8.0\n".to_vec(),
+        };
+        let mut section = vec![0u8; 8];
+        section.extend(offload_image::write_bundle(&[image]));
+        section.leak()
+    }
+
+    #[test]
+    fn an_intact_section_gives_its_images_silently() {
+        let (e, warnings) = read(bundle());
+        assert_eq!((e.intact.len(), e.corrupted, e.damaged.is_none(), warnings.len()), (1, 0, true, 0));
+        let (e, warnings) = read(&[0; 16]);
+        assert_eq!((e.intact.len(), e.damaged.is_none(), warnings.len()), (0, true, 0));
+    }
+
+    /// A damaged bundle header (here the format version, 8 bytes after the
+    /// section's padding) is one warning and no images, not silence.
+    #[test]
+    fn a_damaged_header_is_one_warning_and_no_images() {
+        let section = bundle();
+        section[8 + 8] ^= 0x5a;
+        let (e, warnings) = read(section);
+        assert!(e.intact.is_empty() && e.corrupted == 0, "{}", e.intact.len());
+        assert!(matches!(e.damaged, Some(offload_image::FormatError::UnsupportedVersion(_))), "{:?}", e.damaged);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with(
+                "offload: warning: the device image section of this binary is damaged (device image bundle has \
+                 format version "
+            ) && warnings[0].ends_with("); no device image is used (rebuild the binary)"),
+            "{}",
+            warnings[0]
+        );
+        // A damaged magic, count or size: the same.
+        for at in [8, 8 + 12, 8 + 16] {
+            let section = bundle();
+            section[at] ^= 0x5a;
+            let (e, warnings) = read(section);
+            assert!(e.damaged.is_some() && e.intact.is_empty() && warnings.len() == 1, "byte {at}: {warnings:?}");
+        }
+    }
 }

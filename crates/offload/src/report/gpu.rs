@@ -2,9 +2,9 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::panic_record::{PanicRecord, DONE, EMPTY, MESSAGE_BYTES, WRITING};
+use crate::report::panic_record::{PanicRecord, DONE, EMPTY, MESSAGE_BYTES, WRITING};
 #[cfg(target_arch = "nvptx64")]
-use crate::panic_record::STACK_OVERFLOW;
+use crate::report::panic_record::STACK_OVERFLOW;
 
 /// Where the host wants panic records: set by the CUDA backend after it
 /// loads the module (see `panic_record`); null if the host did not (then a
@@ -93,7 +93,7 @@ enum Message<'a> {
     /// A string constant of the image, recorded by address.
     Literal(&'static str),
     /// A warp collective in divergent code: the message is
-    /// [`divergence::PREFIX`](crate::divergence::PREFIX) and the reason,
+    /// [`divergence::PREFIX`](crate::report::divergence::PREFIX) and the reason,
     /// written into the record.
     Warp { op: &'static str, warp: u32, waiting: u32, returned: u32 },
     /// Formatted into the record (builds with debug assertions only).
@@ -151,12 +151,12 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
                 // The record's `MESSAGE_BYTES`-byte message buffer, which
                 // this thread alone writes (it won the compare-exchange).
                 let buf = core::ptr::addr_of_mut!((*rec).message) as *mut u8;
-                let mut w = crate::divergence::Bytes {
+                let mut w = crate::report::divergence::Bytes {
                     buf: core::slice::from_raw_parts_mut(buf, MESSAGE_BYTES),
                     len: 0,
                 };
-                w.str(crate::divergence::PREFIX);
-                crate::divergence::write_reason(&mut w, op, warp, waiting, returned, 0);
+                w.str(crate::report::divergence::PREFIX);
+                crate::report::divergence::write_reason(&mut w, op, warp, waiting, returned, 0);
                 (*rec).message_addr = 0;
                 (*rec).message_len = w.len as u32;
                 (*rec).truncated = 0;
@@ -174,9 +174,9 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
             }
         }
         // Make the record visible to the host before publishing it.
-        crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
+        crate::device::atomic::fence(Ordering::SeqCst, crate::device::atomic::Scope::System);
         state.store(DONE, Ordering::Release);
-        crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
+        crate::device::atomic::fence(Ordering::SeqCst, crate::device::atomic::Scope::System);
     }
 }
 
@@ -184,7 +184,7 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
 /// the CUDA backend launches the device link's stack probe (offload-linker,
 /// `recursion`) after loading a module that has recursion checks and stores
 /// `T' - CU_LIMIT_STACK_SIZE` + a slack here, `T'` being the local address
-/// the probe found at the top of its frame (`runtime/cuda_recover.rs`,
+/// the probe found at the top of its frame (`runtime/cuda/recover.rs`,
 /// `install_stack_floor`). 0 until the host sets it: then
 /// [`__offload_stack_guard`] compares with `reserve` alone, which only
 /// catches overflows on a GPU whose stack grows down to local address 0
@@ -290,9 +290,9 @@ fn record_named(name: &'static str, message: &'static str) {
         (*rec).file_len = name.len() as u32;
         (*rec).message_addr = message.as_ptr() as u64;
         (*rec).message_len = message.len() as u32;
-        crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
+        crate::device::atomic::fence(Ordering::SeqCst, crate::device::atomic::Scope::System);
         state.store(DONE, Ordering::Release);
-        crate::atomic::fence(Ordering::SeqCst, crate::atomic::Scope::System);
+        crate::device::atomic::fence(Ordering::SeqCst, crate::device::atomic::Scope::System);
     }
 }
 

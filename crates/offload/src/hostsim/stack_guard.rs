@@ -24,9 +24,26 @@
 //! entry points that take a lock, borrow a `RefCell` or allocate
 //! (`shared_array!`, `sync_threads`, warp collectives, `println!`) first
 //! check that [`MARGIN`] bytes of stack are left ([`check`]) and otherwise
-//! stop the thread by unwinding, which drops every frame. A fault while the
-//! thread is already panicking (the panic machinery allocates) cannot be
-//! undone safely: the handler then says so and aborts the process.
+//! stop the thread by unwinding, which drops every frame.
+//!
+//! Two overflows cannot be undone, and end the process at once (`abort`)
+//! with one line on stderr naming the kernel, the block, the thread, the
+//! stack size and `OFFLOAD_HOST_STACK_KIB`, instead of a later hang:
+//! - a fault while the thread is already panicking (the panic machinery
+//!   allocates and locks);
+//! - a fault while code of a shared library (the C library: `malloc`,
+//!   `qsort` calling back into the kernel, stdio) is in progress on the
+//!   thread, which host-only code in a kernel body (`cfg(not(offload_device))`)
+//!   can reach: such code may hold a lock (`malloc`'s arena lock) that
+//!   abandoning its frames would never release, so that the next launch
+//!   hangs. The handler walks the coroutine's frames with the platform's
+//!   unwinder (libgcc's `_Unwind_Backtrace`, which steps through the signal
+//!   frame; it finds code by `_dl_find_object`, which glibc documents as
+//!   async-signal-safe) and recovers only if every frame's address lies in
+//!   the executable segments of the object that holds this crate's code
+//!   (the program itself, with the Rust code and whatever is linked into it
+//!   statically), found once with `dl_iterate_phdr` before the handler is
+//!   installed.
 //!
 //! Linux on x86_64 and aarch64 only; elsewhere an overflow ends the process
 //! as before.
@@ -46,19 +63,41 @@ pub(crate) struct Armed {
     handler: CoroutineTrapHandler<()>,
     /// `[lo, hi)`: the guard page(s) below the usable stack.
     guard: (usize, usize),
+    /// The highest address of the stack (corosensei's `Stack::base`).
+    base: usize,
+    /// The stack size that `OFFLOAD_HOST_STACK_KIB` asked for, in KiB.
+    kib: usize,
 }
 
 impl Armed {
     /// For a coroutine whose stack's lowest address (guard page included,
-    /// corosensei's `Stack::limit`) is `limit`.
-    pub(crate) fn new(handler: CoroutineTrapHandler<()>, limit: usize) -> Armed {
-        Armed { handler, guard: (limit, limit + page_size()) }
+    /// corosensei's `Stack::limit`) is `limit` and highest `base`, made for
+    /// `stack_size` bytes of stack.
+    pub(crate) fn new(handler: CoroutineTrapHandler<()>, limit: usize, base: usize, stack_size: usize) -> Armed {
+        Armed { handler, guard: (limit, limit + page_size()), base, kib: stack_size / 1024 }
     }
+}
+
+/// The kernel a worker thread runs, for the message of an overflow that
+/// ends the process: `module_path::name` or `module_path::name::<instance>`
+/// (as `KernelInfo::path` spells it, without allocating).
+#[derive(Clone, Copy)]
+pub(crate) struct KernelName {
+    pub module_path: &'static str,
+    pub name: &'static str,
+    pub instance: &'static str,
 }
 
 std::thread_local! {
     static ARMED: Cell<Option<Armed>> = const { Cell::new(None) };
     static TRIPPED: Cell<bool> = const { Cell::new(false) };
+    static KERNEL: Cell<Option<KernelName>> = const { Cell::new(None) };
+}
+
+/// Names the kernel whose blocks this OS thread runs from now on (`None`:
+/// none).
+pub(crate) fn set_kernel(k: Option<KernelName>) {
+    KERNEL.with(|c| c.set(k));
 }
 
 fn page_size() -> usize {
@@ -87,6 +126,12 @@ pub(crate) fn take_tripped() -> bool {
     TRIPPED.with(|t| t.replace(false))
 }
 
+/// Whether this OS thread is running a simulated GPU thread (a coroutine
+/// armed by its scheduler), not the scheduler or other runtime code.
+pub(crate) fn in_simulated_thread() -> bool {
+    ARMED.with(|c| c.get()).is_some()
+}
+
 /// The bytes of stack left to the running coroutine, above its guard page;
 /// `None` outside one.
 pub(crate) fn remaining() -> Option<usize> {
@@ -103,7 +148,7 @@ pub(crate) fn remaining() -> Option<usize> {
 #[inline]
 pub(crate) fn check() {
     if remaining().is_some_and(|r| r < MARGIN) {
-        std::panic::resume_unwind(std::boxed::Box::new(crate::hostsim::Abort::StackOverflow));
+        std::panic::resume_unwind(std::boxed::Box::new(crate::hostsim::failure::Abort::StackOverflow));
     }
 }
 
@@ -120,14 +165,178 @@ mod imp {
     use core::mem::MaybeUninit;
     use std::sync::OnceLock;
 
-    use super::{page_size, ARMED, TRIPPED};
+    use super::{page_size, Armed, ARMED, KERNEL, TRIPPED};
+    use crate::device::thread::CTX;
 
     /// The `SIGSEGV` and `SIGBUS` actions that were installed before ours.
     static PREVIOUS: OnceLock<[libc::sigaction; 2]> = OnceLock::new();
 
+    /// The executable segments `[start, end)` of the object that holds this
+    /// crate's code (the program's own code), at most 8 (an ELF object has
+    /// one or two); filled before the handler is installed, read by it.
+    static OWN_CODE: OnceLock<([(usize, usize); 8], usize)> = OnceLock::new();
+
+    /// The executable segments of the loaded object that contains `addr`.
+    fn code_segments_of(addr: usize) -> ([(usize, usize); 8], usize) {
+        struct Search {
+            addr: usize,
+            found: ([(usize, usize); 8], usize),
+        }
+        unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut c_void) -> c_int {
+            // SAFETY: `data` is the `Search` passed below; `info` and its
+            // program headers are valid during the callback (dl_iterate_phdr).
+            unsafe {
+                let search = &mut *(data as *mut Search);
+                let info = &*info;
+                let headers = core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
+                let mut segments = [(0usize, 0usize); 8];
+                let mut n = 0;
+                for h in headers.iter().filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_X != 0) {
+                    let start = info.dlpi_addr as usize + h.p_vaddr as usize;
+                    if n < segments.len() {
+                        segments[n] = (start, start + h.p_memsz as usize);
+                        n += 1;
+                    }
+                }
+                if segments[..n].iter().any(|&(lo, hi)| (lo..hi).contains(&search.addr)) {
+                    search.found = (segments, n);
+                    return 1;
+                }
+                0
+            }
+        }
+        let mut search = Search { addr, found: ([(0, 0); 8], 0) };
+        // SAFETY: `each` matches the callback type and only reads what
+        // dl_iterate_phdr hands it; `search` outlives the call.
+        unsafe { libc::dl_iterate_phdr(Some(each), &mut search as *mut Search as *mut c_void) };
+        search.found
+    }
+
+    fn own_code(pc: usize) -> bool {
+        OWN_CODE.get().is_some_and(|(segments, n)| segments[..*n].iter().any(|&(lo, hi)| (lo..hi).contains(&pc)))
+    }
+
+    // The platform unwinder (libgcc_s, which `std` links on Linux): the
+    // Itanium C++ ABI's base unwinding interface.
+    #[repr(C)]
+    struct UnwindContext {
+        _private: [u8; 0],
+    }
+    type UnwindTrace = unsafe extern "C" fn(ctx: *mut UnwindContext, arg: *mut c_void) -> c_int;
+    const URC_NO_REASON: c_int = 0;
+    const URC_END_OF_STACK: c_int = 5;
+    extern "C" {
+        fn _Unwind_Backtrace(trace: UnwindTrace, arg: *mut c_void) -> c_int;
+        fn _Unwind_GetIPInfo(ctx: *mut UnwindContext, ip_before_insn: *mut c_int) -> usize;
+        fn _Unwind_GetCFA(ctx: *mut UnwindContext) -> usize;
+    }
+
+    /// Where the walk of [`foreign_code_on_stack`] is.
+    struct Walk {
+        /// The faulting instruction: frames before it are the handler's.
+        pc: usize,
+        /// The coroutine's stack, `(lowest address, base)`, guard page included
+        /// (the faulting frame may lie in it).
+        stack: (usize, usize),
+        reached: bool,
+        foreign: bool,
+        frames: usize,
+    }
+
+    unsafe extern "C" fn visit(ctx: *mut UnwindContext, arg: *mut c_void) -> c_int {
+        // SAFETY: `arg` is the `Walk` of `foreign_code_on_stack`; `ctx` is
+        // the unwinder's context for this frame.
+        unsafe {
+            let walk = &mut *(arg as *mut Walk);
+            let mut before: c_int = 0;
+            let ip = _Unwind_GetIPInfo(ctx, &mut before);
+            if !walk.reached {
+                // The handler's frames and the signal trampoline come first.
+                walk.reached = ip == walk.pc;
+                if !walk.reached {
+                    return URC_NO_REASON;
+                }
+            }
+            let cfa = _Unwind_GetCFA(ctx);
+            if ip == 0 || !(walk.stack.0..=walk.stack.1).contains(&cfa) || walk.frames > 1_000_000 {
+                // Past the coroutine's first frame (into the scheduler's
+                // stack) or at the end: done.
+                return URC_END_OF_STACK;
+            }
+            walk.frames += 1;
+            // A return address points after its call: look at the call.
+            let at = if before != 0 { ip } else { ip - 1 };
+            if !own_code(at) {
+                walk.foreign = true;
+                return URC_END_OF_STACK;
+            }
+            URC_NO_REASON
+        }
+    }
+
+    /// Whether code outside the program's own (a shared library's) is in
+    /// progress on the coroutine `a`, which faulted at `pc`. Called by the
+    /// signal handler.
+    fn foreign_code_on_stack(a: &Armed, pc: usize) -> bool {
+        if !own_code(pc) {
+            return true;
+        }
+        let mut walk = Walk { pc, stack: (a.guard.0, a.base), reached: false, foreign: false, frames: 0 };
+        // SAFETY: `visit` matches the callback type and reads only `walk`
+        // and the unwinder's context.
+        unsafe { _Unwind_Backtrace(visit, &mut walk as *mut Walk as *mut c_void) };
+        walk.foreign
+    }
+
+    /// A byte buffer for the abort message (no allocation in the handler).
+    struct Line {
+        buf: [u8; 768],
+        len: usize,
+    }
+
+    impl core::fmt::Write for Line {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            let n = s.len().min(self.buf.len() - self.len);
+            self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+            self.len += n;
+            Ok(())
+        }
+    }
+
+    /// Writes why the process ends (one line naming the kernel, block,
+    /// thread and stack) and aborts. Only async-signal-safe calls.
+    fn abort_with(a: &Armed, why: &str) -> ! {
+        use core::fmt::Write as _;
+        let mut line = Line { buf: [0; 768], len: 0 };
+        let ctx = CTX.try_with(|c| c.get()).ok();
+        let kernel = KERNEL.try_with(|c| c.get()).ok().flatten();
+        let _ = write!(line, "offload: GPU thread ");
+        if let Some(c) = ctx {
+            let (t, b) = (c.thread, c.block);
+            let _ = write!(line, "({}, {}, {}) of block ({}, {}, {}) ", t.x, t.y, t.z, b.x, b.y, b.z);
+        }
+        if let Some(k) = kernel {
+            let _ = write!(line, "of kernel `{}::{}", k.module_path, k.name);
+            let _ = if k.instance.is_empty() { write!(line, "` ") } else { write!(line, "::<{}>` ", k.instance) };
+        }
+        let _ = writeln!(
+            line,
+            "overflowed its {} KiB stack on the host fallback {why}; ending the process. Raise OFFLOAD_HOST_STACK_KIB \
+             (now {}) or recurse less deeply",
+            a.kib, a.kib
+        );
+        // SAFETY: write(2) and abort(3) are async-signal-safe; `line.buf`
+        // holds `line.len` bytes.
+        unsafe {
+            libc::write(2, line.buf.as_ptr() as *const c_void, line.len);
+            libc::abort();
+        }
+    }
+
     const SIGNALS: [c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
 
     pub(super) fn prepare_thread() -> bool {
+        OWN_CODE.get_or_init(|| code_segments_of(on_fault as *const () as usize));
         PREVIOUS.get_or_init(install);
         ensure_altstack();
         true
@@ -260,6 +469,20 @@ mod imp {
         }
     }
 
+    /// The faulting instruction's address.
+    ///
+    /// # Safety
+    /// As `fault_sp`.
+    unsafe fn fault_pc(uc: *const libc::ucontext_t) -> usize {
+        // SAFETY: caller's contract.
+        unsafe {
+            #[cfg(target_arch = "x86_64")]
+            return (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] as usize;
+            #[cfg(target_arch = "aarch64")]
+            return (*uc).uc_mcontext.pc as usize;
+        }
+    }
+
     /// The signal handler (see the module docs).
     unsafe extern "C" fn on_fault(sig: c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
         let uc = ctx as *mut libc::ucontext_t;
@@ -273,12 +496,19 @@ mod imp {
                 if std::thread::panicking() {
                     // The panic machinery (which allocates and locks) ran out
                     // of stack: its state cannot be abandoned safely.
-                    let msg = b"offload: a simulated GPU thread of the host fallback overflowed its stack while panicking; aborting\n";
-                    // SAFETY: write(2) and abort(3) are async-signal-safe.
-                    unsafe {
-                        libc::write(2, msg.as_ptr() as *const c_void, msg.len());
-                        libc::abort();
-                    }
+                    abort_with(
+                        &a,
+                        "while panicking (the panic machinery, which allocates and locks, cannot be stopped)",
+                    );
+                }
+                // SAFETY: as above.
+                if foreign_code_on_stack(&a, unsafe { fault_pc(uc) }) {
+                    abort_with(
+                        &a,
+                        "while C library code (a shared library's: malloc, qsort calling back, stdio, ...) was in \
+                         progress on it, which may hold locks that no later call could take, so the thread cannot be \
+                         stopped alone",
+                    );
                 }
                 let _ = TRIPPED.try_with(|t| t.set(true));
                 let _ = ARMED.try_with(|c| c.set(None));

@@ -9,8 +9,7 @@
 
 use core::marker::PhantomData;
 
-use crate::launch::{ArgKind, ArgSpec};
-use crate::pinned::{Mapped, MappedMut};
+use crate::runtime::spec::{ArgKind, ArgSpec};
 use crate::{DeviceBuffer, DeviceCopy, DisjointSlice, MapElem};
 
 /// Accepted where a kernel takes `&[T]`. Implemented for `[T]`, `Vec<T>`,
@@ -71,7 +70,7 @@ impl<'a, T: MapElem> MapIn<'a, T> {
     /// `len` elements at `ptr`, an address valid on the device for the
     /// launch (a `DeviceBuffer`, or mapped pinned memory): passed as is,
     /// nothing copied. `ptr` is non-null and aligned even when `len == 0`.
-    fn resident(ptr: *const T, len: usize) -> Self {
+    pub(crate) fn resident(ptr: *const T, len: usize) -> Self {
         MapIn { ptr, len, resident: true, _borrow: PhantomData }
     }
 
@@ -107,9 +106,13 @@ impl<'a, T: MapElem> MapIn<'a, T> {
     /// Called only by the host fallback, where every address (resident
     /// buffers included) is host memory.
     pub unsafe fn host_view(self) -> &'a [T] {
-        // SAFETY: on the host fallback `ptr` points to `len` initialized `T`s
-        // borrowed shared for `'a` (caller's contract).
-        unsafe { crate::__private::slice_from_raw(self.ptr, self.len) }
+        if self.len == 0 {
+            &[]
+        } else {
+            // SAFETY: on the host fallback `ptr` points to `len` initialized
+            // `T`s borrowed shared for `'a` (caller's contract).
+            unsafe { core::slice::from_raw_parts(self.ptr, self.len) }
+        }
     }
 }
 
@@ -151,7 +154,7 @@ impl<'a, T: DeviceCopy> MapInOut<'a, T> {
     }
 
     /// As [`MapIn::resident`], written in place.
-    fn resident(ptr: *mut T, len: usize) -> Self {
+    pub(crate) fn resident(ptr: *mut T, len: usize) -> Self {
         MapInOut { ptr, len, pass_len: true, resident: true, _borrow: PhantomData }
     }
 
@@ -229,21 +232,6 @@ fn buffer_addr<T: DeviceCopy>(b: &DeviceBuffer<T>) -> *mut T {
 impl<T: DeviceCopy> SliceArg<T> for DeviceBuffer<T> {
     fn map_in(&self) -> MapIn<'_, T> {
         MapIn::resident(buffer_addr(self), self.len())
-    }
-}
-
-// A mapped pinned buffer is passed like a resident one: its address is valid
-// on the device (see `PinnedBuffer::device_ptr`), so nothing is copied. Its
-// pointer is non-null and aligned even when empty (`NonNull::dangling`).
-impl<T: DeviceCopy> SliceArg<T> for Mapped<'_, T> {
-    fn map_in(&self) -> MapIn<'_, T> {
-        MapIn::resident(self.buf.device_ptr(), self.buf.len())
-    }
-}
-
-impl<T: DeviceCopy> SliceArgMut<T> for MappedMut<'_, T> {
-    fn map_inout(&mut self) -> MapInOut<'_, T> {
-        MapInOut::resident(self.buf.device_ptr(), self.buf.len())
     }
 }
 

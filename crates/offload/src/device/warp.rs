@@ -5,7 +5,10 @@
 //! A warp is 32 consecutive threads of a block in linear order (x fastest):
 //! warp `w` holds the threads whose linear index in the block is
 //! `32w .. 32w + 31`; the last warp of a block whose size is not a multiple
-//! of 32 is partial.
+//! of 32 is partial. Reductions combine exactly the lanes that exist (see
+//! [`reduce_sum`]); a shuffle that reads a lane that does not exist is
+//! undefined on the GPU (the host fallback returns the caller's value).
+//! Outside a kernel the warp is the calling thread alone.
 //!
 //! **Convergence rule.** A collective (shuffle, vote, [`sync_warp`],
 //! [`reduce_sum`], …) must be reached by *every* existing lane of the warp
@@ -45,7 +48,9 @@
 use core::ops::Add;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-use crate::hostsim::{warp_collective, WarpOp};
+use crate::hostsim::{collective::WarpOp, entry::warp_collective};
+#[cfg(target_arch = "nvptx64")]
+use crate::report::divergence::names;
 
 /// Threads per warp (CUDA `warpSize`): 32 on every NVIDIA GPU.
 pub const WARP_SIZE: u32 = 32;
@@ -93,18 +98,6 @@ pub fn warp_mask() -> u32 {
     }
 }
 
-/// The collectives' names in divergence reports (both backends).
-pub(crate) mod names {
-    pub const SHUFFLE_IDX: &str = "shuffle_idx (shfl.sync.idx)";
-    pub const SHUFFLE_UP: &str = "shuffle_up (shfl.sync.up)";
-    pub const SHUFFLE_DOWN: &str = "shuffle_down (shfl.sync.down)";
-    pub const SHUFFLE_XOR: &str = "shuffle_xor (shfl.sync.bfly)";
-    pub const ALL: &str = "all (vote.sync.all)";
-    pub const ANY: &str = "any (vote.sync.any)";
-    pub const BALLOT: &str = "ballot (vote.sync.ballot)";
-    pub const SYNC_WARP: &str = "sync_warp (bar.warp.sync)";
-}
-
 /// The start of every collective on the GPU: waits (`vote.sync.ballot`)
 /// until every lane of the warp that has not exited is at a collective,
 /// then, if some lane of the warp has exited, records
@@ -118,7 +111,7 @@ fn converged(op: &'static str) -> u32 {
     // lane; exited lanes do not block it (sm_70+).
     let arrived = unsafe { nv::vote_ballot(m, true) };
     if arrived != m {
-        crate::device::warp_divergence(op, warp_id(), arrived, m & !arrived);
+        crate::report::gpu::warp_divergence(op, warp_id(), arrived, m & !arrived);
     }
     m
 }
@@ -360,21 +353,26 @@ pub fn sync_warp() {
 }
 
 /// The shuffles of a reduction: on the GPU the warp is checked once
-/// ([`converged`]), before the first, then the five `shfl.sync.bfly` go
-/// unchecked (a check before each would let ptxas prove convergence of
-/// none of them: about 12 SASS instructions per shuffle instead of 2 on
-/// sm_90). The host fallback meets at each shuffle.
-struct Butterfly {
-    #[cfg(target_arch = "nvptx64")]
+/// ([`converged`]), before the first, then the shuffles go unchecked (a
+/// check before each would let ptxas prove convergence of none of them:
+/// about 12 SASS instructions per shuffle instead of 2 on sm_90). The host
+/// fallback meets at each shuffle.
+struct Lanes {
+    /// The member mask: the lanes that exist.
     m: u32,
 }
 
-impl Butterfly {
+impl Lanes {
     #[inline(always)]
     fn new() -> Self {
-        Butterfly {
-            #[cfg(target_arch = "nvptx64")]
-            m: converged(names::SHUFFLE_XOR),
+        // Named as the host fallback names the first shuffle it meets at.
+        #[cfg(target_arch = "nvptx64")]
+        {
+            Lanes { m: converged(if warp_mask() == u32::MAX { names::SHUFFLE_XOR } else { names::SHUFFLE_DOWN }) }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            Lanes { m: warp_mask() }
         }
     }
 
@@ -389,55 +387,93 @@ impl Butterfly {
             shuffle_xor(v, lane_mask)
         }
     }
-}
 
-/// Sum of `v` over the warp, returned to every lane: a butterfly of five
-/// [`shuffle_xor`]s (offsets 16, 8, 4, 2, 1), so float sums are added in
-/// the same order on the GPU and the host. Partial warps: lanes whose
-/// partner does not exist add their own value again on the GPU (undefined
-/// partner value), so use full warps (block sizes that are multiples of 32).
-#[inline(always)]
-pub fn reduce_sum<T: WarpValue + Add<Output = T>>(mut v: T) -> T {
-    let lanes = Butterfly::new();
-    let mut offset = WARP_SIZE / 2;
-    while offset > 0 {
-        v = v + lanes.xor(v, offset);
-        offset /= 2;
+    #[inline(always)]
+    fn down<T: WarpValue>(&self, v: T, delta: u32) -> T {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            shfl_masked(ShflMode::Down, self.m, v, delta, 0x1f)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            shuffle_down(v, delta)
+        }
     }
-    v
+
+    #[inline(always)]
+    fn idx<T: WarpValue>(&self, v: T, lane: u32) -> T {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            shfl_masked(ShflMode::Idx, self.m, v, lane, 0x1f)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            shuffle_idx(v, lane)
+        }
+    }
+
+    /// `v` combined with `op` over the lanes that exist, to every lane.
+    ///
+    /// A full warp: a butterfly of five `shfl.sync.bfly` (offsets 16, 8, 4,
+    /// 2, 1), after which every lane holds the result. A partial warp (the
+    /// last warp of a block whose size is not a multiple of 32, or a block
+    /// of fewer than 32 threads) has lanes whose butterfly partner does not
+    /// exist, whose value is undefined on the GPU (PTX ISA, `shfl.sync`: a
+    /// source lane outside the member mask): there a tree of
+    /// `shfl.sync.down` (offsets 16, … 1) combines lane `l` with lane
+    /// `l + offset` only where that lane exists, which leaves the result
+    /// in lane 0, and `shfl.sync.idx` hands it to every lane. Both
+    /// backends run the same steps in the same order, so float results are
+    /// the same bits.
+    #[inline(always)]
+    fn reduce<T: WarpValue>(&self, mut v: T, op: impl Fn(T, T) -> T) -> T {
+        let mut offset = WARP_SIZE / 2;
+        if self.m == u32::MAX {
+            while offset > 0 {
+                v = op(v, self.xor(v, offset));
+                offset /= 2;
+            }
+            v
+        } else {
+            let (n, lane) = (self.m.count_ones(), lane_id());
+            while offset > 0 {
+                let o = self.down(v, offset);
+                if lane + offset < n {
+                    v = op(v, o);
+                }
+                offset /= 2;
+            }
+            self.idx(v, 0)
+        }
+    }
 }
 
-/// Maximum of `v` over the warp, to every lane (butterfly, as
+/// Sum of `v` over the lanes of the warp that exist, returned to every
+/// lane. In a full warp the sum is a butterfly of five [`shuffle_xor`]s
+/// (offsets 16, 8, 4, 2, 1); in a partial warp (a block of fewer than 32
+/// threads, or the last warp of a block whose size is not a multiple of
+/// 32) a tree of [`shuffle_down`]s to lane 0 over the lanes that exist,
+/// then a broadcast. Floats are added in the same order on the GPU and
+/// the host, so the results are the same bits.
+#[inline(always)]
+pub fn reduce_sum<T: WarpValue + Add<Output = T>>(v: T) -> T {
+    Lanes::new().reduce(v, |a, b| a + b)
+}
+
+/// Maximum of `v` over the lanes of the warp that exist, to every lane (as
 /// [`reduce_sum`]); for floats a NaN loses against numbers (as `f32::max`).
 #[inline(always)]
-pub fn reduce_max<T: WarpValue + PartialOrd>(mut v: T) -> T {
-    let lanes = Butterfly::new();
-    let mut offset = WARP_SIZE / 2;
-    while offset > 0 {
-        let o = lanes.xor(v, offset);
-        // `x != x` only for a NaN: `T` is any `PartialOrd` value.
-        #[allow(clippy::eq_op)]
-        if o > v || (v != v && o == o) {
-            v = o;
-        }
-        offset /= 2;
-    }
-    v
+pub fn reduce_max<T: WarpValue + PartialOrd>(v: T) -> T {
+    // `x != x` only for a NaN: `T` is any `PartialOrd` value.
+    #[allow(clippy::eq_op)]
+    Lanes::new().reduce(v, |v, o| if o > v || (v != v && o == o) { o } else { v })
 }
 
-/// Minimum of `v` over the warp, to every lane; see [`reduce_max`].
+/// Minimum of `v` over the lanes of the warp that exist, to every lane; see
+/// [`reduce_max`].
 #[inline(always)]
-pub fn reduce_min<T: WarpValue + PartialOrd>(mut v: T) -> T {
-    let lanes = Butterfly::new();
-    let mut offset = WARP_SIZE / 2;
-    while offset > 0 {
-        let o = lanes.xor(v, offset);
-        // `x != x` only for a NaN: `T` is any `PartialOrd` value.
-        #[allow(clippy::eq_op)]
-        if o < v || (v != v && o == o) {
-            v = o;
-        }
-        offset /= 2;
-    }
-    v
+pub fn reduce_min<T: WarpValue + PartialOrd>(v: T) -> T {
+    // `x != x` only for a NaN: `T` is any `PartialOrd` value.
+    #[allow(clippy::eq_op)]
+    Lanes::new().reduce(v, |v, o| if o < v || (v != v && o == o) { o } else { v })
 }

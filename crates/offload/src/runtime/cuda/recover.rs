@@ -1,7 +1,7 @@
 //! CUDA backend: what happens around a kernel that fails — panic records
 //! (see `panic_record`), rebuilding the context after a sticky error, the
 //! atomic copy-back of `&[Atomic*]` arguments, and per-context settings.
-//! Kept apart from the launch path in `cuda.rs`.
+//! Kept apart from the launch path in `launch`.
 
 use core::ffi::c_void;
 use std::ffi::CString;
@@ -13,9 +13,9 @@ use std::vec;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
-use super::cuda::driver_error;
-use crate::error::{Error, Result};
-use crate::panic_record::{PanicRecord, DONE, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW};
+use super::error::driver_error;
+use crate::report::panic_record::{PanicRecord, DONE, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW};
+use crate::runtime::error::{Error, Result};
 
 /// Sets the per-thread stack of kernels (`CU_LIMIT_STACK_SIZE`) to 8 KiB
 /// unless `OFFLOAD_CUDA_STACK_BYTES` says otherwise, and returns the size
@@ -52,7 +52,7 @@ fn stack_limit() -> core::result::Result<usize, DriverError> {
 /// checks (offload-linker: `recursion::PROBE_KERNEL`).
 const PROBE_KERNEL: &str = "__offload_stack_probe";
 /// The device global the recursion checks compare with (offload-linker:
-/// `recursion::FLOOR_GLOBAL`; `device::__offload_stack_floor`).
+/// `recursion::FLOOR_GLOBAL`; `report::gpu::__offload_stack_floor`).
 const FLOOR_GLOBAL: &str = "__offload_stack_floor";
 /// Bytes added to the measured floor for the probe's own frame: the probe
 /// reports the local address of a local in its frame, `T' = T - 8` with

@@ -12,6 +12,18 @@
 /// How a GPU thread's record says "divergence" instead of "panic".
 pub(crate) const PREFIX: &str = "offload: warp collective in divergent code: ";
 
+/// The collectives' names in divergence reports (both backends).
+pub(crate) mod names {
+    pub const SHUFFLE_IDX: &str = "shuffle_idx (shfl.sync.idx)";
+    pub const SHUFFLE_UP: &str = "shuffle_up (shfl.sync.up)";
+    pub const SHUFFLE_DOWN: &str = "shuffle_down (shfl.sync.down)";
+    pub const SHUFFLE_XOR: &str = "shuffle_xor (shfl.sync.bfly)";
+    pub const ALL: &str = "all (vote.sync.all)";
+    pub const ANY: &str = "any (vote.sync.any)";
+    pub const BALLOT: &str = "ballot (vote.sync.ballot)";
+    pub const SYNC_WARP: &str = "sync_warp (bar.warp.sync)";
+}
+
 /// Writes into a byte buffer, dropping what does not fit.
 pub(crate) struct Bytes<'a> {
     pub buf: &'a mut [u8],
@@ -80,8 +92,8 @@ impl Bytes<'_> {
 
 /// Writes why warp `warp`'s collective `op` cannot complete: the lanes
 /// `waiting` at it, those that `returned`, those waiting at `sync_threads`
-/// (`barrier`). `op` is the collective's name as [`warp`](crate::warp)'s
-/// `OP_*` constants spell it.
+/// (`barrier`); an empty group is left out. `op` is the collective's name
+/// as [`names`] spells it.
 pub(crate) fn write_reason(out: &mut Bytes<'_>, op: &str, warp: u32, waiting: u32, returned: u32, barrier: u32) {
     out.str("warp collective ");
     out.str(op);
@@ -89,13 +101,20 @@ pub(crate) fn write_reason(out: &mut Bytes<'_>, op: &str, warp: u32, waiting: u3
     out.num(warp);
     out.str(", lanes ");
     out.lanes(waiting);
-    out.str(" wait for it, lanes ");
-    out.lanes(returned);
-    out.str(" have returned and lanes ");
-    out.lanes(barrier);
+    out.str(" wait for it");
+    if returned != 0 {
+        out.str(", lanes ");
+        out.lanes(returned);
+        out.str(" have returned");
+    }
+    if barrier != 0 {
+        out.str(", lanes ");
+        out.lanes(barrier);
+        out.str(" wait at sync_threads");
+    }
     out.str(
-        " wait at sync_threads; every existing lane of the warp must reach the same collective (PTX ISA: \
-         shfl.sync/vote.sync membermask)",
+        "; every existing lane of the warp must reach the same collective (PTX ISA: shfl.sync/vote.sync \
+         membermask)",
     );
 }
 
@@ -114,9 +133,13 @@ mod tests {
     #[test]
     fn lanes_as_ranges() {
         let r = reason("x", 3, 0x0000_ffff, 0xffff_0000, 0);
-        assert!(r.contains("in warp 3, lanes 0-15 wait for it, lanes 16-31 have returned and lanes none wait"), "{r}");
+        assert!(r.contains("in warp 3, lanes 0-15 wait for it, lanes 16-31 have returned; every existing lane"), "{r}");
         let r = reason("x", 12, 0b1010_0111, 1 << 31, 1 << 3);
-        assert!(r.contains("lanes 0-2, 5, 7 wait for it, lanes 31 have returned and lanes 3 wait"), "{r}");
+        assert!(r.contains("lanes 0-2, 5, 7 wait for it, lanes 31 have returned, lanes 3 wait at sync_threads; every"), "{r}");
+        // No group is named "none".
+        let r = reason("x", 0, 0xffff, 0, 0xffff_0000);
+        assert!(r.contains("lanes 0-15 wait for it, lanes 16-31 wait at sync_threads; every"), "{r}");
+        assert!(!r.contains("none"), "{r}");
     }
 
     #[test]

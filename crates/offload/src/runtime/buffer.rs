@@ -3,9 +3,9 @@
 use core::marker::PhantomData;
 use std::vec::Vec;
 
-use crate::error::{Error, Result};
-use crate::runtime;
-use crate::DeviceCopy;
+use super::select;
+use crate::device::device_copy::DeviceCopy;
+use crate::runtime::error::{Error, Result};
 
 /// `len` elements of `T` in the memory of the device that runs kernels (GPU
 /// global memory, allocated with `cuMemAlloc`; host memory on the host
@@ -54,7 +54,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// selection errors (see [`backend`](crate::backend)).
     pub fn zeroed(len: usize) -> Result<Self> {
         let bytes = bytes_of::<T>(len)?;
-        let addr = runtime::get()?.backend.alloc_zeroed(bytes)?;
+        let addr = select::get()?.backend.alloc_zeroed(bytes)?;
         Ok(DeviceBuffer { addr, len, _elem: PhantomData })
     }
 
@@ -108,7 +108,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         // SAFETY: `addr` holds `len` elements (allocated by this backend);
         // `data` is valid for reads of as many; `&mut self` excludes other
         // users of the buffer.
-        unsafe { runtime::get()?.backend.copy_to_device(self.addr, data.as_ptr() as *const u8, bytes_of::<T>(self.len)?) }
+        unsafe { select::get()?.backend.copy_to_device(self.addr, data.as_ptr() as *const u8, bytes_of::<T>(self.len)?) }
     }
 
     /// Copies the buffer into `out` (device → host).
@@ -123,7 +123,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         }
         // SAFETY: as in `copy_from_slice`; bytes written into `out` were
         // copied from values of `T`, which stay valid (DeviceCopy contract).
-        unsafe { runtime::get()?.backend.copy_from_device(out.as_mut_ptr() as *mut u8, self.addr, bytes_of::<T>(self.len)?) }
+        unsafe { select::get()?.backend.copy_from_device(out.as_mut_ptr() as *mut u8, self.addr, bytes_of::<T>(self.len)?) }
     }
 
     /// The buffer's contents as a new `Vec` (device → host).
@@ -144,7 +144,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
 impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        if let (Ok(rt), Ok(bytes)) = (runtime::get(), bytes_of::<T>(self.len)) {
+        if let (Ok(rt), Ok(bytes)) = (select::get(), bytes_of::<T>(self.len)) {
             // SAFETY: `addr` was allocated by this backend with `bytes` bytes
             // and is freed once; no launch can use it any more (launches
             // borrow the buffer and are synchronous).

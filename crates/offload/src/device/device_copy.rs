@@ -90,4 +90,4 @@ map_atomic!(
     core::sync::atomic::AtomicI64 = 8
 );
 #[cfg(not(target_arch = "amdgpu"))]
-map_atomic!(crate::atomic::AtomicF32 = 4, crate::atomic::AtomicF64 = 8);
+map_atomic!(crate::device::atomic::AtomicF32 = 4, crate::device::atomic::AtomicF64 = 8);

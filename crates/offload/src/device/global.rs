@@ -39,7 +39,7 @@
 
 use core::cell::UnsafeCell;
 
-use crate::MapElem;
+use crate::device::device_copy::MapElem;
 
 /// A variable of the device; declare one with
 /// [`#[offload::device_global]`](crate::device_global) on a `static`.
@@ -47,7 +47,9 @@ use crate::MapElem;
 /// `T` is plain data or an atomic of [`atomic`](crate::atomic)
 /// ([`MapElem`]): kernels read it, and update atomics, through
 /// [`with`](Self::with); host code copies it with [`read`](Self::read) and
-/// [`write`](Self::write).
+/// [`write`](Self::write), or for a large `T` (which would not fit the
+/// stack by value) [`read_into`](Self::read_into) and
+/// [`write_from`](Self::write_from).
 pub struct DeviceGlobal<T> {
     value: UnsafeCell<T>,
     /// The device image's symbol (`__offload_global_…`).
@@ -87,7 +89,7 @@ impl<T: MapElem> DeviceGlobal<T> {
     #[inline(always)]
     pub fn with<R>(&'static self, f: impl FnOnce(&T) -> R) -> R {
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-        if !crate::runtime::in_host_kernel() {
+        if !crate::runtime::host::in_host_kernel() {
             panic!(
                 "offload: DeviceGlobal `{}` used outside a kernel: host code reads it with `read()` and changes it with `write()`",
                 self.symbol
@@ -111,6 +113,9 @@ impl<T: MapElem> DeviceGlobal<T> {
     /// [`with`](Self::with)); [`Error::Memory`](crate::Error) if the device
     /// image has no such global (an image built by another build of the
     /// crate); the backend's errors.
+    ///
+    /// The value is returned on the stack: for a large `T` use
+    /// [`read_into`](Self::read_into).
     pub fn read(&'static self) -> crate::Result<T> {
         let mut out = core::mem::MaybeUninit::<T>::uninit();
         self.copy(|rt, addr, bytes| {
@@ -123,9 +128,45 @@ impl<T: MapElem> DeviceGlobal<T> {
         Ok(unsafe { out.assume_init() })
     }
 
+    /// The device's copy, copied into `out` (as [`read`](Self::read), which
+    /// returns a `T` by value: for a large `T`, such as a table of a
+    /// million floats, that value alone can overflow the caller's stack).
+    /// Keep a large `out` on the heap:
+    ///
+    /// ```ignore
+    /// let mut table: Box<[f32; 1 << 20]> = vec![0.0; 1 << 20].try_into().unwrap();
+    /// TABLE.read_into(&mut table)?;
+    /// ```
+    ///
+    /// # Errors
+    /// As [`read`](Self::read); `out` is unchanged then.
+    pub fn read_into(&'static self, out: &mut T) -> crate::Result<()> {
+        self.copy(|rt, addr, bytes| {
+            // SAFETY: `out` is `bytes = size_of::<T>()` bytes, borrowed
+            // exclusively; `addr` is the backend's copy of as many. Every
+            // bit pattern the device can leave is a valid `T` (`MapElem`).
+            unsafe { rt.copy_from_device(out as *mut T as *mut u8, addr, bytes) }
+        })
+    }
+
+    /// Replaces the device's copy with a copy of `*value` (as
+    /// [`write`](Self::write), without moving a `T`: see
+    /// [`read_into`](Self::read_into) for large `T`).
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    pub fn write_from(&'static self, value: &T) -> crate::Result<()> {
+        self.copy(|rt, addr, bytes| {
+            // SAFETY: `value` holds `bytes` bytes; `addr` is the backend's
+            // copy, with room for as many.
+            unsafe { rt.copy_to_device(addr, value as *const T as *const u8, bytes) }
+        })
+    }
+
     /// Replaces the device's copy (CUDA `cudaMemcpyToSymbol`); later
     /// launches see `value`. On the host fallback the call waits for
-    /// kernels running on other threads.
+    /// kernels running on other threads. For a large `T` use
+    /// [`write_from`](Self::write_from).
     ///
     /// # Errors
     /// As [`read`](Self::read).
@@ -142,16 +183,16 @@ impl<T: MapElem> DeviceGlobal<T> {
         &'static self,
         f: impl FnOnce(&dyn crate::runtime::Backend, u64, usize) -> crate::Result<()>,
     ) -> crate::Result<()> {
-        if crate::runtime::in_host_kernel() {
+        if crate::runtime::host::in_host_kernel() {
             return Err(crate::Error::InvalidLaunch {
                 kernel: self.symbol.into(),
                 reason: "a DeviceGlobal was read or written by host code inside a kernel body; kernels use `with()`"
                     .into(),
             });
         }
-        let rt = crate::runtime::get()?;
+        let rt = crate::runtime::select::get()?;
         // No kernel of the host fallback runs while this is held.
-        let _no_kernels = crate::runtime::LAUNCHES.write().unwrap_or_else(|e| e.into_inner());
+        let _no_kernels = crate::runtime::host::LAUNCHES.write().unwrap_or_else(|e| e.into_inner());
         let bytes = core::mem::size_of::<T>();
         let addr = rt.backend.global(self.symbol, bytes, self.value.get() as *mut u8)?;
         if bytes == 0 {

@@ -2,7 +2,7 @@
 
 use core::marker::PhantomData;
 
-use crate::thread::{global_index, global_size};
+use crate::device::thread::{global_index, global_size};
 
 /// A kernel's view of a `&mut [T]` argument: every GPU thread runs the body
 /// at once, so each may reach only the elements it *owns*.

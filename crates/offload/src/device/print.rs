@@ -33,7 +33,7 @@ pub fn print_fmt(args: fmt::Arguments<'_>, newline: bool) {
     {
         use std::io::Write;
         // Allocates and locks stdout: not where a stack overflow may strike.
-        crate::stack_guard::check();
+        crate::hostsim::stack_guard::check();
         let mut s = std::string::String::new();
         let _ = fmt::write(&mut s, args);
         if newline {

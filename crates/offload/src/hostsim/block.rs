@@ -35,19 +35,18 @@ use core::cell::{Cell, RefCell};
 use std::boxed::Box;
 use std::collections::VecDeque;
 use std::format;
-use std::string::String;
-use std::sync::Mutex;
+use std::string::{String, ToString};
 use std::vec::Vec;
 
 use corosensei::stack::{DefaultStack, Stack as _};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use crate::stack_guard;
-use crate::thread::{ThreadCtx, CTX};
-use crate::Dim3;
-
-/// Threads per warp (CUDA `warpSize`).
-pub(crate) const WARP: u32 = 32;
+use super::arena::Arena;
+use super::collective::{warp_result, WarpOp, WARP};
+use super::failure::{Abort, BlockFailure};
+use super::stack_guard;
+use crate::device::dim::Dim3;
+use crate::device::thread::{ThreadCtx, CTX};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Wait {
@@ -57,184 +56,30 @@ pub(crate) enum Wait {
     Done,
 }
 
-/// A warp collective; `arg` is the lane / offset / mask operand.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum WarpOp {
-    ShflIdx,
-    ShflUp,
-    ShflDown,
-    ShflXor,
-    All,
-    Any,
-    Ballot,
-    Sync,
-}
-
-impl WarpOp {
-    fn name(self) -> &'static str {
-        use crate::warp::names;
-        match self {
-            WarpOp::ShflIdx => names::SHUFFLE_IDX,
-            WarpOp::ShflUp => names::SHUFFLE_UP,
-            WarpOp::ShflDown => names::SHUFFLE_DOWN,
-            WarpOp::ShflXor => names::SHUFFLE_XOR,
-            WarpOp::All => names::ALL,
-            WarpOp::Any => names::ANY,
-            WarpOp::Ballot => names::BALLOT,
-            WarpOp::Sync => names::SYNC_WARP,
-        }
-    }
-}
-
-/// Applies a warp collective to the inputs of the `m` existing lanes of one
-/// warp. `inputs[l] = (value, arg)`; returns lane `l`'s result. A source
-/// lane outside `0..m` (possible only in the last, partial warp of a block)
-/// yields the lane's own value; on the GPU that value is undefined.
-pub(crate) fn warp_result(op: WarpOp, inputs: &[(u64, u32)], l: usize) -> u64 {
-    let m = inputs.len() as u64;
-    let (own, arg) = inputs[l];
-    let lane = l as u64;
-    let pick = |j: Option<u64>| match j {
-        Some(j) if j < m && j < WARP as u64 => inputs[j as usize].0,
-        _ => own,
-    };
-    match op {
-        WarpOp::ShflIdx => pick(Some(arg as u64 & 31)),
-        WarpOp::ShflUp => pick(lane.checked_sub(arg as u64)),
-        WarpOp::ShflDown => pick(Some(lane + arg as u64)),
-        WarpOp::ShflXor => pick(Some(lane ^ arg as u64)),
-        WarpOp::All => inputs.iter().all(|&(v, _)| v != 0) as u64,
-        WarpOp::Any => inputs.iter().any(|&(v, _)| v != 0) as u64,
-        WarpOp::Ballot => {
-            inputs.iter().enumerate().filter(|(_, &(v, _))| v != 0).fold(0u64, |b, (i, _)| b | (1u64 << i))
-        }
-        WarpOp::Sync => 0,
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Shared-memory arena
-
-/// Bump allocator for one block's shared memory. Chunks are leaked on
-/// purpose (see the module docs) and reused.
-pub(crate) struct Arena {
-    chunks: Vec<(*mut u8, usize)>,
-    chunk: usize,
-    offset: usize,
-    sites: Vec<(usize, *mut u8, usize)>,
-    dynamic: (*mut u8, usize),
-    /// Bytes of the `sites` (static shared memory) of the current block.
-    static_bytes: usize,
-}
-
-// SAFETY: the arena only hands out pointers into leaked chunks; it is used
-// by one worker at a time (checked out of `ARENAS` under its mutex).
-unsafe impl Send for Arena {}
-
-static ARENAS: Mutex<Vec<Arena>> = Mutex::new(Vec::new());
-
-impl Arena {
-    fn checkout() -> Arena {
-        let mut pool = ARENAS.lock().unwrap_or_else(|e| e.into_inner());
-        pool.pop().unwrap_or(Arena {
-            chunks: Vec::new(),
-            chunk: 0,
-            offset: 0,
-            sites: Vec::new(),
-            dynamic: (core::ptr::null_mut(), 0),
-            static_bytes: 0,
-        })
-    }
-
-    fn give_back(self) {
-        ARENAS.lock().unwrap_or_else(|e| e.into_inner()).push(self);
-    }
-
-    fn reset(&mut self) {
-        self.chunk = 0;
-        self.offset = 0;
-        self.sites.clear();
-        self.dynamic = (core::ptr::null_mut(), 0);
-        self.static_bytes = 0;
-    }
-
-    fn alloc(&mut self, size: usize, align: usize) -> *mut u8 {
-        let align = align.max(16);
-        loop {
-            if let Some(&(base, cap)) = self.chunks.get(self.chunk) {
-                let start = (base as usize + self.offset).next_multiple_of(align) - base as usize;
-                if start + size <= cap {
-                    self.offset = start + size;
-                    // SAFETY: `start + size <= cap`, inside the chunk.
-                    return unsafe { base.add(start) };
-                }
-                self.chunk += 1;
-                self.offset = 0;
-                continue;
-            }
-            let cap = (size + align).max(64 * 1024);
-            let layout = std::alloc::Layout::from_size_align(cap, 16).expect("shared-memory chunk layout");
-            // SAFETY: `cap > 0`.
-            let p = unsafe { std::alloc::alloc_zeroed(layout) };
-            if p.is_null() {
-                std::alloc::handle_alloc_error(layout);
-            }
-            self.chunks.push((p, cap));
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Block state
-
 /// The state of the block a worker is executing.
 pub(crate) struct Block {
-    n: u32,
-    ctx: ThreadCtx,
-    wait: Vec<Cell<Wait>>,
-    input: Vec<Cell<(WarpOp, u64, u32)>>,
-    output: Vec<Cell<u64>>,
-    runner_of: Vec<Cell<u32>>,
-    next: Cell<u32>,
-    sequencer: Cell<u32>,
+    pub(super) n: u32,
+    pub(super) ctx: ThreadCtx,
+    pub(super) wait: Vec<Cell<Wait>>,
+    pub(super) input: Vec<Cell<(WarpOp, u64, u32)>>,
+    pub(super) output: Vec<Cell<u64>>,
+    pub(super) runner_of: Vec<Cell<u32>>,
+    pub(super) next: Cell<u32>,
+    pub(super) sequencer: Cell<u32>,
     /// The runner being resumed.
-    current: Cell<u32>,
+    pub(super) current: Cell<u32>,
     /// A failed block left `wait` entries other than `Done`.
-    dirty: Cell<bool>,
-    arena: RefCell<Arena>,
+    pub(super) dirty: Cell<bool>,
+    pub(super) arena: RefCell<Arena>,
     /// Bytes of shared memory, static and dynamic, one block may use.
-    shared_limit: usize,
+    pub(super) shared_limit: usize,
 }
 
 const NO_RUNNER: u32 = u32::MAX;
 
 std::thread_local! {
-    static BLOCK: Cell<*const Block> = const { Cell::new(core::ptr::null()) };
-    static YIELDER: Cell<*const Yielder<(), ()>> = const { Cell::new(core::ptr::null()) };
-}
-
-/// Why a block did not complete.
-pub(crate) enum BlockFailure {
-    /// A thread panicked; the panic hook recorded the message. `thread` is
-    /// `threadIdx` of the panicking thread.
-    Panic { thread: Dim3 },
-    /// No thread can make progress (barrier or warp collective in divergent
-    /// code); the text says who waits where.
-    Divergence { reason: String },
-    /// The runtime stopped thread `thread` (`threadIdx`) (see [`Abort`]).
-    Aborted { abort: Abort, thread: Dim3 },
-}
-
-/// Why the runtime itself stopped a simulated GPU thread (it is no panic of
-/// the kernel's code): the payload of a `resume_unwind` (which runs no
-/// panic hook) that the block's scheduler catches.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Abort {
-    /// The block's static shared memory (`shared_array!`s, counted as they
-    /// are first used) and its dynamic shared memory exceed the limit.
-    SharedMemory { static_bytes: u32, dynamic: u32 },
-    /// The thread's coroutine stack is exhausted (see `stack_guard`).
-    StackOverflow,
+    pub(super) static BLOCK: Cell<*const Block> = const { Cell::new(core::ptr::null()) };
+    pub(super) static YIELDER: Cell<*const Yielder<(), ()>> = const { Cell::new(core::ptr::null()) };
 }
 
 fn unlinear(i: u64, d: Dim3) -> Dim3 {
@@ -244,7 +89,7 @@ fn unlinear(i: u64, d: Dim3) -> Dim3 {
     Dim3 { x, y, z }
 }
 
-fn linear(t: Dim3, d: Dim3) -> u32 {
+pub(super) fn linear(t: Dim3, d: Dim3) -> u32 {
     t.x + d.x * (t.y + d.y * t.z)
 }
 
@@ -279,10 +124,12 @@ impl Executor {
         Executor { block, stacks: Vec::new(), stack_size }
     }
 
-    fn stack(&mut self) -> DefaultStack {
+    /// A coroutine stack: a used one, or a new one (which the system may
+    /// refuse).
+    fn stack(&mut self) -> std::io::Result<DefaultStack> {
         match self.stacks.pop() {
-            Some(s) => s,
-            None => DefaultStack::new(self.stack_size).expect("could not allocate a coroutine stack for the host fallback"),
+            Some(s) => Ok(s),
+            None => DefaultStack::new(self.stack_size),
         }
     }
 
@@ -332,8 +179,14 @@ impl Executor {
                 r
             } else if b.next.get() < b.n {
                 let rid = runners.len() as u32;
-                let stack = self.stack();
-                let limit = stack.limit().get();
+                let stack = match self.stack() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        b.dirty.set(true);
+                        break Err(BlockFailure::NoStack { error: e.to_string() });
+                    }
+                };
+                let (limit, base) = (stack.limit().get(), stack.base().get());
                 let body_ptr: *const (dyn Fn() + Sync) = body;
                 let f = move |y: &Yielder<(), ()>, ()| {
                     YIELDER.with(|c| c.set(y));
@@ -365,7 +218,7 @@ impl Executor {
                 // completion or dropped (which unwinds it) before this
                 // function returns.
                 let co = unsafe { Runner::with_stack_unchecked(stack, f) };
-                guards.push(stack_guard::Armed::new(co.trap_handler(), limit));
+                guards.push(stack_guard::Armed::new(co.trap_handler(), limit, base, self.stack_size));
                 runners.push(Some(co));
                 b.sequencer.set(rid);
                 rid
@@ -492,7 +345,8 @@ impl Executor {
         // Deadlock: describe the first incomplete warp collective.
         for w in 0..n.div_ceil(WARP as usize) {
             let lanes = (w * WARP as usize)..n.min((w + 1) * WARP as usize);
-            let waiting: Vec<usize> = lanes.clone().filter(|&t| b.wait[t].get() == Wait::Warp).map(|t| t - lanes.start).collect();
+            let waiting: Vec<usize> =
+                lanes.clone().filter(|&t| b.wait[t].get() == Wait::Warp).map(|t| t - lanes.start).collect();
             if waiting.is_empty() || waiting.len() == lanes.len() {
                 continue;
             }
@@ -502,8 +356,8 @@ impl Executor {
                 lanes.clone().filter(|&t| b.wait[t].get() == want).fold(0u32, |m, t| m | 1 << (t - lanes.start))
             };
             let mut buf = [0u8; 512];
-            let mut text = crate::divergence::Bytes { buf: &mut buf, len: 0 };
-            crate::divergence::write_reason(
+            let mut text = crate::report::divergence::Bytes { buf: &mut buf, len: 0 };
+            crate::report::divergence::write_reason(
                 &mut text,
                 op.name(),
                 w as u32,
@@ -520,153 +374,6 @@ impl Executor {
 
 impl Drop for Executor {
     fn drop(&mut self) {
-        let arena = core::mem::replace(
-            &mut *self.block.arena.borrow_mut(),
-            Arena {
-                chunks: Vec::new(),
-                chunk: 0,
-                offset: 0,
-                sites: Vec::new(),
-                dynamic: (core::ptr::null_mut(), 0),
-                static_bytes: 0,
-            },
-        );
-        arena.give_back();
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Entry points used by the device-model API on the host
-
-fn current() -> Option<(&'static Block, usize)> {
-    let b = BLOCK.with(|c| c.get());
-    if b.is_null() {
-        return None;
-    }
-    // SAFETY: non-null only while `run_block` runs on this OS thread, and
-    // every caller is code of that block's threads.
-    let b: &'static Block = unsafe { &*b };
-    let t = linear(CTX.with(|c| c.get()).thread, b.ctx.block_dim) as usize;
-    Some((b, t))
-}
-
-/// Suspends the calling GPU thread until the scheduler resumes it, then
-/// restores its thread context.
-fn suspend() {
-    let y = YIELDER.with(|c| c.get());
-    let ctx = CTX.with(|c| c.get());
-    // SAFETY: `y` is the yielder of the running coroutine, set when it
-    // started and after every resume (below), so it is alive.
-    unsafe { (*y).suspend(()) };
-    YIELDER.with(|c| c.set(y));
-    CTX.with(|c| c.set(ctx));
-}
-
-/// `sync_threads` on the host: wait until every thread of the block that has
-/// not returned is here. Outside a launch (a one-thread grid) it returns.
-pub(crate) fn sync_threads() {
-    if let Some((b, t)) = current() {
-        stack_guard::check();
-        b.wait[t].set(Wait::Barrier);
-        b.runner_of[t].set(b.current.get());
-        suspend();
-    }
-}
-
-/// A warp collective on the host; outside a launch the warp is the calling
-/// thread alone.
-pub(crate) fn warp_collective(op: WarpOp, value: u64, arg: u32) -> u64 {
-    match current() {
-        Some((b, t)) => {
-            stack_guard::check();
-            b.input[t].set((op, value, arg));
-            b.wait[t].set(Wait::Warp);
-            b.runner_of[t].set(b.current.get());
-            suspend();
-            b.output[t].get()
-        }
-        None => warp_result(op, &[(value, arg)], 0),
-    }
-}
-
-/// The shared memory of declaration `site` (`size` bytes, `align`): one
-/// allocation per block, the same for every thread of the block.
-///
-/// # Panics
-/// Outside a kernel launch, or if the same site asks for another size.
-/// Stops the launch ([`Abort::SharedMemory`]) if the block's shared memory
-/// would exceed the limit.
-pub(crate) fn shared_alloc(site: usize, size: usize, align: usize) -> *mut u8 {
-    let Some((b, _)) = current() else {
-        panic!("offload: shared memory exists only inside a kernel launch (shared_array! was called outside one)");
-    };
-    stack_guard::check();
-    let mut arena = b.arena.borrow_mut();
-    if let Some(&(_, p, s)) = arena.sites.iter().find(|(k, _, _)| *k == site) {
-        assert_eq!(s, size, "one shared_array! declaration with two sizes");
-        return p;
-    }
-    let static_bytes = arena.static_bytes + size;
-    let dynamic = arena.dynamic.1;
-    if static_bytes + dynamic > b.shared_limit {
-        drop(arena);
-        // On a GPU the launch would not start: the sizes fit in u32 there.
-        let (static_bytes, dynamic) = (static_bytes.min(u32::MAX as usize) as u32, dynamic as u32);
-        std::panic::resume_unwind(Box::new(Abort::SharedMemory { static_bytes, dynamic }));
-    }
-    let p = arena.alloc(size.max(1), align);
-    arena.sites.push((site, p, size));
-    arena.static_bytes = static_bytes;
-    p
-}
-
-/// The dynamic shared memory of the current block: base and size in bytes
-/// (`LaunchConfig::shared_mem_bytes`); `(null, 0)` outside a launch.
-pub(crate) fn dynamic_shared() -> (*mut u8, usize) {
-    match current() {
-        Some((b, _)) => {
-            stack_guard::check();
-            b.arena.borrow().dynamic
-        }
-        None => (core::ptr::null_mut(), 0),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lanes(v: &[u64]) -> Vec<(u64, u32)> {
-        v.iter().map(|&x| (x, 0)).collect()
-    }
-
-    #[test]
-    fn shuffle_rules_follow_ptx() {
-        let vals: Vec<(u64, u32)> = (0..32u64).map(|l| (100 + l, 3)).collect();
-        // down by 3: lane 28 reads lane 31, lane 29 keeps its own value
-        assert_eq!(warp_result(WarpOp::ShflDown, &vals, 28), 131);
-        assert_eq!(warp_result(WarpOp::ShflDown, &vals, 29), 129);
-        // up by 3: lane 2 keeps, lane 3 reads lane 0
-        assert_eq!(warp_result(WarpOp::ShflUp, &vals, 2), 102);
-        assert_eq!(warp_result(WarpOp::ShflUp, &vals, 3), 100);
-        // xor 3
-        assert_eq!(warp_result(WarpOp::ShflXor, &vals, 5), 106);
-        // idx 3 for everyone; idx 35 wraps to 3
-        assert_eq!(warp_result(WarpOp::ShflIdx, &vals, 17), 103);
-        let v35: Vec<(u64, u32)> = (0..32u64).map(|l| (l, 35)).collect();
-        assert_eq!(warp_result(WarpOp::ShflIdx, &v35, 0), 3);
-        // partial warp of 5 lanes: xor 4 from lane 2 reads lane 6, absent → own
-        let part: Vec<(u64, u32)> = (0..5u64).map(|l| (l * 10, 4)).collect();
-        assert_eq!(warp_result(WarpOp::ShflXor, &part, 2), 20);
-        assert_eq!(warp_result(WarpOp::ShflXor, &part, 0), 40);
-    }
-
-    #[test]
-    fn votes() {
-        let v = lanes(&[1, 0, 5, 0]);
-        assert_eq!(warp_result(WarpOp::Ballot, &v, 0), 0b0101);
-        assert_eq!(warp_result(WarpOp::Any, &v, 3), 1);
-        assert_eq!(warp_result(WarpOp::All, &v, 3), 0);
-        assert_eq!(warp_result(WarpOp::All, &lanes(&[2, 3]), 1), 1);
+        core::mem::replace(&mut *self.block.arena.borrow_mut(), Arena::empty()).give_back();
     }
 }

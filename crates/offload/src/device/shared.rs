@@ -28,7 +28,7 @@
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use crate::atomic::{AtomicF32, AtomicF64};
+use crate::device::atomic::{AtomicF32, AtomicF64};
 
 /// Waits until every thread of the block has reached this call, then makes
 /// every memory write made before it by a thread of the block visible to
@@ -49,7 +49,24 @@ pub fn sync_threads() {
         core::arch::nvptx::_syncthreads()
     }
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-    crate::hostsim::sync_threads()
+    crate::hostsim::entry::sync_threads()
+}
+
+/// The host fallback's memory for one `shared_array!` site in the current
+/// block (see `hostsim`).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[inline]
+pub fn host_shared_array<T: SharedElem, const N: usize>(site: &'static u8) -> &'static SharedArray<T, N> {
+    let p = crate::hostsim::entry::shared_alloc(
+        site as *const u8 as usize,
+        core::mem::size_of::<SharedArray<T, N>>(),
+        core::mem::align_of::<SharedArray<T, N>>(),
+    );
+    // SAFETY: `p` is suitably sized and aligned, lives forever (arenas are
+    // never freed), holds initialized bytes (zeroed, then only ever written
+    // with element values), every bit pattern is a valid atomic cell, and
+    // cells are only accessed atomically (or through `unsafe` pointers).
+    unsafe { &*(p as *const SharedArray<T, N>) }
 }
 
 mod sealed {
@@ -229,7 +246,7 @@ pub fn dynamic_shared<T: SharedElem>() -> SharedSlice<T> {
     };
     #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
     let (ptr, bytes) = {
-        let (p, b) = crate::hostsim::dynamic_shared();
+        let (p, b) = crate::hostsim::entry::dynamic_shared();
         (p as *const u8, b)
     };
     // AMD GPU code objects are built but not run by this runtime yet (no HIP

@@ -8,11 +8,11 @@
 //! they describe a grid of one thread (every index 0, every extent 1), so a
 //! kernel body called directly from host code behaves as a one-thread launch.
 
-use crate::Dim3;
+use crate::device::dim::Dim3;
 
 #[cfg(target_arch = "nvptx64")]
 mod imp {
-    use crate::Dim3;
+    use crate::device::dim::Dim3;
     use core::arch::nvptx;
 
     macro_rules! sreg {
@@ -33,7 +33,7 @@ mod imp {
 
 #[cfg(target_arch = "amdgpu")]
 mod imp {
-    use crate::Dim3;
+    use crate::device::dim::Dim3;
     use core::arch::amdgpu as a;
 
     extern "C" {
@@ -79,7 +79,7 @@ mod imp {
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub(crate) mod imp {
-    use crate::Dim3;
+    use crate::device::dim::Dim3;
     use core::cell::Cell;
 
     /// The simulated GPU thread a host worker is executing.
@@ -194,6 +194,23 @@ pub fn global_index() -> usize {
 #[inline(always)]
 pub(crate) fn is_1d(bd: Dim3, gd: Dim3) -> bool {
     bd.y == 1 && bd.z == 1 && gd.y == 1 && gd.z == 1
+}
+
+/// Hidden entry-point argument: the launch is 1-D (see
+/// `__private::kernel_entry`).
+pub const SHAPE_1D: u32 = 1;
+/// Hidden entry-point argument: the launch may have any shape.
+pub const SHAPE_ANY: u32 = 0;
+
+/// The hidden launch-shape argument for a launch of `gd` blocks of `bd`
+/// threads.
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(dead_code))]
+pub(crate) fn launch_shape(bd: Dim3, gd: Dim3) -> u32 {
+    if is_1d(bd, gd) {
+        SHAPE_1D
+    } else {
+        SHAPE_ANY
+    }
 }
 
 /// The number of threads in the grid: `grid_dim().volume() * block_dim().volume()`,

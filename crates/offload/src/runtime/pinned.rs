@@ -4,9 +4,9 @@ use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
-use crate::args::{MapIn, MapInOut};
-use crate::error::{Error, Result};
-use crate::runtime;
+use super::select;
+use crate::runtime::args::{MapIn, MapInOut};
+use crate::runtime::error::{Error, Result};
 use crate::{DeviceCopy, SliceArg, SliceArgMut};
 
 /// `len` elements of `T` in page-locked ("pinned") host memory
@@ -56,7 +56,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         let ptr = if bytes == 0 {
             NonNull::dangling()
         } else {
-            let p = runtime::get()?.backend.alloc_pinned(bytes)? as *mut T;
+            let p = select::get()?.backend.alloc_pinned(bytes)? as *mut T;
             // Both backends return memory aligned to at least 256 bytes
             // (cuMemHostAlloc: page-aligned).
             NonNull::new(p).ok_or_else(|| Error::Memory { op: "allocate pinned memory", reason: "null pointer".into() })?
@@ -111,13 +111,13 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
 /// A [`PinnedBuffer`] passed to a kernel's `&[T]` parameter without a copy;
 /// see [`PinnedBuffer::mapped`].
 pub struct Mapped<'a, T: DeviceCopy> {
-    pub(crate) buf: &'a PinnedBuffer<T>,
+    buf: &'a PinnedBuffer<T>,
 }
 
 /// A [`PinnedBuffer`] passed to a kernel's `&mut [T]` parameter without
 /// copies; see [`PinnedBuffer::mapped_mut`].
 pub struct MappedMut<'a, T: DeviceCopy> {
-    pub(crate) buf: &'a mut PinnedBuffer<T>,
+    buf: &'a mut PinnedBuffer<T>,
 }
 
 impl<T: DeviceCopy> Deref for PinnedBuffer<T> {
@@ -142,7 +142,7 @@ impl<T: DeviceCopy> Drop for PinnedBuffer<T> {
         if bytes == 0 {
             return;
         }
-        if let Ok(rt) = runtime::get() {
+        if let Ok(rt) = select::get() {
             // SAFETY: allocated by this backend's `alloc_pinned(bytes)`, freed
             // once; launches that used it are synchronous and over.
             unsafe { rt.backend.free_pinned(self.ptr.as_ptr() as *mut u8, bytes) };
@@ -159,6 +159,21 @@ impl<T: DeviceCopy> SliceArg<T> for PinnedBuffer<T> {
 impl<T: DeviceCopy> SliceArgMut<T> for PinnedBuffer<T> {
     fn map_inout(&mut self) -> MapInOut<'_, T> {
         MapInOut::host(self)
+    }
+}
+
+// A mapped pinned buffer is passed like a resident one: its address is valid
+// on the device (see `PinnedBuffer::device_ptr`), so nothing is copied. Its
+// pointer is non-null and aligned even when empty (`NonNull::dangling`).
+impl<T: DeviceCopy> SliceArg<T> for Mapped<'_, T> {
+    fn map_in(&self) -> MapIn<'_, T> {
+        MapIn::resident(self.buf.device_ptr(), self.buf.len())
+    }
+}
+
+impl<T: DeviceCopy> SliceArgMut<T> for MappedMut<'_, T> {
+    fn map_inout(&mut self) -> MapInOut<'_, T> {
+        MapInOut::resident(self.buf.device_ptr(), self.buf.len())
     }
 }
 

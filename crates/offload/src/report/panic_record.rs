@@ -32,7 +32,7 @@ pub(crate) const DONE: u32 = 2;
 
 /// The message of a record that reports a stack overflow instead of a
 /// panic: the recursion check the device linker inserts (see
-/// `device::__offload_stack_guard`) records it, with the recursive
+/// `gpu::__offload_stack_guard`) records it, with the recursive
 /// function's name in place of the file name and line and column 0.
 pub(crate) const STACK_OVERFLOW: &str = "offload: stack overflow in a recursive function";
 

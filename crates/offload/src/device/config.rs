@@ -1,7 +1,7 @@
 //! Launch configuration: grid and block sizes. Plain data, available on
 //! both sides so that `use offload::LaunchConfig` compiles in the device pass.
 
-use crate::Dim3;
+use crate::device::dim::Dim3;
 
 /// Threads per block chosen by [`for_len`]: a multiple of the warp size (32)
 /// that keeps every SM of current NVIDIA GPUs fully occupied for simple
@@ -92,7 +92,7 @@ impl From<(Dim3, Dim3)> for LaunchConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Dim3;
+    use crate::device::dim::Dim3;
 
     #[test]
     fn for_len_covers_every_element() {

@@ -1,0 +1,106 @@
+//! The entry points of the device API on the host (`sync_threads`, warp
+//! collectives, `shared_array!`, dynamic shared memory): they find the block
+//! the calling simulated GPU thread belongs to (`block`), record what the
+//! thread waits for and suspend it; the scheduler resumes it.
+
+use std::boxed::Box;
+
+use super::block::{linear, Block, Wait, BLOCK, YIELDER};
+use super::collective::{warp_result, WarpOp};
+use super::failure::Abort;
+use super::stack_guard;
+use crate::device::thread::CTX;
+
+fn current() -> Option<(&'static Block, usize)> {
+    let b = BLOCK.with(|c| c.get());
+    if b.is_null() {
+        return None;
+    }
+    // SAFETY: non-null only while `run_block` runs on this OS thread, and
+    // every caller is code of that block's threads.
+    let b: &'static Block = unsafe { &*b };
+    let t = linear(CTX.with(|c| c.get()).thread, b.ctx.block_dim) as usize;
+    Some((b, t))
+}
+
+/// Suspends the calling GPU thread until the scheduler resumes it, then
+/// restores its thread context.
+fn suspend() {
+    let y = YIELDER.with(|c| c.get());
+    let ctx = CTX.with(|c| c.get());
+    // SAFETY: `y` is the yielder of the running coroutine, set when it
+    // started and after every resume (below), so it is alive.
+    unsafe { (*y).suspend(()) };
+    YIELDER.with(|c| c.set(y));
+    CTX.with(|c| c.set(ctx));
+}
+
+/// `sync_threads` on the host: wait until every thread of the block that has
+/// not returned is here. Outside a launch (a one-thread grid) it returns.
+pub(crate) fn sync_threads() {
+    if let Some((b, t)) = current() {
+        stack_guard::check();
+        b.wait[t].set(Wait::Barrier);
+        b.runner_of[t].set(b.current.get());
+        suspend();
+    }
+}
+
+/// A warp collective on the host; outside a launch the warp is the calling
+/// thread alone.
+pub(crate) fn warp_collective(op: WarpOp, value: u64, arg: u32) -> u64 {
+    match current() {
+        Some((b, t)) => {
+            stack_guard::check();
+            b.input[t].set((op, value, arg));
+            b.wait[t].set(Wait::Warp);
+            b.runner_of[t].set(b.current.get());
+            suspend();
+            b.output[t].get()
+        }
+        None => warp_result(op, &[(value, arg)], 0),
+    }
+}
+
+/// The shared memory of declaration `site` (`size` bytes, `align`): one
+/// allocation per block, the same for every thread of the block.
+///
+/// # Panics
+/// Outside a kernel launch, or if the same site asks for another size.
+/// Stops the launch ([`Abort::SharedMemory`]) if the block's shared memory
+/// would exceed the limit.
+pub(crate) fn shared_alloc(site: usize, size: usize, align: usize) -> *mut u8 {
+    let Some((b, _)) = current() else {
+        panic!("offload: shared memory exists only inside a kernel launch (shared_array! was called outside one)");
+    };
+    stack_guard::check();
+    let mut arena = b.arena.borrow_mut();
+    if let Some(&(_, p, s)) = arena.sites.iter().find(|(k, _, _)| *k == site) {
+        assert_eq!(s, size, "one shared_array! declaration with two sizes");
+        return p;
+    }
+    let static_bytes = arena.static_bytes + size;
+    let dynamic = arena.dynamic.1;
+    if static_bytes + dynamic > b.shared_limit {
+        drop(arena);
+        // On a GPU the launch would not start: the sizes fit in u32 there.
+        let (static_bytes, dynamic) = (static_bytes.min(u32::MAX as usize) as u32, dynamic as u32);
+        std::panic::resume_unwind(Box::new(Abort::SharedMemory { static_bytes, dynamic }));
+    }
+    let p = arena.alloc(size.max(1), align);
+    arena.sites.push((site, p, size));
+    arena.static_bytes = static_bytes;
+    p
+}
+
+/// The dynamic shared memory of the current block: base and size in bytes
+/// (`LaunchConfig::shared_mem_bytes`); `(null, 0)` outside a launch.
+pub(crate) fn dynamic_shared() -> (*mut u8, usize) {
+    match current() {
+        Some((b, _)) => {
+            stack_guard::check();
+            b.arena.borrow().dynamic
+        }
+        None => (core::ptr::null_mut(), 0),
+    }
+}

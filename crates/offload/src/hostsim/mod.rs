@@ -1,0 +1,27 @@
+//! The host block scheduler: the host fallback's model of one thread block,
+//! the GPU threads of a block as stackful coroutines on one worker thread,
+//! switched only where CUDA threads wait for each other (`sync_threads`,
+//! warp collectives). Host pass only.
+//!
+//! | module | what |
+//! | --- | --- |
+//! | `block` | the scheduler: runs a block's threads, releases barriers and warps, finds divergence |
+//! | `entry` | what the device API calls on the host: `sync_threads`, warp collectives, shared memory |
+//! | `collective` | the results of a warp collective from its lanes' inputs |
+//! | `arena` | a block's shared memory |
+//! | `failure` | why a block did not complete |
+//! | `stack_guard` | a simulated GPU thread's stack overflow as an error of the launch |
+//!
+//! Who calls whom: the host backend (`runtime::host`) creates an
+//! [`Executor`](block::Executor) per worker and runs blocks on it; the
+//! device API (`device::shared`, `device::warp`, `device::print`,
+//! `__private`) calls `entry` and `stack_guard::check` from inside the
+//! simulated threads. `block` and `entry` share the block state (`block`'s
+//! thread-locals); `stack_guard` and `failure` call nothing here.
+
+pub(crate) mod arena;
+pub(crate) mod block;
+pub(crate) mod collective;
+pub(crate) mod entry;
+pub(crate) mod failure;
+pub(crate) mod stack_guard;

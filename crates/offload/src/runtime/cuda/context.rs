@@ -1,0 +1,414 @@
+//! The CUDA backend's state and start-up: probing the driver and the
+//! device, the primary context, the stream, the module loaded from the
+//! embedded image chosen by `offload_image::select`, the per-kernel
+//! function table (with its dynamic shared memory opt-in), and rebuilding
+//! the context after a kernel fails. Launches are serialized by the mutex
+//! around [`State`]; the operations themselves are in `launch`, large
+//! copies of pageable memory go through `staging`.
+
+use core::ffi::{c_int, c_uint, c_void};
+use core::hash::BuildHasherDefault;
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::format;
+use std::string::String;
+use std::sync::Mutex;
+use std::vec;
+use std::vec::Vec;
+
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+use offload_image::{Image, ImageKind};
+
+use super::error::driver_error;
+use super::memory::{AddressHasher, Allocations, ArgCache};
+use super::recover::{self, PanicSlot};
+use super::staging::Transfers;
+use crate::runtime::backend::{BackendInfo, BackendKind, Unusable};
+use crate::runtime::error::{Error, Result};
+use crate::runtime::images;
+use crate::runtime::limits;
+use crate::runtime::spec::KernelInfo;
+
+pub(super) struct State {
+    pub(super) ctx: sys::CUcontext,
+    pub(super) module: sys::CUmodule,
+    pub(super) stream: sys::CUstream,
+    /// Functions by the address of their `KernelInfo` (one static per kernel).
+    pub(super) functions: HashMap<usize, Function, BuildHasherDefault<AddressHasher>>,
+    /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`: shared memory
+    /// a block may use, static and dynamic, once its kernel opts in.
+    pub(super) shared_optin: u32,
+    pub(super) kernels: Vec<String>,
+    /// The device, and the image loaded, to rebuild the context after a
+    /// kernel fails (see `rebuild`).
+    pub(super) dev: sys::CUdevice,
+    pub(super) image: Image<'static>,
+    /// Where device panics are recorded (see `panic_record`).
+    pub(super) panic: Option<PanicSlot>,
+    /// `CU_LIMIT_STACK_SIZE` of the context, for stack-overflow errors.
+    pub(super) stack_bytes: usize,
+    // Scratch of `launch_impl`, kept between launches so that a launch
+    // allocates nothing on the host.
+    pub(super) allocs: Vec<(usize, sys::CUdeviceptr)>,
+    pub(super) cache: ArgCache,
+    pub(super) device_ptrs: Vec<sys::CUdeviceptr>,
+    pub(super) slots: Vec<u64>,
+    pub(super) params: Vec<*mut c_void>,
+    /// Pinned staging buffers and copy threads for large copies of
+    /// pageable memory (see `staging`).
+    pub(super) xfer: Transfers,
+}
+
+/// A kernel of the loaded module, with what its launches need to know about
+/// dynamic shared memory, read once.
+#[derive(Clone, Copy)]
+pub(super) struct Function {
+    pub(super) f: sys::CUfunction,
+    /// The kernel's static shared memory (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
+    pub(super) static_shared: u32,
+    /// The kernel's current `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`:
+    /// launches may ask for up to this much without a change.
+    pub(super) dynamic_allowed: u32,
+}
+
+// SAFETY: CUDA driver handles may be used from any host thread once their
+// context is current on it (CUDA Driver API, "Context Management"); every use
+// goes through the `Mutex<State>` and makes the context current first.
+unsafe impl Send for State {}
+
+pub(crate) struct Cuda {
+    pub(super) info: BackendInfo,
+    pub(super) state: Mutex<State>,
+}
+
+fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> core::result::Result<i32, Unusable> {
+    // SAFETY: `dev` came from `cuDeviceGet` after a successful `cuInit`.
+    unsafe { result::device::get_attribute(dev, a) }
+        .map_err(|e| Unusable::Failed(driver_error("cuDeviceGetAttribute", None, e)))
+}
+
+impl Cuda {
+    pub(crate) fn new() -> core::result::Result<Self, Unusable> {
+        // SAFETY: only tries to `dlopen` the driver library.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Unusable::NoDriver);
+        }
+        if let Err(e) = result::init() {
+            return Err(if e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE {
+                Unusable::NoGpu
+            } else {
+                Unusable::Failed(driver_error("cuInit", None, e))
+            });
+        }
+        let count =
+            result::device::get_count().map_err(|e| Unusable::Failed(driver_error("cuDeviceGetCount", None, e)))?;
+        if count == 0 {
+            return Err(Unusable::NoGpu);
+        }
+        let dev = result::device::get(0).map_err(|e| Unusable::Failed(driver_error("cuDeviceGet", None, e)))?;
+        let major = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
+        let minor = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
+        let multiprocessors = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        let shared_optin =
+            attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
+        let name = result::device::get_name(dev).unwrap_or_else(|_| "CUDA GPU".into());
+        // SAFETY: as in `attr`.
+        let mem = unsafe { result::device::total_mem(dev) }.unwrap_or(0);
+        let mut version: c_int = 0;
+        // SAFETY: writes one int.
+        let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
+        let device = format!("{name} (sm_{major}{minor})");
+
+        // Corrupted images (and a damaged section) are left out here (with
+        // a warning), before any of their bytes reach the driver.
+        let embedded = images::embedded();
+        let all = &embedded.intact;
+        let skipped = match embedded.corrupted {
+            0 => String::new(),
+            n => format!(" ({n} corrupted image(s) left out: see the warning above)"),
+        };
+        if all.is_empty() {
+            let reason = if let Some(e) = &embedded.damaged {
+                format!(
+                    "the device image section of this binary is damaged ({e}: see the warning above); rebuild it \
+                     with `cargo offload build`"
+                )
+            } else if embedded.corrupted == 0 {
+                "this binary carries no device image (it was built without `cargo offload`); build it with `cargo offload build` or run it with `cargo offload run`".into()
+            } else {
+                format!(
+                    "every device image in this binary is corrupted{skipped}; rebuild it with `cargo offload build`"
+                )
+            };
+            return Err(Unusable::Failed(Error::NoImage { device, reason }));
+        }
+        let chosen = offload_image::select(all, offload_image::Device::Cuda { major, minor }).ok_or_else(|| {
+            let have: Vec<String> = all.iter().map(|i| format!("{} for {}", i.kind, i.arch)).collect();
+            Unusable::Failed(Error::NoImage {
+                device: device.clone(),
+                reason: format!(
+                    "the binary carries {}{skipped}, none of which runs on sm_{major}{minor}; rebuild with `cargo offload build --arch sm_{major}{minor}`",
+                    have.join(", ")
+                ),
+            })
+        })?;
+
+        // SAFETY: `dev` is a valid device; the primary context stays retained
+        // for the life of the process (the backend is never dropped).
+        let ctx = unsafe { result::primary_ctx::retain(dev) }
+            .map_err(|e| Unusable::Failed(driver_error("cuDevicePrimaryCtxRetain", None, e)))?;
+        // SAFETY: `ctx` was just retained.
+        unsafe { result::ctx::set_current(ctx) }
+            .map_err(|e| Unusable::Failed(driver_error("cuCtxSetCurrent", None, e)))?;
+
+        let (module, loaded) = match load_module(&chosen) {
+            Ok(m) => (m, chosen),
+            Err(e) => {
+                // A cubin from a newer toolkit than the driver: fall back to
+                // the PTX of the same bundle, which the driver JIT-compiles.
+                let ptx: Vec<Image<'static>> = all.iter().filter(|i| i.kind == ImageKind::Ptx).copied().collect();
+                let ptx = offload_image::select(&ptx, offload_image::Device::Cuda { major, minor });
+                match (chosen.kind, ptx) {
+                    (ImageKind::Cubin, Some(p)) => (load_module(&p).map_err(Unusable::Failed)?, p),
+                    _ => return Err(Unusable::Failed(e)),
+                }
+            }
+        };
+        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?;
+        let stack_bytes = recover::configure_context().map_err(Unusable::Failed)?;
+        // After the limit: the recursion checks' floor depends on it.
+        recover::install_stack_floor(module, stream).map_err(Unusable::Failed)?;
+        let panic = PanicSlot::install(module);
+
+        let how = match loaded.kind {
+            ImageKind::Cubin => format!("{} cubin", loaded.arch),
+            ImageKind::Ptx => format!("{} PTX, JIT-compiled by the driver", loaded.arch),
+            ImageKind::AmdgpuElf => format!("{} code object", loaded.arch),
+        };
+        let description = format!(
+            "{device}, {:.1} GiB, driver {}.{}, image: {how}",
+            mem as f64 / (1u64 << 30) as f64,
+            version / 1000,
+            (version % 1000) / 10
+        );
+        let kernels = loaded.kernel_names().map(String::from).collect();
+        Ok(Cuda {
+            info: BackendInfo {
+                kind: BackendKind::Cuda,
+                description,
+                multiprocessors,
+                shared_memory_per_block: shared_optin,
+            },
+            state: Mutex::new(State {
+                ctx,
+                module,
+                stream,
+                functions: HashMap::default(),
+                shared_optin,
+                kernels,
+                dev,
+                image: loaded,
+                panic,
+                stack_bytes,
+                allocs: Vec::new(),
+                cache: ArgCache { free: Vec::new(), bytes: 0, cap: (mem / 16) as usize },
+                device_ptrs: Vec::new(),
+                slots: Vec::new(),
+                params: Vec::new(),
+                xfer: Transfers::new(),
+            }),
+        })
+    }
+}
+
+/// Loads a PTX or cubin image; the JIT's error log is kept in the error.
+fn load_module(image: &Image<'_>) -> Result<sys::CUmodule> {
+    let mut data: Vec<u8> = image.bytes.to_vec();
+    if image.kind == ImageKind::Ptx && data.last() != Some(&0) {
+        // cuModuleLoadDataEx reads PTX as a NUL-terminated string.
+        data.push(0);
+    }
+    let mut log = vec![0u8; 16 * 1024];
+    let mut options =
+        [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+    let mut values: [*mut c_void; 2] = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+    let mut module = core::ptr::null_mut();
+    // SAFETY: `data` is a complete image (NUL-terminated if PTX), the option
+    // arrays have two entries each, and the log buffer outlives the call.
+    let r = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            data.as_ptr() as *const c_void,
+            options.len() as c_uint,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    match r.result() {
+        Ok(()) => Ok(module),
+        Err(e) => {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let mut err = driver_error("cuModuleLoadDataEx", None, e);
+            if let Error::Driver { log: slot, .. } = &mut err {
+                let text = String::from_utf8_lossy(&log[..end]).into_owned();
+                *slot = Some(format!("while loading the {} for {}: {}", image.kind, image.arch, text));
+            }
+            Err(err)
+        }
+    }
+}
+
+impl State {
+    pub(super) fn function(&mut self, kernel: &'static KernelInfo) -> Result<Function> {
+        let key = kernel as *const KernelInfo as usize;
+        if let Some(&f) = self.functions.get(&key) {
+            return Ok(f);
+        }
+        let sym = CString::new(kernel.symbol).expect("kernel symbols have no NUL bytes");
+        // SAFETY: `module` is loaded and stays loaded.
+        match unsafe { result::module::get_function(self.module, sym) } {
+            Ok(f) => {
+                let attr = |a| {
+                    // SAFETY: `f` was just found in the loaded module.
+                    unsafe { result::function::get_function_attribute(f, a) }
+                        .map(|v| v.max(0) as u32)
+                        .map_err(|e| driver_error("cuFuncGetAttribute", Some(&kernel.path()), e))
+                };
+                let static_shared = attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+                let dynamic_allowed = attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
+                let function = Function { f, static_shared, dynamic_allowed };
+                self.functions.insert(key, function);
+                Ok(function)
+            }
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND && !kernel.instance.is_empty() => {
+                Err(Error::InstanceNotBuilt {
+                    kernel: format!("{}::{}", kernel.module_path, kernel.name),
+                    instance: kernel.instance.into(),
+                })
+            }
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(Error::KernelNotFound {
+                kernel: kernel.path(),
+                symbol: kernel.symbol.into(),
+                available: self.kernels.clone(),
+            }),
+            Err(e) => Err(driver_error("cuModuleGetFunction", Some(&kernel.path()), e)),
+        }
+    }
+
+    /// Lets `function` launch with `bytes` of dynamic shared memory: above
+    /// what it may use now (48 KiB minus its static shared memory, until it
+    /// opts in), it opts in once to the most the GPU allows
+    /// (`cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`,
+    /// CUDA C++ Programming Guide, "Configuring L1/Shared Memory Balance");
+    /// beyond that the launch is invalid, before anything runs.
+    pub(super) fn allow_dynamic_shared(
+        &mut self,
+        kernel: &'static KernelInfo,
+        function: Function,
+        bytes: u32,
+    ) -> Result<()> {
+        if bytes <= function.dynamic_allowed {
+            return Ok(());
+        }
+        let limit = self.shared_optin.saturating_sub(function.static_shared);
+        if bytes > limit {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.path(),
+                reason: limits::dynamic_shared_reason(
+                    bytes,
+                    self.shared_optin,
+                    Some(function.static_shared),
+                    "this GPU's opt-in limit (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
+                ),
+            });
+        }
+        // SAFETY: `function.f` belongs to the loaded module; the value is
+        // within the device's limit (checked above).
+        unsafe {
+            result::function::set_function_attribute(
+                function.f,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                limit as i32,
+            )
+        }
+        .map_err(|e| {
+            driver_error("cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)", Some(&kernel.path()), e)
+        })?;
+        let key = kernel as *const KernelInfo as usize;
+        if let Some(f) = self.functions.get_mut(&key) {
+            f.dynamic_allowed = limit;
+        }
+        Ok(())
+    }
+}
+
+impl Cuda {
+    /// Locks the state and makes the context current on this thread.
+    pub(super) fn enter(&self, op: &'static str) -> Result<std::sync::MutexGuard<'_, State>> {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the context was retained at start-up.
+        unsafe { result::ctx::set_current(st.ctx) }.map_err(|e| driver_error(op, None, e))?;
+        Ok(st)
+    }
+}
+
+impl State {
+    /// A kernel failed while running (an illegal address, a trap): report
+    /// the recorded panic if there is one, then rebuild the context, which
+    /// such errors leave unusable ("sticky"), so that later launches work
+    /// if CUDA allows it. The launch's device memory (and the argument
+    /// cache) went with the old context, so it is forgotten, not freed.
+    pub(super) fn after_failed_kernel(&mut self, kernel: &str, e: DriverError, mut allocs: Allocations) -> Error {
+        allocs.0.clear();
+        self.cache.free.clear();
+        self.cache.bytes = 0;
+        let err = recover::failed_launch_error(self.panic.as_ref(), kernel, e, self.stack_bytes);
+        if let Err(rebuild) = self.rebuild() {
+            return Error::Driver {
+                op: "rebuilding the CUDA context after a failed kernel",
+                kernel: Some(kernel.into()),
+                code: 0,
+                name: "CUDA_ERROR_UNKNOWN".into(),
+                text: format!(
+                    "{rebuild}; the kernel's own failure was: {err}. CUDA leaves a context in this state unusable \
+                     until the process ends: restart the program"
+                ),
+                log: None,
+            };
+        }
+        err
+    }
+
+    /// Resets the primary context (freeing everything in it, the panic
+    /// record included), retains it again and reloads the module.
+    pub(super) fn rebuild(&mut self) -> Result<()> {
+        // The reset frees the staging buffers and events: forget them first
+        // (if the reset fails they leak, which is sound).
+        self.xfer.forget_context();
+        // SAFETY: the primary context of `dev` is ours; resetting it
+        // destroys every handle of the old state, which is replaced below
+        // before any use.
+        unsafe {
+            sys::cuDevicePrimaryCtxReset_v2(self.dev)
+                .result()
+                .map_err(|e| driver_error("cuDevicePrimaryCtxReset", None, e))?;
+            let _ = sys::cuDevicePrimaryCtxRelease_v2(self.dev);
+            self.ctx =
+                result::primary_ctx::retain(self.dev).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", None, e))?;
+            result::ctx::set_current(self.ctx).map_err(|e| driver_error("cuCtxSetCurrent", None, e))?;
+        }
+        self.functions.clear();
+        self.panic = None;
+        self.module = load_module(&self.image)?;
+        self.stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| driver_error("cuStreamCreate", None, e))?;
+        self.stack_bytes = recover::configure_context()?;
+        // The new context's stacks: measured again (same module, new
+        // context, and its limit set anew).
+        recover::install_stack_floor(self.module, self.stream)?;
+        self.panic = PanicSlot::install(self.module);
+        Ok(())
+    }
+}

@@ -1,0 +1,297 @@
+//! The CUDA backend's operations (the [`Backend`] trait): memory, copies,
+//! device globals and the launch path. The launch maps its arguments
+//! (device memory from the [`ArgCache`](super::memory::ArgCache), copy
+//! host → device), launches, waits, copies `&mut` arguments back and
+//! returns the memory to the cache; no heap allocation on the host.
+
+use core::ffi::c_void;
+use std::format;
+use std::string::String;
+
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+
+use super::context::Cuda;
+use super::error::driver_error;
+use super::memory::Allocations;
+use super::recover;
+use crate::device::config::LaunchConfig;
+use crate::runtime::backend::{Backend, BackendInfo};
+use crate::runtime::error::{Error, Result};
+use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
+
+impl Backend for Cuda {
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn alloc_zeroed(&self, bytes: usize) -> Result<u64> {
+        if bytes == 0 {
+            return Ok(0);
+        }
+        let mut st = self.enter("cuCtxSetCurrent")?;
+        let d = st.cache.alloc(bytes).map_err(|e| driver_error("cuMemAlloc", None, e))?;
+        // Ordered in the launch stream and waited for: a plain cuMemsetD8 runs
+        // on the legacy stream, which our non-blocking stream does not wait for.
+        // SAFETY: `d` holds `bytes` bytes; the stream belongs to the context.
+        let zeroed = unsafe { sys::cuMemsetD8Async(d, 0, bytes, st.stream) }
+            .result()
+            .and_then(|()| unsafe { result::stream::synchronize(st.stream) });
+        if let Err(e) = zeroed {
+            // SAFETY: `d` was just allocated and is not in use.
+            let _ = unsafe { result::free_sync(d) };
+            return Err(driver_error("cuMemsetD8", None, e));
+        }
+        Ok(d)
+    }
+
+    unsafe fn free(&self, addr: u64, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        if let Ok(_st) = self.enter("cuCtxSetCurrent") {
+            // SAFETY: allocated by `alloc_zeroed`, freed once, not in use
+            // (caller's contract).
+            let _ = unsafe { result::free_sync(addr) };
+        }
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<*mut u8> {
+        if bytes == 0 {
+            return Ok(core::ptr::NonNull::<u64>::dangling().as_ptr() as *mut u8);
+        }
+        let _st = self.enter("cuCtxSetCurrent")?;
+        // SAFETY: the context is current; flags 0 = page-locked memory of this context.
+        let p =
+            unsafe { result::malloc_host(bytes, 0) }.map_err(|e| driver_error("cuMemHostAlloc", None, e))? as *mut u8;
+        // SAFETY: `p` holds `bytes` writable bytes.
+        unsafe { core::ptr::write_bytes(p, 0, bytes) };
+        Ok(p)
+    }
+
+    unsafe fn free_pinned(&self, ptr: *mut u8, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        if let Ok(_st) = self.enter("cuCtxSetCurrent") {
+            // SAFETY: allocated by `alloc_pinned`, freed once, not in use
+            // (caller's contract).
+            let _ = unsafe { result::free_host(ptr as *mut c_void) };
+        }
+    }
+
+    unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {
+        let mut guard = self.enter("cuCtxSetCurrent")?;
+        let st = &mut *guard;
+        // Large and pageable: through the staging pipeline, in our stream,
+        // which nothing else uses while we hold the lock.
+        // SAFETY: the context is current (`enter`); the caller's contract
+        // covers `dst` and `src`.
+        if let Some(r) = unsafe { st.xfer.upload(st.stream, dst, src, bytes) } {
+            return r.map_err(|(op, e)| driver_error(op, None, e));
+        }
+        // cuMemcpyHtoD from pageable memory may return before its DMA lands
+        // (CUDA Driver API, "API synchronization behavior"), and kernels in
+        // our non-blocking stream would not wait for it: wait for the legacy
+        // stream it was issued in. (Every launch waits for its kernel, so
+        // nothing earlier is still running.)
+        // SAFETY: caller's contract; `src` stays valid until the wait returns.
+        unsafe { sys::cuMemcpyHtoD_v2(dst, src as *const c_void, bytes) }
+            .result()
+            .and_then(|()| unsafe { result::stream::synchronize(core::ptr::null_mut()) })
+            .map_err(|e| driver_error("cuMemcpyHtoD", None, e))
+    }
+
+    fn global(&self, symbol: &str, bytes: usize, _host: *mut u8) -> Result<u64> {
+        let guard = self.enter("cuCtxSetCurrent")?;
+        let missing = |reason: String| Error::Memory { op: "copy a DeviceGlobal", reason };
+        let name = std::ffi::CString::new(symbol).map_err(|_| missing(format!("`{symbol}` is not a symbol name")))?;
+        let mut addr: sys::CUdeviceptr = 0;
+        let mut size = 0usize;
+        // SAFETY: the module is loaded in the current context (`enter`);
+        // the out-pointers are valid.
+        unsafe { sys::cuModuleGetGlobal_v2(&mut addr, &mut size, guard.module, name.as_ptr()) }.result().map_err(
+            |e| {
+                missing(format!(
+                    "the device image has no global `{symbol}` (cuModuleGetGlobal: {e:?}); rebuild with `cargo offload` so \
+                     that the image and the binary come from the same source"
+                ))
+            },
+        )?;
+        if size != bytes {
+            return Err(missing(format!(
+                "the device image's global `{symbol}` has {size} bytes, the host's type {bytes}: the image was built \
+                 from other source; rebuild with `cargo offload`"
+            )));
+        }
+        Ok(addr)
+    }
+
+    unsafe fn copy_from_device(&self, dst: *mut u8, src: u64, bytes: usize) -> Result<()> {
+        let mut guard = self.enter("cuCtxSetCurrent")?;
+        let st = &mut *guard;
+        // Every launch has waited for its kernel, so the data is final.
+        // Large and pageable: through the staging pipeline (see above).
+        // SAFETY: the context is current (`enter`); the caller's contract
+        // covers `dst` and `src`.
+        if let Some(r) = unsafe { st.xfer.download(st.stream, dst, src, bytes) } {
+            return r.map_err(|(op, e)| driver_error(op, None, e));
+        }
+        // Device to pageable host memory returns only once the copy is done.
+        // SAFETY: caller's contract.
+        unsafe { sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, bytes) }
+            .result()
+            .map_err(|e| driver_error("cuMemcpyDtoH", None, e))
+    }
+
+    fn launch_impl(
+        &self,
+        kernel: &'static KernelInfo,
+        cfg: &LaunchConfig,
+        args: &[ArgSpec<'_>],
+        _host: &(dyn Fn() + Sync),
+    ) -> Result<()> {
+        // The per-launch path allocates nothing on the heap and formats no
+        // strings unless it fails: the scratch vectors live in `State` and
+        // keep their capacity, the kernel's name is built only for errors.
+        let err = |op: &'static str, e: DriverError| driver_error(op, Some(&kernel.path()), e);
+        let mut guard = self.enter("cuCtxSetCurrent")?;
+        let st = &mut *guard;
+        let function = st.function(kernel)?;
+        st.allow_dynamic_shared(kernel, function, cfg.shared_mem_bytes)?;
+        let f = function.f;
+
+        // Map: allocate and copy each host argument to the device; resident
+        // buffers are used in place.
+        let mut allocs = Allocations(core::mem::take(&mut st.allocs));
+        let device_ptrs = &mut st.device_ptrs;
+        device_ptrs.clear();
+        for a in args {
+            match a.kind {
+                ArgKind::Host { ptr, bytes, atomic, .. } if bytes > 0 => {
+                    let (size, d) = match st.cache.take(bytes) {
+                        Some(block) => block,
+                        None => (bytes, st.cache.alloc(bytes).map_err(|e| err("cuMemAlloc", e))?),
+                    };
+                    allocs.0.push((size, d));
+                    // Large and pageable: through the staging pipeline, which
+                    // returns once the data has landed. Atomics (which other
+                    // host threads may change meanwhile) are left to the
+                    // driver, as before.
+                    let staged = if atomic == 0 {
+                        // SAFETY: `ptr` is valid for reads of `bytes` bytes: it
+                        // comes from a reference the launcher borrows for the
+                        // whole launch; `d` holds at least `bytes`; the context
+                        // is current.
+                        unsafe { st.xfer.upload(st.stream, d, ptr as *const u8, bytes) }
+                    } else {
+                        None
+                    };
+                    match staged {
+                        Some(r) => r.map_err(|(op, e)| err(op, e))?,
+                        // SAFETY: as above. In the launch stream, so the kernel
+                        // starts after the copy has landed (a plain cuMemcpyHtoD
+                        // from pageable memory may return before its DMA
+                        // completes, and our non-blocking stream would not wait
+                        // for it).
+                        None => unsafe { sys::cuMemcpyHtoDAsync_v2(d, ptr as *const c_void, bytes, st.stream) }
+                            .result()
+                            .map_err(|e| err("cuMemcpyHtoDAsync", e))?,
+                    }
+                    device_ptrs.push(d);
+                }
+                ArgKind::Resident { addr, .. } => device_ptrs.push(addr),
+                // Nothing to copy (an empty slice): the kernel gets the host
+                // slice's own pointer, which is non-null and aligned as the
+                // entry point's `&[T; 0]` parameter requires, and never
+                // dereferences it.
+                ArgKind::Host { ptr, .. } => device_ptrs.push(ptr as u64),
+                ArgKind::Value { .. } => device_ptrs.push(0),
+            }
+        }
+
+        // Parameters: one slot per scalar the entry point takes. `slots` is
+        // filled completely (and not resized) before any pointer into it is
+        // taken.
+        let slots = &mut st.slots;
+        slots.clear();
+        for (a, &d) in args.iter().zip(device_ptrs.iter()) {
+            match a.kind {
+                ArgKind::Value { .. } => {}
+                ArgKind::Host { len, pass_len, .. } | ArgKind::Resident { len, pass_len, .. } => {
+                    slots.push(d);
+                    if pass_len {
+                        slots.push(len as u64);
+                    }
+                }
+            }
+        }
+        let params = &mut st.params;
+        params.clear();
+        let mut next = 0;
+        for a in args {
+            match a.kind {
+                ArgKind::Value { ptr } => params.push(ptr as *mut c_void),
+                ArgKind::Host { pass_len, .. } | ArgKind::Resident { pass_len, .. } => {
+                    params.push(&mut slots[next] as *mut u64 as *mut c_void);
+                    next += 1;
+                    if pass_len {
+                        params.push(&mut slots[next] as *mut u64 as *mut c_void);
+                        next += 1;
+                    }
+                }
+            }
+        }
+
+        // The entry point's last, hidden parameter: the launch shape (see
+        // `__private::kernel_entry`).
+        let mut shape = crate::device::thread::launch_shape(cfg.block, cfg.grid);
+        params.push(&mut shape as *mut u32 as *mut c_void);
+        let g = cfg.grid;
+        let b = cfg.block;
+        // SAFETY: `f` belongs to the loaded module; `params` has one pointer
+        // per parameter of the entry point generated from the same kernel
+        // signature (value → its bytes, mapped → device pointer [, length],
+        // then the launch shape), each valid until the stream is synchronized
+        // below (the driver copies the values at the call).
+        unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, st.stream, params) }
+            .map_err(|e| err("cuLaunchKernel", e))?;
+        // SAFETY: the stream belongs to the current context.
+        if let Err(e) = unsafe { result::stream::synchronize(st.stream) } {
+            return Err(st.after_failed_kernel(&kernel.path(), e, allocs));
+        }
+        // A panicking thread records the panic and exits; the kernel itself
+        // completes. Map back anyway (as on the host fallback, the other
+        // threads' writes are visible), then report the panic.
+        let panicked = st.panic.as_ref().and_then(|p| p.take());
+
+        // Map back: copy `&mut` arguments (and atomics) to the host.
+        for (a, &d) in args.iter().zip(st.device_ptrs.iter()) {
+            if let ArgKind::Host { ptr, bytes, writeback: true, atomic, .. } = a.kind {
+                if bytes == 0 {
+                    continue;
+                }
+                if atomic == 0 {
+                    // SAFETY: `ptr` is valid for writes of `bytes` bytes (an
+                    // exclusive borrow held by the launcher, plain data); `d`
+                    // holds as many; the kernel has finished; the context is
+                    // current.
+                    if let Some(r) = unsafe { st.xfer.download(st.stream, ptr, d, bytes) } {
+                        r.map_err(|(op, e)| err(op, e))?;
+                        continue;
+                    }
+                }
+                // SAFETY: `ptr` is valid for writes of `bytes` bytes (an
+                // exclusive borrow held by the launcher) or points to as
+                // many bytes of atomics (`atomic` != 0); `d` holds as many.
+                unsafe { recover::copy_back(ptr, d, bytes, atomic, &kernel.path())? };
+            }
+        }
+        // Keep this launch's device memory for the next ones.
+        st.allocs = allocs.release(&mut st.cache);
+        match panicked {
+            Some(recorded) => Err(recorded.into_error(&kernel.path(), st.stack_bytes)),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! The generic front of every launch: validate the geometry, trace, then
+//! hand over to a backend's `launch_impl` (the shape of LLVM offload's
+//! `GenericKernelTy::launch` → `launchImpl`).
+
+use std::format;
+
+use super::error::{Error, Result};
+use super::select;
+use super::spec::{ArgSpec, KernelInfo};
+use crate::device::config::LaunchConfig;
+
+/// Launches `kernel`: validates `cfg`, then runs it on the selected backend.
+/// `host` runs the body once for the simulated thread set in the thread
+/// context; only the host fallback calls it.
+pub fn launch(
+    kernel: &'static KernelInfo,
+    cfg: LaunchConfig,
+    args: &[ArgSpec<'_>],
+    host: &(dyn Fn() + Sync),
+) -> Result<()> {
+    if let Err(reason) = cfg.validate() {
+        return Err(Error::InvalidLaunch { kernel: kernel.path(), reason });
+    }
+    if cfg.threads() == 0 {
+        return Ok(());
+    }
+    let rt = select::get()?;
+    let start = rt.trace.then(std::time::Instant::now);
+    let result = rt.backend.launch_impl(kernel, &cfg, args, host).map_err(divergence_from_record);
+    if let Some(start) = start {
+        let status = match &result {
+            Ok(()) => "ok",
+            Err(_) => "failed",
+        };
+        std::eprintln!(
+            "offload: {} {} on {} (grid {}, block {}): {:.3} ms",
+            kernel.path(),
+            status,
+            rt.backend.info().kind,
+            cfg.grid,
+            cfg.block,
+            start.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    result
+}
+
+/// A GPU thread reports a warp collective in divergent code through the
+/// panic record, with a message that starts with
+/// [`divergence::PREFIX`](crate::report::divergence::PREFIX) (see `report::gpu`); such a
+/// "panic" is [`Error::Divergence`], with the text the host fallback gives.
+fn divergence_from_record(e: Error) -> Error {
+    match e {
+        Error::KernelPanic { kernel, message, block, .. } if message.starts_with(crate::report::divergence::PREFIX) => {
+            Error::Divergence { kernel, block, reason: message[crate::report::divergence::PREFIX.len()..].into() }
+        }
+        e => e,
+    }
+}
+
+/// The check of `#[kernel(same_len(a, b, …))]`, made by the launcher before
+/// anything is mapped: every named slice argument has the length of the
+/// first, so the kernel may assume it.
+///
+/// # Errors
+/// [`Error::InvalidLaunch`](Error::InvalidLaunch) naming the first
+/// slice that differs.
+pub fn check_same_len(kernel: &KernelInfo, names: &[&str], lens: &[usize]) -> Result<()> {
+    for (name, &len) in names.iter().zip(lens).skip(1) {
+        if len != lens[0] {
+            return Err(Error::InvalidLaunch {
+                kernel: kernel.path(),
+                reason: format!(
+                    "the kernel declares `same_len({})`, but `{}` has {} elements and `{name}` has {len}",
+                    names.join(", "),
+                    names[0],
+                    lens[0]
+                ),
+            });
+        }
+    }
+    Ok(())
+}
