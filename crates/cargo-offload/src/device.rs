@@ -123,8 +123,30 @@ impl DevicePass<'_> {
         } else if self.fmad {
             f.push("-Clink-arg=--fmad".into());
         }
-        f.extend(crate::devflags::from_env());
+        let extra = crate::devflags::from_env();
+        if let Some(sysroot) = self.sysroot().filter(|_| !extra.iter().any(|x| x.starts_with("--sysroot"))) {
+            f.push("--sysroot".into());
+            f.push(sysroot.dir.display().to_string());
+        }
+        f.extend(extra);
         f
+    }
+
+    /// The prebuilt `core` this pass links (see `sysroot.rs`), unless
+    /// `OFFLOAD_BUILD_STD=1` has the pass compile it (`-Zbuild-std=core`):
+    /// for this pass's target CPU and target features, the device
+    /// rustflags' included. Without a cache directory (no `HOME`), it is
+    /// kept in the target directory.
+    pub fn sysroot(&self) -> Option<crate::sysroot::Sysroot> {
+        if crate::sysroot::build_std() {
+            return None;
+        }
+        let (cpu, user_features) = crate::sysroot::codegen_target(&crate::devflags::from_env());
+        let features: Vec<String> = self.ptx_feature.iter().cloned().chain(user_features).collect();
+        let cache = crate::sysroot::cache_root()
+            .unwrap_or_else(|| self.target_dir.parent().unwrap_or(&self.target_dir).to_path_buf());
+        let cpu = cpu.as_deref().unwrap_or(self.arch);
+        Some(crate::sysroot::Sysroot::new(self.tc, &self.target_arg, cpu, &features, &cache))
     }
 
     /// The environment of the inner cargo, each change with its reason:
@@ -242,7 +264,9 @@ impl DevicePass<'_> {
         if self.target_arg.ends_with(".json") {
             a.push("-Zjson-target-spec".into());
         }
-        a.push("-Zbuild-std=core".into());
+        if crate::sysroot::build_std() {
+            a.push("-Zbuild-std=core".into());
+        }
         a.push("--target-dir".into());
         a.push(self.target_dir.display().to_string());
         a.push("--message-format".into());
@@ -278,6 +302,9 @@ impl DevicePass<'_> {
             status::status("Running", format!("device pass:\n{}", self.render()));
         }
         let _ = std::fs::create_dir_all(&self.target_dir);
+        if let Some(sysroot) = self.sysroot() {
+            sysroot.ensure()?;
+        }
         if self.verbose >= 2 {
             let _ = std::fs::remove_file(self.link_log());
         }

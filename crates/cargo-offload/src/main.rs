@@ -36,6 +36,7 @@ mod plan;
 mod ptx;
 mod select;
 mod status;
+mod sysroot;
 mod toolchain;
 mod workspace;
 

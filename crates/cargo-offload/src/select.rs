@@ -68,10 +68,21 @@ pub fn supported_in_order(known: &[String]) -> Vec<String> {
 /// `nvidia-smi` reports, or the default `sm_80`, in that order; each
 /// architecture checked against the ones `llc` knows for its target.
 pub fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &DeviceToolchain) -> Result<Vec<DeviceSel>> {
+    resolve_devices_in(dev, config, tc, &|k| std::env::var(k).ok())
+}
+
+/// [`resolve_devices`] with the environment (`OFFLOAD_ARCH`,
+/// `OFFLOAD_DEVICE_RUSTFLAGS`) read through `env`, for the unit tests.
+pub(crate) fn resolve_devices_in(
+    dev: &DeviceOpts,
+    config: &Config,
+    tc: &DeviceToolchain,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<DeviceSel>> {
     let target = dev.target.clone().or_else(|| config.target.clone());
     let (archs, from): (Vec<String>, &str) = if !dev.arch.is_empty() {
         (dev.arch.clone(), "--arch")
-    } else if let Some(a) = std::env::var("OFFLOAD_ARCH").ok().filter(|a| !a.trim().is_empty()) {
+    } else if let Some(a) = env("OFFLOAD_ARCH").filter(|a| !a.trim().is_empty()) {
         (a.split(',').map(|s| s.trim().to_string()).collect(), "OFFLOAD_ARCH")
     } else if !config.arch.is_empty() {
         (config.arch.clone(), "Cargo.toml [package.metadata.offload]")
@@ -99,7 +110,8 @@ pub fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &DeviceToolchain) 
         if !sels.iter().any(|d| d.arch == arch && d.triple == triple) {
             // Checked before any build: a flag that contradicts the
             // architecture would abort LLVM in the middle of it.
-            let flags = devflags::from_env();
+            let flags: Vec<String> =
+                env(devflags::VAR).unwrap_or_default().split_whitespace().map(String::from).collect();
             devflags::check(&flags, &triple, &arch)?;
             let ptx_feature = if triple.starts_with("nvptx64") {
                 ptx::device_feature(&arch, &flags, &crate::llvm::ptx_versions(&tc.llvm.llc)?, tc.llvm_major)?
@@ -118,6 +130,9 @@ pub fn resolve_devices(dev: &DeviceOpts, config: &Config, tc: &DeviceToolchain) 
     }
     Ok(sels)
 }
+
+#[cfg(test)]
+mod validation_tests;
 
 #[cfg(test)]
 mod tests {

@@ -510,9 +510,24 @@ mod tests {
         assert_eq!(e.notes().len(), 1);
         assert!(e.notes()[0].contains("/usr/bin/rustc") && e.notes()[0].contains("no rust-src"), "{:?}", e.notes());
         assert_eq!(e.exit_code(), crate::errors::exit::SETUP);
-        // One candidate without rust-src (OFFLOAD_RUSTC): that error.
+        // One candidate without rust-src (OFFLOAD_RUSTC): that error, with
+        // both ways to install the sources.
         let e = no_toolchain_error(&choose([fake("OFFLOAD_RUSTC", 22, 2)]).skipped);
         assert!(matches!(&e, CliError::MissingRustSrc { others, .. } if others.is_empty()), "{e:?}");
+        let text = e.render("error: ");
+        assert!(text.starts_with("error: `/OFFLOAD_RUSTC/rustc` has no library sources (rust-src)"), "{text}");
+        for fix in ["rustup component add rust-src --toolchain nightly", "apt-get install rust-web-src"] {
+            assert!(text.contains(fix), "{fix}: {text}");
+        }
+        assert_eq!(e.exit_code(), crate::errors::exit::SETUP);
+        // One candidate without LLVM tools: both ways to install them.
+        let e = no_toolchain_error(&choose([fake("/usr/bin/rustc", 22, 4)]).skipped);
+        let text = e.render("error: ");
+        assert!(text.starts_with("error: no `llvm-link` from LLVM 22 found"), "{text}");
+        for fix in ["apt-get install llvm-22 lld-22", "rustup component add llvm-tools --toolchain nightly"] {
+            assert!(text.contains(fix), "{fix}: {text}");
+        }
+        assert_eq!(e.exit_code(), crate::errors::exit::SETUP);
         // A tie goes to the first; nothing runs: every candidate is listed.
         let e = no_toolchain_error(&choose([fake("a", 22, 0), fake("b", 22, 0)]).skipped);
         assert!(e.to_string().contains("device toolchain a (/a/rustc) skipped: its rustc does not run"), "{e}");

@@ -96,6 +96,14 @@ fn parse(stdout: &str) -> (Vec<Pass>, String, Pass) {
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
+/// Runs `cmd`: exit code, stdout, stderr.
+fn output(mut cmd: Command) -> (i32, String, String) {
+    let out = cmd.output().expect("run cargo-offload");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), stdout, stderr)
+}
+
 /// A copy of `tests/fixtures/bin-only` with a target directory that must
 /// stay empty.
 struct Fixture {
@@ -131,16 +139,46 @@ impl Fixture {
 
     /// The command of [`Fixture::dry_run`], to run as a test needs.
     fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
+        let mut a = args.to_vec();
+        a.insert(a.iter().position(|x| *x == "--").unwrap_or(a.len()), "--dry-run");
+        self.in_target(&a, env)
+    }
+
+    /// `cargo offload <args> --target-dir <target>`: exit code, stdout, stderr.
+    fn offload(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+        output(self.in_target(args, env))
+    }
+
+    /// `cargo offload <args> --target-dir <target>`, `--target-dir` before
+    /// any `--`.
+    fn in_target(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let (args, trailing) = match args.iter().position(|a| *a == "--") {
             Some(i) => (&args[..i], &args[i..]),
             None => (args, &[][..]),
         };
-        cmd.arg("offload").args(args).arg("--target-dir").arg(&self.target).arg("--dry-run").args(trailing);
+        let target = self.target.to_str().unwrap();
+        let all: Vec<&str> =
+            args.iter().copied().chain(["--target-dir", target]).chain(trailing.iter().copied()).collect();
+        self.cargo_offload_command(&all, env)
+    }
+
+    /// `cargo offload <args>` in the fixture: exit code, stdout, stderr.
+    fn cargo_offload(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+        output(self.cargo_offload_command(args, env))
+    }
+
+    fn cargo_offload_command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
+        cmd.arg("offload").args(args);
         cmd.current_dir(&self.dir).env("CARGO_TERM_COLOR", "never");
-        for k in
-            ["__OFFLOAD_PHASE", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "OFFLOAD_ARCH", "OFFLOAD_DEVICE_RUSTFLAGS"]
-        {
+        for k in [
+            "__OFFLOAD_PHASE",
+            "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "OFFLOAD_ARCH",
+            "OFFLOAD_DEVICE_RUSTFLAGS",
+            "OFFLOAD_BUILD_STD",
+        ] {
             cmd.env_remove(k);
         }
         cmd.envs(env.iter().copied());
@@ -156,6 +194,12 @@ impl Fixture {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
         format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+    }
+
+    /// Rewrites the fixture's `Cargo.toml` with `f`.
+    fn edit_manifest(&self, f: impl FnOnce(String) -> String) {
+        let p = self.dir.join("Cargo.toml");
+        std::fs::write(&p, f(std::fs::read_to_string(&p).unwrap())).unwrap();
     }
 
     /// Whether the dry run left the target directory as it was (absent),
@@ -406,6 +450,308 @@ fn amd_gpus_use_the_written_target_specification() {
     assert!(!dev.rustflags().iter().any(|x| x.starts_with("-Ctarget-feature=+ptx")));
     assert!(d.embed.contains("code object gfx90a"), "{}", d.embed);
     assert!(f.built_nothing());
+}
+
+/// What the unit tests of the checks (`src/select/validation_tests.rs`)
+/// show with a scripted `llc`, the real binary prints with the real one:
+/// bad architectures, targets, PTX ISA features and configuration are
+/// usage errors (exit code 2), reported before anything is compiled (no
+/// `Compiling`, no LLVM abort, an empty target directory).
+#[test]
+fn bad_input_is_rejected_before_any_build() {
+    let f = Fixture::new();
+    let rejected = |args: &[&str], env: &[(&str, &str)], says: &[&str]| {
+        let (code, _, stderr) = f.offload(args, env);
+        assert_eq!(code, 2, "{args:?} {env:?}: {stderr}");
+        for s in says {
+            assert!(stderr.contains(s), "{args:?} {env:?}: {s}: {stderr}");
+        }
+        assert!(!stderr.contains("Compiling") && !stderr.contains("LLVM ERROR"), "{args:?}: {stderr}");
+        assert!(f.built_nothing(), "{args:?}");
+    };
+    // The real llc's list, with the architectures offload refuses left out.
+    rejected(
+        &["build", "--arch", "sm_91"],
+        &[],
+        &[
+            "error: unknown architecture `sm_91` for nvptx64-nvidia-cuda (from --arch)",
+            "sm_90a",
+            "sm_70",
+            "--arch sm_90",
+        ],
+    );
+    let (_, _, stderr) = f.offload(&["build", "--arch", "sm_91"], &[]);
+    assert!(!stderr.contains("sm_62"), "{stderr}");
+    rejected(
+        &["build", "--arch", "sm_60"],
+        &[],
+        &["error: architecture `sm_60` (from --arch) is older than offload supports: NVIDIA GPUs from sm_70 (Volta) on"],
+    );
+    rejected(
+        &["build", "--target", "x86_64-unknown-linux-gnu"],
+        &[],
+        &["unknown device target `x86_64-unknown-linux-gnu`"],
+    );
+    rejected(
+        &["build", "--arch", "sm_90"],
+        &[("OFFLOAD_DEVICE_RUSTFLAGS", "-C target-feature=+ptx65")],
+        &[
+            "error: `+ptx65` in OFFLOAD_DEVICE_RUSTFLAGS is below what sm_90 needs: sm_90 code needs PTX ISA 7.8 or later",
+            "help: remove it (cargo offload enables `+ptx78`, the minimum for sm_90)",
+        ],
+    );
+    rejected(
+        &["build", "--arch", "sm_90"],
+        &[("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx99")],
+        &["is newer than the device LLVM"],
+    );
+    f.edit_manifest(|s| {
+        s.replace("[dependencies]", "[package.metadata.offload]\narchs = [\"sm_80\"]\n\n[dependencies]")
+    });
+    rejected(
+        &["build"],
+        &[],
+        &["[package.metadata.offload] of fixture_bin_only: unknown key `archs` (known: arch, target)"],
+    );
+}
+
+/// `[package.metadata.offload]` sets the architectures, and a status line
+/// says so; `OFFLOAD_ARCH` overrides it, and `--arch` both.
+#[test]
+fn configuration_in_cargo_toml_and_its_precedence() {
+    let f = Fixture::new();
+    f.edit_manifest(|s| {
+        s.replace("[dependencies]", "[package.metadata.offload]\narch = [\"sm_80\", \"sm_90\"]\n\n[dependencies]")
+    });
+    let archs = |d: &DryRun| d.devices.iter().map(|p| p.title.clone()).collect::<Vec<_>>();
+    let d = f.dry_run(&["build"], &[]);
+    assert_eq!(archs(&d), ["nvptx64-nvidia-cuda sm_80", "nvptx64-nvidia-cuda sm_90"]);
+    assert!(d.embed.contains("PTX sm_80") && d.embed.contains("PTX sm_90"), "{}", d.embed);
+    assert!(d.stderr.contains("(Cargo.toml [package.metadata.offload])"), "{}", d.stderr);
+    let d = f.dry_run(&["build"], &[("OFFLOAD_ARCH", "sm_90")]);
+    assert_eq!(archs(&d), ["nvptx64-nvidia-cuda sm_90"]);
+    let d = f.dry_run(&["build", "--arch", "sm_80"], &[("OFFLOAD_ARCH", "sm_90")]);
+    assert_eq!(archs(&d), ["nvptx64-nvidia-cuda sm_80"]);
+    assert!(f.built_nothing());
+}
+
+/// `core` comes from the device sysroot of the architecture's CPU and PTX
+/// ISA version, under `OFFLOAD_CACHE_DIR`, one per (target, CPU,
+/// features); `OFFLOAD_BUILD_STD=1` compiles it in the device pass
+/// instead (`-Zbuild-std=core`). A dry run builds no sysroot either.
+#[test]
+fn core_comes_from_a_shared_device_sysroot() {
+    let f = Fixture::new();
+    let cache = f.dir.parent().unwrap().join("cache");
+    let cache_var = ("OFFLOAD_CACHE_DIR", cache.to_str().unwrap());
+    let d = f.dry_run(&["build", "--arch", "sm_80,sm_90", "--release"], &[cache_var]);
+    let sysroots: Vec<String> = d
+        .devices
+        .iter()
+        .map(|p| {
+            let flags = p.rustflags();
+            assert!(!p.has("-Zbuild-std=core"), "{:?}", p.argv);
+            let at = flags.iter().position(|x| x == "--sysroot").unwrap_or_else(|| panic!("{flags:?}"));
+            flags[at + 1].clone()
+        })
+        .collect();
+    for (dir, arch) in sysroots.iter().zip(["sm_80", "sm_90"]) {
+        let name = Path::new(dir).strip_prefix(cache.join("sysroot")).unwrap_or_else(|_| panic!("{dir}"));
+        assert!(name.to_str().unwrap().starts_with(&format!("nvptx64-nvidia-cuda-{arch}-")), "{dir}");
+    }
+    assert_ne!(sysroots[0], sysroots[1]);
+    // The same sysroot for another profile and another project's copy.
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[cache_var]);
+    assert!(d.devices[0].rustflags().contains(&sysroots[1]), "{:?}", d.devices[0].rustflags());
+    let other = Fixture::new();
+    let d = other.dry_run(&["build", "--arch", "sm_90"], &[cache_var]);
+    assert!(d.devices[0].rustflags().contains(&sysroots[1]), "{:?}", d.devices[0].rustflags());
+    // A target feature of the user's is a sysroot of its own.
+    let d =
+        f.dry_run(&["build", "--arch", "sm_90"], &[cache_var, ("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx80")]);
+    assert!(!d.devices[0].rustflags().contains(&sysroots[1]), "{:?}", d.devices[0].rustflags());
+    assert!(!cache.exists(), "a dry run builds no sysroot");
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[cache_var, ("OFFLOAD_BUILD_STD", "1")]);
+    assert!(d.devices[0].has("-Zbuild-std=core"), "{:?}", d.devices[0].argv);
+    assert!(!d.devices[0].rustflags().iter().any(|x| x == "--sysroot"), "{:?}", d.devices[0].rustflags());
+    assert!(f.built_nothing());
+}
+
+/// A custom profile reaches both passes, and the image map is the
+/// profile's (`tests/e2e.rs` builds in the dev profile only: each profile
+/// is a target directory of its own, all dependencies built again).
+#[test]
+fn a_custom_profile_reaches_both_passes() {
+    let f = Fixture::new();
+    f.edit_manifest(|s| s + "\n[profile.fast]\ninherits = \"release\"\n");
+    let d = f.dry_run(&["build", "--arch", "sm_90", "--profile", "fast", "--bin", "fixture_bin_only"], &[]);
+    let (dev, host) = (&d.devices[0], &d.host);
+    assert_eq!((dev.arg("--profile"), host.arg("--profile")), (Some("fast"), Some("fast")));
+    assert_eq!((dev.arg("--bin"), host.arg("--bin")), (Some("fixture_bin_only"), Some("fixture_bin_only")));
+    assert!(host.set("__OFFLOAD_IMAGE_MAP").contains("image-map-fast-sm_90-"), "{:?}", host.env);
+    assert!(f.built_nothing());
+}
+
+// Toolchain choice as the command line reports it (the rule itself is
+// unit-tested in `src/toolchain.rs`): the environment variables, the notes,
+// `doctor`, the exit codes. Nothing is built.
+
+/// A script that answers rustc's `-vV` and `--print sysroot` with a
+/// sysroot that has no `lib/rustlib/src`.
+fn fake_rustc_without_src(dir: &Path) -> PathBuf {
+    let sysroot = dir.join("fake-sysroot");
+    std::fs::create_dir_all(sysroot.join("lib/rustlib")).unwrap();
+    let script = dir.join("fake-rustc");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in\n  *sysroot*) echo '{}' ;;\n  *-vV*) printf 'rustc 1.96.0 (fake)\\nhost: x86_64-unknown-linux-gnu\\nLLVM version: 22.1.8\\n' ;;\nesac\n",
+            sysroot.display()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    script
+}
+
+/// A directory holding a fake `rustup` whose nightly is a rustc with
+/// rust-src that reports LLVM `llvm_major` (for which no LLVM tools
+/// exist), and a cargo; put it first on `PATH`.
+fn fake_rustup_nightly(dir: &Path, llvm_major: u32) -> PathBuf {
+    let bin = dir.join("fake-rustup");
+    let sysroot = dir.join("fake-nightly");
+    std::fs::create_dir_all(sysroot.join("lib/rustlib/src/rust/library/core/src")).unwrap();
+    std::fs::write(sysroot.join("lib/rustlib/src/rust/library/core/src/lib.rs"), "").unwrap();
+    std::fs::create_dir_all(sysroot.join("bin")).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let rustc = sysroot.join("bin/rustc");
+    let cargo = sysroot.join("bin/cargo");
+    let scripts = [
+        (
+            rustc.clone(),
+            format!(
+                "#!/bin/sh\ncase \"$*\" in\n  *sysroot*) echo '{}' ;;\n  *-vV*) printf 'rustc 1.99.0-nightly (fake)\\nhost: x86_64-unknown-linux-gnu\\nLLVM version: {llvm_major}.1.0\\n' ;;\nesac\n",
+                sysroot.display()
+            ),
+        ),
+        (cargo.clone(), "#!/bin/sh\nexit 1\n".to_string()),
+        (
+            bin.join("rustup"),
+            format!(
+                "#!/bin/sh\ncase \"$*\" in\n  'which --toolchain nightly rustc') echo '{}' ;;\n  'which --toolchain nightly cargo') echo '{}' ;;\n  *) exit 1 ;;\nesac\n",
+                rustc.display(),
+                cargo.display()
+            ),
+        ),
+    ];
+    for (path, text) in scripts {
+        std::fs::write(&path, text).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    bin
+}
+
+/// `PATH` with `dir` first.
+fn path_with(dir: &Path) -> String {
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&old)))
+        .unwrap()
+        .into_string()
+        .unwrap()
+}
+
+/// A rustc without library sources (`OFFLOAD_RUSTC`, the only candidate
+/// then) is a setup error (exit code 3) with both ways to install them.
+#[test]
+fn missing_rust_src_says_what_to_install() {
+    let f = Fixture::new();
+    let fake = fake_rustc_without_src(&f.dir);
+    let (code, _, stderr) = f.offload(&["build", "--arch", "sm_90"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("has no library sources (rust-src)"), "{stderr}");
+    assert!(stderr.contains("rustup component add rust-src --toolchain nightly"), "{stderr}");
+    assert!(stderr.contains("apt-get install rust-web-src"), "{stderr}");
+}
+
+/// A rustup nightly with rust-src but without LLVM tools of its LLVM
+/// version is skipped for the next complete toolchain (Debian's here), with
+/// one note saying why; `doctor` shows the same verdicts.
+#[test]
+fn incomplete_nightly_is_skipped_for_a_complete_toolchain() {
+    let f = Fixture::new();
+    let path = path_with(&fake_rustup_nightly(&f.dir, 99));
+    let env = [("PATH", path.as_str()), ("OFFLOAD_RUSTC", "")];
+    let (code, stdout, stderr) = f.offload(&["build", "--arch", "sm_90", "--dry-run"], &env);
+    assert_eq!(code, 0, "{stderr}");
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].starts_with("note: device toolchain rustup nightly ("), "{}", notes[0]);
+    assert!(notes[0].contains("rustc 1.99.0-nightly (fake)) skipped: no `llvm-link` from LLVM 99"), "{}", notes[0]);
+    assert!(notes[0].contains("`rustup component add llvm-tools --toolchain nightly`"), "{}", notes[0]);
+    assert!(
+        notes[0].ends_with("; using /usr/bin/rustc"),
+        "/usr/bin/rustc must be complete on this machine: {}",
+        notes[0]
+    );
+    assert!(stdout.contains("RUSTC=/usr/bin/rustc "), "{stdout}");
+    // -q: no note.
+    let (_, _, stderr) = f.offload(&["build", "--arch", "sm_90", "--dry-run", "-q"], &env);
+    assert!(!stderr.contains("note:"), "{stderr}");
+    let (code, doc, _) = f.cargo_offload(&["doctor"], &env);
+    assert_eq!(code, 0, "{doc}");
+    let line =
+        |what: &str| doc.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("{what}: {doc}")).to_string();
+    let nightly = line("device toolchain: rustup nightly");
+    assert!(
+        nightly.trim_start().starts_with("skipped") && nightly.contains("no `llvm-link` from LLVM 99"),
+        "{nightly}"
+    );
+    assert!(line("device toolchain: /usr/bin/rustc").trim_start().starts_with("used"), "{doc}");
+    assert!(line("device rustc").contains("from /usr/bin/rustc"), "{doc}");
+}
+
+/// An LLVM tool that is not there is a setup error with both ways to
+/// install LLVM's tools.
+#[test]
+fn missing_llvm_tools_say_what_to_install() {
+    let f = Fixture::new();
+    let (code, _, stderr) =
+        f.offload(&["build", "--arch", "sm_90"], &[("OFFLOAD_LLVM_LINK", "/nonexistent/llvm-link")]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("no `llvm-link` from LLVM"), "{stderr}");
+    assert!(stderr.contains("apt-get install llvm-"), "{stderr}");
+    assert!(stderr.contains("rustup component add llvm-tools"), "{stderr}");
+}
+
+/// `doctor` lists every part it found; without rust-src, the part is
+/// MISSING, with both install commands, and the exit code is 3.
+#[test]
+fn doctor_reports_found_and_missing_parts() {
+    let f = Fixture::new();
+    let (code, out, _) = f.cargo_offload(&["doctor"], &[]);
+    assert_eq!(code, 0, "{out}");
+    for part in
+        ["host cargo", "device rustc", "rust-src", "llvm-link (LLVM", "opt (LLVM", "llc (LLVM", "ptxas", "libdevice"]
+    {
+        assert!(out.lines().any(|l| l.contains(part)), "{part}: {out}");
+    }
+    assert!(out.contains("The device toolchain is complete"), "{out}");
+    let fake = fake_rustc_without_src(&f.dir);
+    let (code, out, _) = f.cargo_offload(&["doctor"], &[("OFFLOAD_RUSTC", fake.to_str().unwrap())]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("skipped  device toolchain: OFFLOAD_RUSTC"), "{out}");
+    assert!(out.contains("MISSING  complete device toolchain"), "{out}");
+    assert!(out.contains("MISSING  rust-src"), "{out}");
+    assert!(out.contains("sudo apt-get install rustc-web cargo-web rust-web-src"), "{out}");
+    assert!(out.contains("rustup toolchain install nightly --component rust-src,llvm-tools"), "{out}");
 }
 
 /// A flag in `OFFLOAD_DEVICE_RUSTFLAGS` that contradicts the build is a

@@ -69,6 +69,10 @@ mod tests {
         assert_ne!(instance("__offload_kernel_c_k_1", "(f32,)"), instance("__offload_kernel_c_k_1", "(f64,)"));
         assert!(instance("b", "f32").starts_with("b_") && instance("b", "f32").len() == 2 + 8);
         assert_ne!(fnv1a(&["ab", "c"]), fnv1a(&["a", "bc"]));
+        // Every part counts (the macros hash crate, file, line, column, name).
+        let parts = ["c", "src/a.rs", "3", "4", "add"];
+        assert_eq!(fnv1a(&parts), fnv1a(&parts));
+        assert_ne!(fnv1a(&parts), fnv1a(&["c", "src/b.rs", "3", "4", "add"]));
         // The macros and the runtime agree on these bits (computed
         // independently in Python).
         assert_eq!(instance("__offload_kernel_c_k_1", "(f32,)"), "__offload_kernel_c_k_1_4e67736d");

@@ -67,7 +67,6 @@ fn location(span: Span) -> (String, usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use offload_image::symbol::fnv1a;
 
     #[test]
     fn symbols_are_ascii() {
@@ -76,12 +75,22 @@ mod tests {
         assert_eq!(ascii_name("π"), "u03c0");
     }
 
+    /// The symbols the macros give kernels and device globals: kind, crate,
+    /// the name made ASCII, and `hash32` of (crate, file, line, column,
+    /// name), here with the empty location of a unit test. The hashes were
+    /// computed independently (Python, FNV-1a written out), so a change to
+    /// what the symbol covers, or in what order, fails here.
     #[test]
-    fn symbol_is_stable_and_distinct() {
-        let a = fnv1a(&["c", "src/a.rs", "3", "4", "add"]);
-        assert_eq!(a, fnv1a(&["c", "src/a.rs", "3", "4", "add"]));
-        assert_ne!(a, fnv1a(&["c", "src/b.rs", "3", "4", "add"]));
-        // part boundaries matter: ("ab","c") != ("a","bc")
-        assert_ne!(fnv1a(&["ab", "c"]), fnv1a(&["a", "bc"]));
+    fn symbols_name_kind_crate_and_item_with_their_hash() {
+        // The crate name the expansion tests (`expand_tests.rs`) set too.
+        std::env::set_var("CARGO_CRATE_NAME", "corpus");
+        let id = |s: &str| Ident::new(s, Span::call_site());
+        assert_eq!(kernel(&id("add")), "__offload_kernel_corpus_add_37002fc3");
+        assert_eq!(global(&id("COUNT")), "__offload_global_corpus_COUNT_e002949e");
+        // A raw identifier is its name; a non-ASCII one is made ASCII, and
+        // hashed as written.
+        assert_eq!(kernel(&Ident::new_raw("add", Span::call_site())), kernel(&id("add")));
+        assert_eq!(kernel(&id("größe")), "__offload_kernel_corpus_gru00f6u00dfe_53cd17d8");
+        assert_ne!(kernel(&id("add")), kernel(&id("add2")));
     }
 }

@@ -122,6 +122,10 @@ mod tests {
         run("casts");
     }
     #[test]
+    fn features() {
+        run("features");
+    }
+    #[test]
     fn globals() {
         run("globals");
     }

@@ -240,17 +240,81 @@ mod tests {
         assert_eq!(out.matches("s.o").count(), 2);
     }
 
+    /// An object with the kernel records the `#[kernel]` macro writes
+    /// (section `offload_kernels`: `a_1` twice, `b_2`, and the generic
+    /// `g_3`) and the v0 symbol of the marker for `g_3::<(f32,)>`, as a
+    /// binary's host pass links them.
+    fn binary_with_records(path: &Path) {
+        use object::write::{Object as Obj, Symbol, SymbolSection};
+        use object::{SymbolFlags, SymbolKind, SymbolScope};
+        let mut obj = Obj::new(object::BinaryFormat::Elf, object::Architecture::X86_64, object::Endianness::Little);
+        let s = obj.add_section(Vec::new(), b"offload_kernels".to_vec(), object::SectionKind::ReadOnlyData);
+        obj.append_section_data(
+            s,
+            b"__offload_kernel_app_b_2\tsrc/main.rs:9\0__offload_kernel_app_a_1\tsrc/main.rs:3\0\
+              __offload_kernel_app_a_1\tsrc/main.rs:3\0__offload_kernel_app_g_3\tsrc/main.rs:20\tgeneric\0",
+            1,
+        );
+        let text = obj.add_section(Vec::new(), b".text".to_vec(), object::SectionKind::Text);
+        let at = obj.append_section_data(text, &[0xc3], 1);
+        // app::__offload_kernel_app_g_3::<(f32,)> (v0: `24_`, as the
+        // identifier starts with `_`)
+        obj.add_symbol(Symbol {
+            name: b"_RINvC3app24___offload_kernel_app_g_3TfEE".to_vec(),
+            value: at,
+            size: 1,
+            kind: SymbolKind::Text,
+            scope: SymbolScope::Linkage,
+            weak: false,
+            section: SymbolSection::Section(text),
+            flags: SymbolFlags::None,
+        });
+        std::fs::write(path, obj.write().unwrap()).unwrap();
+    }
+
+    /// The check after the host link: every kernel the binary can launch,
+    /// and every instantiation of a generic kernel it launches, is in its
+    /// image; the missing ones are named once each, with where the kernel
+    /// is defined.
     #[test]
     fn missing_kernels_are_named() {
-        let entry = ImageMapEntry {
+        let exe = std::env::temp_dir().join(format!("offload-missing-kernels-{}.o", std::process::id()));
+        binary_with_records(&exe);
+        let g_f32 = offload_image::symbol::instance("__offload_kernel_app_g_3", "(f32,)");
+        let entry = |kernels: &[&str]| ImageMapEntry {
             crate_name: "app".into(),
             src_path: "/x/src/main.rs".into(),
             test: false,
             object: "/img/app.o".into(),
-            kernels: vec!["__offload_kernel_app_a_1".into()],
+            kernels: kernels.iter().map(|k| k.to_string()).collect(),
         };
-        // An executable without records (this test binary has none of its own).
-        let exe = std::env::current_exe().unwrap();
-        assert!(check_kernels(&exe, &entry).is_ok());
+        let complete = ["__offload_kernel_app_a_1", "__offload_kernel_app_b_2", g_f32.as_str()];
+        let result = check_kernels(&exe, &entry(&complete));
+        assert!(result.is_ok(), "{result:?}");
+        // The instantiation is missing: named with its type arguments.
+        match check_kernels(&exe, &entry(&complete[..2])) {
+            Err(CliError::MissingInstances { binary, instances }) => {
+                assert_eq!(binary, "app");
+                assert_eq!(
+                    instances,
+                    [("__offload_kernel_app_g_3".to_string(), "(f32,)".to_string(), "src/main.rs:20".to_string())]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Plain kernels missing: each once, in order, with its location.
+        match check_kernels(&exe, &entry(&[g_f32.as_str()])) {
+            Err(CliError::MissingKernels { binary, kernels }) => {
+                assert_eq!(binary, "app");
+                let want =
+                    [("__offload_kernel_app_a_1", "src/main.rs:3"), ("__offload_kernel_app_b_2", "src/main.rs:9")];
+                assert_eq!(kernels, want.map(|(k, at)| (k.to_string(), at.to_string())));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A binary without records (this test binary has none of its own)
+        // launches no kernel: nothing is missing.
+        assert!(check_kernels(&std::env::current_exe().unwrap(), &entry(&[])).is_ok());
+        let _ = std::fs::remove_file(&exe);
     }
 }

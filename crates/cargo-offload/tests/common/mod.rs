@@ -2,11 +2,10 @@
 //! `cargo offload`, reading the images embedded in a host binary.
 #![allow(dead_code)]
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
@@ -17,9 +16,16 @@ pub fn shared_target_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-target")
 }
 
+/// `OFFLOAD_REQUIRE_PTXAS=1` (CI): every build assembles cubins with
+/// ptxas and the tests that check images require them.
 pub fn require_ptxas() -> bool {
     std::env::var("OFFLOAD_REQUIRE_PTXAS").is_ok_and(|v| v == "1")
 }
+
+/// In the environment of a command: assemble cubins with ptxas (if it is
+/// installed) even without `OFFLOAD_REQUIRE_PTXAS=1`. Otherwise the tests'
+/// builds skip ptxas (`OFFLOAD_PTXAS=`), whose cubins only CI checks.
+pub const WITH_PTXAS: (&str, &str) = ("OFFLOAD_TEST_PTXAS", "1");
 
 pub struct Output {
     pub code: i32,
@@ -34,8 +40,33 @@ impl Output {
     }
 }
 
+/// Runs `cmd`. With `OFFLOAD_TEST_TIMES=<file>`, under `/usr/bin/time`,
+/// which appends the command's wall and CPU seconds (its children's
+/// included) with the test's name to that file: where a run's time goes.
 fn output(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("spawn");
+    let out = match std::env::var_os("OFFLOAD_TEST_TIMES") {
+        Some(log) => {
+            let program = Path::new(cmd.get_program()).file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+            let dir = cmd.get_current_dir().and_then(|d| d.file_name()).map(|d| d.to_string_lossy().into_owned());
+            let test = std::thread::current().name().unwrap_or("?").to_string();
+            let label = format!("{test} [{}] {program} {}", dir.unwrap_or_default(), args.join(" "));
+            let mut t = Command::new("/usr/bin/time");
+            t.arg("-a").arg("-o").arg(&log).arg("-f").arg(format!("%e %U %S {}", label.replace('%', "%%")));
+            t.arg(cmd.get_program()).args(cmd.get_args());
+            for (k, v) in cmd.get_envs() {
+                match v {
+                    Some(v) => t.env(k, v),
+                    None => t.env_remove(k),
+                };
+            }
+            if let Some(d) = cmd.get_current_dir() {
+                t.current_dir(d);
+            }
+            t.output().expect("spawn /usr/bin/time")
+        }
+        None => cmd.output().expect("spawn"),
+    };
     Output {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -51,45 +82,45 @@ fn cargo() -> String {
 pub fn offload_cmd(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cargo-offload"));
     cmd.arg("offload").args(args).current_dir(dir).env("CARGO", cargo()).env("CARGO_TERM_COLOR", "never");
-    for k in ["__OFFLOAD_PHASE", "__OFFLOAD_IMAGE_MAP", "__OFFLOAD_INNER_WRAPPER", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "OFFLOAD_DEVICE"] {
+    for k in [
+        "__OFFLOAD_PHASE",
+        "__OFFLOAD_IMAGE_MAP",
+        "__OFFLOAD_INNER_WRAPPER",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "OFFLOAD_DEVICE",
+    ] {
         cmd.env_remove(k);
+    }
+    cmd.env(CACHE_VAR, cache_dir());
+    if !require_ptxas() && !env.contains(&WITH_PTXAS) {
+        cmd.env("OFFLOAD_PTXAS", "");
     }
     cmd.envs(env.iter().copied());
     output(&mut cmd)
 }
 
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+/// `OFFLOAD_CACHE_DIR`: where `cargo offload` keeps its device sysroots.
+pub const CACHE_VAR: &str = "OFFLOAD_CACHE_DIR";
 
+/// The tests' own cache directory (device sysroots), shared by all of them
+/// and removed with the target directory: a cold `cargo test` builds each
+/// sysroot it needs once.
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("offload-cache")
+}
+
+/// The fixture copies of this process, to catch two tests sharing one.
+static COPIES: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// A copy of a fixture crate under `target/tmp/fixtures/`, building into
+/// [`shared_target_dir`].
 pub struct Fixture {
     pub dir: PathBuf,
     target: PathBuf,
-    /// Held while this fixture builds into the shared target directory.
-    lock: Option<String>,
-}
-
-/// Copies of one fixture build to the same paths in the shared target
-/// directory (`debug/fixture_bin_only`, its device image, ...), so the tests
-/// of one fixture take turns: otherwise a test can read the binary another
-/// test just rebuilt with other flags.
-static IN_USE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-static RELEASED: Condvar = Condvar::new();
-
-fn take_turn(name: &str) {
-    let mut in_use = IN_USE.lock().unwrap_or_else(|e| e.into_inner());
-    while in_use.get_or_insert_with(HashSet::new).contains(name) {
-        in_use = RELEASED.wait(in_use).unwrap_or_else(|e| e.into_inner());
-    }
-    in_use.get_or_insert_with(HashSet::new).insert(name.to_string());
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        if let Some(name) = self.lock.take() {
-            let mut in_use = IN_USE.lock().unwrap_or_else(|e| e.into_inner());
-            in_use.get_or_insert_with(HashSet::new).remove(&name);
-            RELEASED.notify_all();
-        }
-    }
+    /// The crate name of the root package (`fixture_bin_only_exports`;
+    /// empty for a virtual workspace).
+    pub name: String,
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -99,35 +130,88 @@ fn copy_dir(from: &Path, to: &Path) {
         let dest = to.join(e.file_name());
         if p.is_dir() {
             copy_dir(&p, &dest);
+        } else if e.file_name() == "Cargo.toml" {
+            let text = std::fs::read_to_string(&p).unwrap();
+            std::fs::write(&dest, text.replace("@OFFLOAD@", repo_root().join("crates/offload").to_str().unwrap()))
+                .unwrap();
         } else {
             std::fs::copy(&p, &dest).unwrap();
         }
     }
 }
 
+/// Runs `build` once per `key` in this process and hands every caller its
+/// result: for builds several tests read (a configuration of a fixture or
+/// an example), so that each is built once, and tests that need the same
+/// one wait for it instead of building it again.
+pub fn built_once(key: &str, build: impl FnOnce() -> Output) -> std::sync::Arc<Output> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, OnceLock};
+    static BUILDS: Mutex<Option<HashMap<String, Arc<OnceLock<Arc<Output>>>>>> = Mutex::new(None);
+    let cell = BUILDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .entry(key.to_string())
+        .or_default()
+        .clone();
+    cell.get_or_init(|| Arc::new(build())).clone()
+}
+
 impl Fixture {
-    /// A fresh copy of `tests/fixtures/<name>` using the shared target dir.
+    /// A copy of `tests/fixtures/<name>`, for a fixture one test builds.
     pub fn new(name: &str) -> Self {
-        Self::with_target(name, shared_target_dir())
+        Self::copy(name, name, None)
     }
 
-    /// A fresh copy with its own target directory.
-    pub fn with_target(name: &str, target: PathBuf) -> Self {
-        let lock = (target == shared_target_dir()).then(|| {
-            take_turn(name);
-            name.to_string()
-        });
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures").join(format!("{name}-{}-{n}", std::process::id()));
+    /// A copy of `tests/fixtures/<name>` whose root package is renamed
+    /// `<package>_<tag>`: its binaries, images and kernel symbols are its
+    /// own, so tests building the same fixture in the shared target
+    /// directory (where cargo puts final binaries by name) neither overwrite
+    /// each other's nor take turns.
+    pub fn renamed(name: &str, tag: &str) -> Self {
+        Self::copy(name, &format!("{name}-{tag}"), Some(tag))
+    }
+
+    fn copy(name: &str, copy: &str, tag: Option<&str>) -> Self {
+        let fresh =
+            COPIES.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashSet::new).insert(copy.into());
+        assert!(fresh, "two tests use the fixture copy `{copy}`: give one a tag of its own (Fixture::renamed)");
+        // A fresh copy (state such as instantiation lists is per workspace
+        // root); what it depends on is built once in the shared target.
+        let dir =
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fixtures").join(format!("{copy}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         copy_dir(&repo_root().join("tests/fixtures").join(name), &dir);
         let offload = repo_root().join("crates/offload");
         let manifest = dir.join("Cargo.toml");
-        let text = std::fs::read_to_string(&manifest).unwrap().replace("@OFFLOAD@", offload.to_str().unwrap());
+        let mut text = std::fs::read_to_string(repo_root().join("tests/fixtures").join(name).join("Cargo.toml"))
+            .unwrap()
+            .replace("@OFFLOAD@", offload.to_str().unwrap());
+        // The root package's name (a virtual workspace has none).
+        let package =
+            text.lines().find_map(|l| l.strip_prefix("name = \"").and_then(|n| n.strip_suffix('"'))).map(String::from);
+        let package = match (tag, package) {
+            (Some(tag), Some(package)) => {
+                let renamed = format!("{package}_{}", tag.replace('-', "_"));
+                text = text.replacen(&format!("name = \"{package}\""), &format!("name = \"{renamed}\""), 1);
+                renamed
+            }
+            (Some(_), None) => panic!("{name} has no root package to rename"),
+            (None, package) => package.unwrap_or_default(),
+        };
         // Its own workspace: the copy lives below this repository's.
-        let text = if text.contains("[workspace]") { text } else { text + "\n[workspace]\n" };
+        if !text.contains("[workspace]") {
+            text += "\n[workspace]\n";
+        }
         std::fs::write(&manifest, text).unwrap();
-        Fixture { dir, target, lock }
+        // The workspace's versions of the dependencies, so that the
+        // fixtures, the examples and the device passes of both share one
+        // build of each in the shared target directory.
+        if !dir.join("Cargo.lock").exists() {
+            std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+        }
+        Fixture { dir, target: shared_target_dir(), name: package.replace('-', "_") }
     }
 
     pub fn target_dir(&self) -> &Path {
@@ -176,75 +260,6 @@ impl Fixture {
         let s = std::fs::read_to_string(&p).unwrap();
         std::fs::write(&p, f(s)).unwrap();
     }
-
-    /// A script that answers rustc's `-vV` and `--print sysroot` with a
-    /// sysroot that has no `lib/rustlib/src`.
-    pub fn fake_rustc_without_src(&self) -> PathBuf {
-        let sysroot = self.dir.join("fake-sysroot");
-        std::fs::create_dir_all(sysroot.join("lib/rustlib")).unwrap();
-        let script = self.dir.join("fake-rustc");
-        std::fs::write(
-            &script,
-            format!(
-                "#!/bin/sh\ncase \"$*\" in\n  *sysroot*) echo '{}' ;;\n  *-vV*) printf 'rustc 1.96.0 (fake)\\nhost: x86_64-unknown-linux-gnu\\nLLVM version: 22.1.8\\n' ;;\nesac\n",
-                sysroot.display()
-            ),
-        )
-        .unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-        script
-    }
-}
-
-/// A directory holding a fake `rustup` whose nightly is a rustc with
-/// rust-src that reports LLVM `llvm_major` (for which no LLVM tools
-/// exist), and a cargo; put it first on `PATH`.
-pub fn fake_rustup_nightly(dir: &Path, llvm_major: u32) -> PathBuf {
-    let bin = dir.join("fake-rustup");
-    let sysroot = dir.join("fake-nightly");
-    std::fs::create_dir_all(sysroot.join("lib/rustlib/src/rust/library/core/src")).unwrap();
-    std::fs::write(sysroot.join("lib/rustlib/src/rust/library/core/src/lib.rs"), "").unwrap();
-    std::fs::create_dir_all(sysroot.join("bin")).unwrap();
-    std::fs::create_dir_all(&bin).unwrap();
-    let rustc = sysroot.join("bin/rustc");
-    let cargo = sysroot.join("bin/cargo");
-    let scripts = [
-        (
-            rustc.clone(),
-            format!(
-                "#!/bin/sh\ncase \"$*\" in\n  *sysroot*) echo '{}' ;;\n  *-vV*) printf 'rustc 1.99.0-nightly (fake)\\nhost: x86_64-unknown-linux-gnu\\nLLVM version: {llvm_major}.1.0\\n' ;;\nesac\n",
-                sysroot.display()
-            ),
-        ),
-        (cargo.clone(), "#!/bin/sh\nexit 1\n".to_string()),
-        (
-            bin.join("rustup"),
-            format!(
-                "#!/bin/sh\ncase \"$*\" in\n  'which --toolchain nightly rustc') echo '{}' ;;\n  'which --toolchain nightly cargo') echo '{}' ;;\n  *) exit 1 ;;\nesac\n",
-                rustc.display(),
-                cargo.display()
-            ),
-        ),
-    ];
-    for (path, text) in scripts {
-        std::fs::write(&path, text).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-    }
-    bin
-}
-
-/// `PATH` with `dir` first.
-pub fn path_with(dir: &Path) -> String {
-    let old = std::env::var_os("PATH").unwrap_or_default();
-    std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(&old))).unwrap().into_string().unwrap()
 }
 
 /// The images in a host binary's `offload_images` section, as (kind, arch,
@@ -277,7 +292,10 @@ pub fn corrupt_image(exe: &Path, kind: &str, count: usize, to: &Path) {
     let (sec_start, _) = sec.file_range().expect("the section has file bytes");
     let data = sec.data().unwrap();
     let images = offload_image::read_section(data).unwrap();
-    let img = images.iter().find(|i| i.kind.to_string() == kind).unwrap_or_else(|| panic!("no {kind} image in {}", exe.display()));
+    let img = images
+        .iter()
+        .find(|i| i.kind.to_string() == kind)
+        .unwrap_or_else(|| panic!("no {kind} image in {}", exe.display()));
     let at = sec_start as usize + (img.bytes.as_ptr() as usize - data.as_ptr() as usize) + img.bytes.len() / 2;
     for b in &mut bytes[at..at + count] {
         *b ^= 0x5a;

@@ -1,0 +1,16 @@
+//! `reduction 20` on the host fallback: the program checks its results against
+//! an f64 sum of its inputs and exits non-zero on a mismatch.
+
+// Host-only: `cargo offload test` also builds this target for the GPU.
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[test]
+fn checks_itself_on_the_host_fallback() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reduction"))
+        .arg("20")
+        .env("OFFLOAD_DEVICE", "host")
+        .output()
+        .expect("run reduction");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("reduction: n = 2^20"), "{stdout}");
+}
