@@ -259,7 +259,7 @@ fn every_example_builds_an_sm_90_image() {
     // for the same type arguments, and LLVM's MergeFunctions (in optimized
     // builds like this one) folded them: clamp's instantiations were
     // missing and its GPU launches failed with InstanceNotBuilt.
-    let images = embedded_images(&target.join("release/generics"));
+    let images = embedded_images(&target.join("debug/generics"));
     let ptx = &images.iter().find(|i| i.0 == "PTX").unwrap().2;
     for k in ["axpy", "clamp"] {
         let of = ptx.iter().filter(|s| s.starts_with(&format!("__offload_kernel_generics_{k}_"))).count();
