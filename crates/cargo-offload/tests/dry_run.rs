@@ -90,7 +90,9 @@ fn parse(stdout: &str) -> (Vec<Pass>, String, Pass) {
             }
         }
     }
-    let host = passes.pop().filter(|p| p.title == "host").expect("a host pass, last");
+    // The host pass is last, but for `check` and `clippy`, where it is first.
+    let at = passes.iter().position(|p| p.title == "host").expect("a host pass");
+    let host = passes.remove(at);
     (passes, embed, host)
 }
 
@@ -321,10 +323,34 @@ fn cargo_options_reach_both_passes() {
         assert_eq!((dev.arg(flag), host.arg(flag)), (Some(value), Some(value)), "{flag}");
     }
     assert_eq!(host.arg("--message-format"), Some("short"));
-    assert_eq!(dev.arg("--message-format"), Some("json"));
+    assert_eq!(dev.arg("--message-format"), Some("json,json-diagnostic-short"), "read, shown short");
     assert!(host.set("__OFFLOAD_IMAGE_MAP").contains("image-map-release-sm_90-"));
     let d = f.dry_run(&["build", "--arch", "sm_90", "--profile", "bench"], &[]);
     assert_eq!((d.devices[0].arg("--profile"), d.host.arg("--profile")), (Some("bench"), Some("bench")));
+    // cargo's other common flags (`-Z` too: `cli.rs`'s unit test; the
+    // host cargo here is stable, and `cargo metadata` would refuse it).
+    let d = f.dry_run(
+        &[
+            "build",
+            "--arch",
+            "sm_90",
+            "--keep-going",
+            "--timings",
+            "--config",
+            "net.retry=3",
+            "--future-incompat-report",
+            "--ignore-rust-version",
+            "--color",
+            "never",
+        ],
+        &[],
+    );
+    let (dev, host) = (&d.devices[0], &d.host);
+    for arg in ["--keep-going", "--timings", "--future-incompat-report", "--ignore-rust-version"] {
+        assert!(dev.has(arg) && host.has(arg), "{arg}\n{:?}\n{:?}", dev.argv, host.argv);
+    }
+    assert_eq!((dev.arg("--config"), host.arg("--config")), (Some("net.retry=3"), Some("net.retry=3")));
+    assert_eq!((dev.arg("--color"), host.arg("--color")), (None, Some("never")), "the device pass's colors are ours");
     assert!(f.built_nothing());
 }
 
@@ -388,6 +414,51 @@ fn commands_and_their_arguments() {
     let d = f.dry_run(&["bench", "--arch", "sm_90", "--no-run"], &[]);
     assert_eq!(d.devices[0].argv[1..3], ["bench", "--no-run"]);
     assert_eq!(d.host.argv[1..3], ["bench", "--no-run"]);
+    assert!(f.built_nothing());
+}
+
+/// `check` and `clippy`: the host pass first, its messages relayed (read
+/// as JSON, shown as the user's `--message-format` asks), then the device
+/// pass as `cargo check`: no code generation, nothing embedded. `doc` is
+/// the host's `cargo doc`.
+#[test]
+fn check_clippy_and_doc() {
+    let f = Fixture::new();
+    let (code, stdout, stderr) = f.offload(&["check", "--arch", "sm_90", "--dry-run"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("# host pass\n"), "the host pass first: {stdout}");
+    let d = f.dry_run(&["check", "--arch", "sm_90", "--message-format", "json", "--all-targets"], &[]);
+    let (dev, host) = (&d.devices[0], &d.host);
+    assert_eq!((host.subcommand(), dev.subcommand()), ("check", "check"));
+    assert_eq!((host.arg("--message-format"), dev.arg("--message-format")), (Some("json"), Some("json")));
+    assert!(host.has("--all-targets") && dev.has("--all-targets"));
+    assert_eq!(host.set("RUSTC_WORKSPACE_WRAPPER"), exe(), "the wrapper declares `cfg(offload_device)`");
+    assert_eq!(dev.set("RUSTC_WRAPPER"), exe());
+    assert!(dev.set("__OFFLOAD_HOST_ONLY_DIR").ends_with("offload/nvptx64-nvidia-cuda-sm_90/host-only"));
+    assert!(d.embed.is_empty(), "nothing is embedded: {}", d.embed);
+    for (format, both) in [
+        (None, "json"),
+        (Some("short"), "json,json-diagnostic-short"),
+        (Some("json-diagnostic-rendered-ansi"), "json,json-diagnostic-rendered-ansi"),
+        (Some("json-render-diagnostics"), "json"),
+    ] {
+        let mut args = vec!["check", "--arch", "sm_90"];
+        args.extend(format.iter().flat_map(|f| ["--message-format", *f]));
+        let d = f.dry_run(&args, &[]);
+        assert_eq!((d.host.arg("--message-format"), d.devices[0].arg("--message-format")), (Some(both), Some(both)));
+    }
+    let d = f.dry_run(&["clippy", "--arch", "sm_90", "--", "-D", "warnings"], &[]);
+    assert_eq!((d.host.subcommand(), d.devices[0].subcommand()), ("clippy", "check"));
+    let tail = ["--", "--check-cfg", "cfg(offload_device)", "-D", "warnings"].map(String::from);
+    assert!(d.host.argv.ends_with(&tail), "{:?}", d.host.argv);
+    assert!(!d.host.env.contains_key("RUSTC_WORKSPACE_WRAPPER"), "cargo clippy sets its own: {:?}", d.host.env);
+    assert!(!d.devices[0].has("warnings"), "{:?}", d.devices[0].argv);
+    let (code, stdout, stderr) = f.offload(&["doc", "--no-deps", "-p", "fixture_bin_only", "--dry-run"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let (devices, _, host) = parse(&stdout);
+    assert!(devices.is_empty() && host.env.is_empty(), "{stdout}");
+    assert_eq!(host.subcommand(), "doc");
+    assert!(host.has("--no-deps") && host.arg("--package") == Some("fixture_bin_only"), "{:?}", host.argv);
     assert!(f.built_nothing());
 }
 
