@@ -281,6 +281,11 @@ fn an_architecture_list_is_one_device_pass_each() {
     let d = f.dry_run(&["build", "--arch", "sm_80,sm_90", "--arch", "sm_80"], &[]);
     let titles: Vec<&str> = d.devices.iter().map(|p| p.title.as_str()).collect();
     assert_eq!(titles, ["nvptx64-nvidia-cuda sm_80", "nvptx64-nvidia-cuda sm_90"], "a repeated arch is built once");
+    assert!(
+        d.stderr.contains("warning: `sm_80` is named more than once (from --arch); its image is built once"),
+        "{}",
+        d.stderr
+    );
     for (pass, (arch, ptx)) in d.devices.iter().zip([("sm_80", "+ptx70"), ("sm_90", "+ptx78")]) {
         let flags = pass.rustflags();
         assert!(flags.contains(&format!("-Ctarget-cpu={arch}")), "{flags:?}");
@@ -462,6 +467,21 @@ fn check_clippy_and_doc() {
     assert!(f.built_nothing());
 }
 
+/// A `[package.metadata]` table one or two edits from `offload` is named,
+/// with the right name: it is not read.
+#[test]
+fn a_misspelled_offload_table_is_named() {
+    let f = Fixture::new();
+    f.edit_manifest(|s| s + "\n[package.metadata.ofload]\narch = \"sm_90\"\n");
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[]);
+    let warning = "warning: `[package.metadata.ofload]` in Cargo.toml is not read by cargo offload; did you mean \
+                   `[package.metadata.offload]`?";
+    assert_eq!(d.stderr.matches(warning).count(), 1, "{}", d.stderr);
+    let f = Fixture::new();
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[]);
+    assert!(!d.stderr.contains("warning"), "{}", d.stderr);
+}
+
 /// Verbosity: `-v` reaches the host cargo; `-vv` makes offload-linker log
 /// its commands; `-q` quiets both passes. A user's rustc wrappers are
 /// chained, not replaced.
@@ -553,6 +573,17 @@ fn bad_input_is_rejected_before_any_build() {
     );
     let (_, _, stderr) = f.offload(&["build", "--arch", "sm_91"], &[]);
     assert!(!stderr.contains("sm_62"), "{stderr}");
+    // An AMD architecture: the hint names AMD's tools, not nvidia-smi.
+    rejected(
+        &["build", "--arch", "gfx9999"],
+        &[],
+        &[
+            "error: unknown architecture `gfx9999` for amdgcn-amd-amdhsa (from --arch)",
+            "e.g. `--arch gfx90a` (`rocminfo | grep gfx` or LLVM's `amdgpu-arch` prints it",
+        ],
+    );
+    let (_, _, stderr) = f.offload(&["build", "--arch", "gfx9999"], &[]);
+    assert!(!stderr.contains("nvidia-smi"), "{stderr}");
     rejected(
         &["build", "--arch", "sm_60"],
         &[],
@@ -834,6 +865,11 @@ fn contradicting_device_rustflags_are_refused() {
         ("-C target-cpu=sm_90", "`-C target-cpu=sm_90` in OFFLOAD_DEVICE_RUSTFLAGS"),
         ("-C target-feature=+sm_100", "`+sm_100` in OFFLOAD_DEVICE_RUSTFLAGS contradicts the architecture sm_80"),
         ("-C panic=unwind", "`-C panic=unwind` in OFFLOAD_DEVICE_RUSTFLAGS: GPU code cannot unwind"),
+        (
+            "\"-Copt-level=3\"",
+            "`\"-Copt-level=3\"` in OFFLOAD_DEVICE_RUSTFLAGS is quoted: the variable is split at spaces, not read as \
+             shell words",
+        ),
     ] {
         let out = f.command(&["build", "--arch", "sm_80"], &[("OFFLOAD_DEVICE_RUSTFLAGS", flags)]).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
