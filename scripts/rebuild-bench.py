@@ -10,7 +10,8 @@ scenario N times (default 5), median/min/max in seconds:
   kernel       a constant in a kernel changed
 
 For each run it also reports what `cargo offload` says it did on the device
-side ("Device N crate(s) compiled, L image(s) linked, R reused") and whether
+side ("Device compiled N crates, linked L device images, reused R device images
+from the link cache", or "Device up to date: nothing to compile") and whether
 the host binary was relinked (its mtime changed). Targets checked at the end:
 a no-op rebuild compiles no device crate and takes < 2 s; a host-only change
 links no device image; a kernel change relinks the host binary.
@@ -59,10 +60,11 @@ def main():
         dt = time.monotonic() - t0
         if p.returncode != 0:
             sys.exit("build failed:\n" + p.stderr)
-        m = re.search(r"Device (\d+) crate\(s\) compiled, (\d+) image\(s\) linked, (\d+) reused", p.stderr)
-        if not m:
+        line = next((l for l in p.stderr.splitlines() if l.strip().startswith("Device ") and ("compiled" in l or "up to date" in l)), None)
+        if line is None:
             sys.exit("no device summary in:\n" + p.stderr)
-        return dt, tuple(int(g) for g in m.groups())
+        n = lambda pat: int(m.group(1)) if (m := re.search(pat, line)) else 0
+        return dt, (n(r"compiled (\d+) crate"), n(r"linked (\d+) device image"), n(r"reused (\d+) device image"))
 
     def mtime():
         return os.stat(exe).st_mtime_ns if os.path.exists(exe) else None

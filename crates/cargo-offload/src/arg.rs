@@ -149,15 +149,29 @@ impl Args {
 
     /// The crate root source file: the first positional `.rs` argument.
     pub fn source_file(&self) -> Option<&str> {
-        let mut it = self.flags().iter();
-        while let Some(a) = it.next() {
+        self.source_index().map(|i| self.args[i].as_str())
+    }
+
+    /// The position of [`Args::source_file`] in the arguments.
+    pub fn source_index(&self) -> Option<usize> {
+        let mut it = self.flags().iter().enumerate();
+        while let Some((i, a)) = it.next() {
             if VALUE_FLAGS.contains(&a.as_str()) {
                 it.next();
             } else if !a.starts_with('-') && a.ends_with(".rs") {
-                return Some(a);
+                return Some(i);
             }
         }
         None
+    }
+
+    /// The names of the crates `--extern` names (`force:offload=/t/liboffload.rlib` is `offload`).
+    pub fn extern_names(&self) -> Vec<&str> {
+        self.flag_values("--extern")
+            .into_iter()
+            .map(|e| e.split_once('=').map_or(e, |(n, _)| n))
+            .map(|n| n.rsplit_once(':').map_or(n, |(_, n)| n))
+            .collect()
     }
 
     /// Compiling for a GPU: `--target` is a GPU triple, or the path of the
@@ -264,6 +278,13 @@ mod tests {
         for (argv, src) in table {
             assert_eq!(a(argv).source_file(), *src, "{argv}");
         }
+        assert_eq!(a("--crate-name s --edition 2021 src/lib.rs").source_index(), Some(4));
+    }
+
+    #[test]
+    fn extern_names() {
+        let x = a("--extern offload=/t/liboffload.rlib --extern=force:a=/t/a.rlib --extern noprelude,force:core=/c --extern b");
+        assert_eq!(x.extern_names(), ["offload", "a", "core", "b"]);
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! Command line: `cargo offload <build|run|test> [options] [-- args]`.
+//! Command line: `cargo offload <build|run|test|bench|check|clippy|doc|doctor>
+//! [options] [-- args]`.
 //!
 //! Parsed like cargo-nextest: clap with `bin_name = "cargo"` and one
 //! `offload` subcommand. Cargo's own flags are accepted with cargo's
-//! spelling and forwarded to both passes (the device pass gets the target
-//! selection, features and profile; the host pass gets everything).
+//! spelling and forwarded to both passes (the device pass gets all but the
+//! ones it sets itself: its target directory, message format and colors;
+//! see [`CargoOpts::to_args`]).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -50,6 +52,13 @@ pub enum Command {
     Test(TestArgs),
     /// Build, then run the benchmarks (like `cargo bench`)
     Bench(TestArgs),
+    /// Check both passes for errors without generating code (like `cargo check`); with
+    /// --message-format json the device pass's errors are JSON too, for rust-analyzer
+    Check(CheckArgs),
+    /// Lint the host pass with clippy and check the device pass for errors (like `cargo clippy`)
+    Clippy(ClippyArgs),
+    /// Document the crate as the host pass sees it (runs `cargo doc`)
+    Doc(DocArgs),
     /// List the toolchain parts, drivers and GPUs found, and how to install what is missing
     Doctor,
 }
@@ -100,7 +109,7 @@ pub struct CargoOpts {
     #[arg(short = 'p', long = "package", value_name = "SPEC", help_heading = "Package Selection")]
     pub package: Vec<String>,
     /// All packages in the workspace
-    #[arg(long, help_heading = "Package Selection")]
+    #[arg(long, visible_alias = "all", help_heading = "Package Selection")]
     pub workspace: bool,
     /// Exclude packages from the build
     #[arg(long, value_name = "SPEC", help_heading = "Package Selection")]
@@ -159,9 +168,29 @@ pub struct CargoOpts {
     /// Directory for all generated artifacts
     #[arg(long, value_name = "DIRECTORY", help_heading = "Compilation Options")]
     pub target_dir: Option<PathBuf>,
-    /// Error format of the host pass
-    #[arg(long, value_name = "FMT", help_heading = "Compilation Options")]
+    /// Error format: human, short, json, json-diagnostic-short, json-diagnostic-rendered-ansi,
+    /// json-render-diagnostics (the device pass's diagnostics follow it too)
+    #[arg(long, value_name = "FMT", value_parser = crate::output::parse_value, help_heading = "Compilation Options")]
     pub message_format: Vec<String>,
+    /// Do not abort the build as soon as there is an error
+    #[arg(long, help_heading = "Compilation Options")]
+    pub keep_going: bool,
+    /// Output a build timing report at the end of each pass's build
+    #[arg(long, value_name = "FMTS", num_args = 0..=1, require_equals = true, default_missing_value = "",
+          help_heading = "Compilation Options")]
+    pub timings: Option<String>,
+    /// Outputs a future incompatibility report at the end of the build
+    #[arg(long)]
+    pub future_incompat_report: bool,
+    /// Coloring: auto, always, never
+    #[arg(long, value_name = "WHEN", value_parser = ["auto", "always", "never"])]
+    pub color: Option<String>,
+    /// Override a configuration value (both passes)
+    #[arg(long, value_name = "KEY=VALUE|PATH")]
+    pub config: Vec<String>,
+    /// Unstable (nightly-only) flags to Cargo (both passes)
+    #[arg(short = 'Z', value_name = "FLAG")]
+    pub unstable: Vec<String>,
 
     /// Path to Cargo.toml
     #[arg(long, value_name = "PATH", help_heading = "Manifest Options")]
@@ -175,12 +204,17 @@ pub struct CargoOpts {
     /// Equivalent to specifying both --locked and --offline
     #[arg(long, help_heading = "Manifest Options")]
     pub frozen: bool,
+    /// Ignore `rust-version` specification in packages
+    #[arg(long, help_heading = "Manifest Options")]
+    pub ignore_rust_version: bool,
 }
 
 impl CargoOpts {
-    /// The flags to forward. The device pass gets everything but
-    /// `--message-format` (it reads JSON itself) and `--target-dir` (it has
-    /// its own, below the host's).
+    /// The flags to forward to a pass (`device`: the device pass). Neither
+    /// gets `--message-format` (the cargo phase chooses each pass's, see
+    /// `output`); the device pass gets neither `--target-dir` (it has its
+    /// own, below the host's) nor `--color` (its colors follow
+    /// `status::color`, which `--color` sets).
     pub fn to_args(&self, device: bool) -> Vec<String> {
         let mut a = Vec::new();
         let mut many = |flag: &str, vals: &[String]| {
@@ -196,9 +230,8 @@ impl CargoOpts {
         many("--test", &self.test);
         many("--bench", &self.bench);
         many("--features", &self.features);
-        if !device {
-            many("--message-format", &self.message_format);
-        }
+        many("--config", &self.config);
+        many("-Z", &self.unstable);
         let flags = [
             (self.workspace, "--workspace"),
             (self.lib, "--lib"),
@@ -210,31 +243,53 @@ impl CargoOpts {
             (self.all_features, "--all-features"),
             (self.no_default_features, "--no-default-features"),
             (self.release, "--release"),
+            (self.keep_going, "--keep-going"),
+            (self.future_incompat_report, "--future-incompat-report"),
             (self.locked, "--locked"),
             (self.offline, "--offline"),
             (self.frozen, "--frozen"),
+            (self.ignore_rust_version, "--ignore-rust-version"),
         ];
         for (on, f) in flags {
             if on {
                 a.push(f.to_string());
             }
         }
-        if let Some(p) = &self.profile {
-            a.push("--profile".into());
-            a.push(p.clone());
+        let host_only = |v: &Option<String>| v.clone().filter(|_| !device);
+        let target_dir = self.target_dir.as_ref().map(|t| t.display().to_string());
+        let manifest = self.manifest_path.as_ref().map(|m| m.display().to_string());
+        for (flag, value) in [
+            ("--profile", self.profile.clone()),
+            ("--jobs", self.jobs.clone()),
+            ("--manifest-path", manifest),
+            ("--target-dir", host_only(&target_dir)),
+            ("--color", host_only(&self.color)),
+        ] {
+            if let Some(v) = value {
+                a.push(flag.into());
+                a.push(v);
+            }
         }
-        if let Some(j) = &self.jobs {
-            a.push("--jobs".into());
-            a.push(j.clone());
+        match self.timings.as_deref() {
+            Some("") => a.push("--timings".into()),
+            Some(t) => a.push(format!("--timings={t}")),
+            None => {}
         }
-        if let Some(m) = &self.manifest_path {
-            a.push("--manifest-path".into());
-            a.push(m.display().to_string());
+        a
+    }
+
+    /// The options `cargo metadata` takes too: `--locked`, `--offline`,
+    /// `--frozen`, `--config`, `-Z`.
+    pub fn metadata_args(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        for (on, flag) in [(self.locked, "--locked"), (self.offline, "--offline"), (self.frozen, "--frozen")] {
+            if on {
+                a.push(flag.to_string());
+            }
         }
-        if !device {
-            if let Some(t) = &self.target_dir {
-                a.push("--target-dir".into());
-                a.push(t.display().to_string());
+        for (flag, vals) in [("--config", &self.config), ("-Z", &self.unstable)] {
+            for v in vals {
+                a.extend([flag.to_string(), v.clone()]);
             }
         }
         a
@@ -277,6 +332,70 @@ pub struct TestArgs {
     pub args: Vec<String>,
 }
 
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub device: DeviceOpts,
+    #[command(flatten)]
+    pub cargo: CargoOpts,
+}
+
+#[derive(Args, Debug)]
+pub struct ClippyArgs {
+    #[command(flatten)]
+    pub device: DeviceOpts,
+    #[command(flatten)]
+    pub cargo: CargoOpts,
+    /// Arguments for clippy (`-W clippy::pedantic`, `-D warnings`, …), host pass
+    #[arg(last = true, value_name = "ARGS")]
+    pub args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct DocArgs {
+    #[command(flatten)]
+    pub cargo: CargoOpts,
+    /// Opens the docs in a browser after the operation
+    #[arg(long)]
+    pub open: bool,
+    /// Don't build documentation for dependencies
+    #[arg(long)]
+    pub no_deps: bool,
+    /// Document private items
+    #[arg(long)]
+    pub document_private_items: bool,
+    /// Use verbose output (-vv very verbose)
+    #[arg(short, long, action = ArgAction::Count)]
+    pub verbose: u8,
+    /// Do not print cargo log messages
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the command instead of running it
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl DocArgs {
+    /// `cargo doc`'s arguments.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = vec!["doc".to_string()];
+        a.extend(self.cargo.to_args(false));
+        a.extend(self.cargo.message_format.iter().flat_map(|f| ["--message-format".to_string(), f.clone()]));
+        for (on, flag) in [
+            (self.open, "--open"),
+            (self.no_deps, "--no-deps"),
+            (self.document_private_items, "--document-private-items"),
+            (self.quiet, "--quiet"),
+        ] {
+            if on {
+                a.push(flag.into());
+            }
+        }
+        a.extend((0..self.verbose).map(|_| "-v".to_string()));
+        a
+    }
+}
+
 /// Parses `cargo offload …` (argv[0] is the program, argv[1] is `offload`).
 pub fn parse<I, T>(argv: I) -> Result<OffloadCli, clap::Error>
 where
@@ -303,9 +422,15 @@ mod tests {
         let table: &[(&str, &[&str])] = &[
             ("cargo offload build", &[]),
             ("cargo offload build --release --bin a", &["--bin", "a", "--release"]),
-            ("cargo offload build -p x --features f1,f2 --no-default-features", &["--package", "x", "--features", "f1,f2", "--no-default-features"]),
+            (
+                "cargo offload build -p x --features f1,f2 --no-default-features",
+                &["--package", "x", "--features", "f1,f2", "--no-default-features"],
+            ),
             ("cargo offload build --profile bench -j 2", &["--profile", "bench", "--jobs", "2"]),
-            ("cargo offload build --example e --manifest-path m/Cargo.toml", &["--example", "e", "--manifest-path", "m/Cargo.toml"]),
+            (
+                "cargo offload build --example e --manifest-path m/Cargo.toml",
+                &["--example", "e", "--manifest-path", "m/Cargo.toml"],
+            ),
         ];
         for (line, device_args) in table {
             let Command::Build(b) = ok(line).command else { panic!("{line}") };
@@ -319,11 +444,17 @@ mod tests {
         assert_eq!(t.cargo.test, ["integ"]);
         assert_eq!(t.filter.as_deref(), Some("some_name"));
         assert_eq!(t.args, ["--nocapture"]);
-        let Command::Build(b) = ok("cargo offload build --target-dir t --message-format json").command else { panic!() };
+        let Command::Build(b) = ok("cargo offload build --target-dir t --message-format json").command else {
+            panic!()
+        };
         assert!(b.cargo.to_args(true).is_empty(), "device pass keeps its own target dir and JSON");
-        assert_eq!(b.cargo.to_args(false), ["--message-format", "json", "--target-dir", "t"]);
+        assert_eq!(b.cargo.to_args(false), ["--target-dir", "t"], "the cargo phase chooses each pass's format");
+        assert_eq!(b.cargo.message_format, ["json"]);
         assert!(matches!(ok("cargo offload doctor").command, Command::Doctor));
-        let Command::Build(b) = ok("cargo offload build --target amdgcn-amd-amdhsa --arch gfx90a --dry-run").command else { panic!() };
+        let Command::Build(b) = ok("cargo offload build --target amdgcn-amd-amdhsa --arch gfx90a --dry-run").command
+        else {
+            panic!()
+        };
         assert_eq!(b.device.target.as_deref(), Some("amdgcn-amd-amdhsa"));
         assert!(b.device.dry_run);
         let Command::Build(b) = ok("cargo offload build --arch sm_80,sm_90 --arch gfx90a").command else { panic!() };
@@ -331,6 +462,59 @@ mod tests {
         let Command::Bench(t) = ok("cargo offload bench --bench speed -- --quick").command else { panic!() };
         assert_eq!(t.cargo.bench, ["speed"]);
         assert_eq!(t.args, ["--quick"]);
+    }
+
+    /// cargo's other common flags: (command line, device pass's flags, host
+    /// pass's flags).
+    #[test]
+    fn cargo_flags_are_forwarded() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let table: &[(&str, &[&str], &[&str])] = &[
+            ("--keep-going", &["--keep-going"], &["--keep-going"]),
+            ("--timings", &["--timings"], &["--timings"]),
+            ("--timings=html,json", &["--timings=html,json"], &["--timings=html,json"]),
+            ("--future-incompat-report", &["--future-incompat-report"], &["--future-incompat-report"]),
+            (
+                "--config net.retry=2 --config a.toml",
+                &["--config", "net.retry=2", "--config", "a.toml"],
+                &["--config", "net.retry=2", "--config", "a.toml"],
+            ),
+            (
+                "-Z unstable-options -Zbindeps",
+                &["-Z", "unstable-options", "-Z", "bindeps"],
+                &["-Z", "unstable-options", "-Z", "bindeps"],
+            ),
+            ("--color never", &[], &["--color", "never"]),
+            (
+                "--ignore-rust-version --locked --offline --frozen",
+                &["--locked", "--offline", "--frozen", "--ignore-rust-version"],
+                &["--locked", "--offline", "--frozen", "--ignore-rust-version"],
+            ),
+            ("--all", &["--workspace"], &["--workspace"]),
+            ("-j 3", &["--jobs", "3"], &["--jobs", "3"]),
+        ];
+        for (flags, device, host) in table {
+            for sub in ["build", "check", "clippy", "run", "test"] {
+                let line = format!("cargo offload {sub} {flags}");
+                let cargo = match ok(&line).command {
+                    Command::Build(b) => b.cargo,
+                    Command::Check(c) => c.cargo,
+                    Command::Clippy(c) => c.cargo,
+                    Command::Run(r) => r.cargo,
+                    Command::Test(t) => t.cargo,
+                    other => panic!("{line}: {other:?}"),
+                };
+                assert_eq!((cargo.to_args(true), cargo.to_args(false)), (v(device), v(host)), "{line}");
+            }
+        }
+        let Command::Build(b) = ok("cargo offload build --config x=1 -Zfoo --locked").command else { panic!() };
+        assert_eq!(b.cargo.metadata_args(), ["--locked", "--config", "x=1", "-Z", "foo"]);
+        let Command::Clippy(c) = ok("cargo offload clippy --all-targets -- -D warnings").command else { panic!() };
+        assert_eq!((c.cargo.all_targets, c.args.as_slice()), (true, &["-D".to_string(), "warnings".into()][..]));
+        let Command::Doc(d) = ok("cargo offload doc --no-deps --open -p x --message-format short -v").command else {
+            panic!()
+        };
+        assert_eq!(d.to_args(), ["doc", "--package", "x", "--message-format", "short", "--open", "--no-deps", "-v"]);
     }
 
     #[test]
@@ -342,5 +526,8 @@ mod tests {
         assert!(err("cargo build").contains("unrecognized subcommand"));
         assert!(err("cargo offload doctor --arch sm_90").contains("unexpected argument"));
         assert!(err("cargo offload build --release --profile dev").contains("cannot be used with"));
+        assert!(err("cargo offload check --message-format jsn").contains("`jsn` is not a message format"));
+        assert!(err("cargo offload build --color sometimes").contains("invalid value 'sometimes'"));
+        assert!(err("cargo offload doc --arch sm_90").contains("unexpected argument '--arch'"));
     }
 }

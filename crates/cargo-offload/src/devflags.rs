@@ -52,6 +52,8 @@ pub enum FlagError {
     NvidiaFeatureOnAmd { sign: char, feature: String, arch: String },
     #[error("`-C panic=unwind` in {VAR}: GPU code cannot unwind")]
     PanicUnwind,
+    #[error("`{flag}` in {VAR} is quoted: the variable is split at spaces, not read as shell words, so the quotes would reach rustc as part of the flag")]
+    Quoted { flag: String },
 }
 
 impl FlagError {
@@ -72,6 +74,11 @@ impl FlagError {
             FlagError::PanicUnwind => "remove it: device code is built with `panic=abort`, and a kernel's panic \
                                        reaches the host as `offload::Error::KernelPanic`"
                 .into(),
+            FlagError::Quoted { flag } => format!(
+                "remove the quotes: {VAR}='{} --cfg my_cfg' (flags are separated by spaces; as in RUSTFLAGS, one \
+                 flag cannot contain a space)",
+                flag.trim_matches(|c| c == '"' || c == '\'')
+            ),
         }
     }
 }
@@ -87,9 +94,19 @@ fn implied(feature: &str, arch: &str) -> bool {
     }
 }
 
+/// Whether a flag carries shell quotes: it starts with one, or ends with one
+/// that opens nowhere in it. A quoted value inside a flag is rustc's own
+/// syntax (`--cfg` `feature="x"`), not shell quoting.
+fn quoted(flag: &str) -> bool {
+    ['"', '\''].iter().any(|&q| flag.starts_with(q) || (flag.ends_with(q) && flag.matches(q).count() % 2 == 1))
+}
+
 /// Checks the device rustflags `flags` for a build of `arch` on `triple`
 /// (see the module docs).
 pub fn check(flags: &[String], triple: &str, arch: &str) -> Result<(), FlagError> {
+    if let Some(flag) = flags.iter().find(|f| quoted(f)) {
+        return Err(FlagError::Quoted { flag: flag.clone() });
+    }
     let args = Args::new(flags.to_vec());
     if let Some(cpu) = args.codegen("target-cpu") {
         return Err(FlagError::TargetCpu { cpu: cpu.into(), arch: arch.into() });
@@ -143,6 +160,11 @@ mod tests {
             ("-C target-feature=+ptx80,+sm_100f", NV, "sm_100", Some("`+sm_100f` in OFFLOAD_DEVICE_RUSTFLAGS contradicts the architecture sm_100 of this build")),
             ("-C target-feature=-sm_70", NV, "sm_80", Some("`-sm_70` in OFFLOAD_DEVICE_RUSTFLAGS contradicts the architecture sm_80 of this build")),
             ("-C target-feature=+ptx80", AMD, "gfx90a", Some("`+ptx80` in OFFLOAD_DEVICE_RUSTFLAGS is an NVIDIA feature; this build is for the AMD GPU gfx90a")),
+            // Shell quotes are not removed; rustc's own quoting is fine.
+            ("\"-Copt-level=3\"", NV, "sm_80", Some("`\"-Copt-level=3\"` in OFFLOAD_DEVICE_RUSTFLAGS is quoted: the variable is split at spaces, not read as shell words, so the quotes would reach rustc as part of the flag")),
+            ("'-Copt-level=3'", NV, "sm_80", Some("`'-Copt-level=3'` in OFFLOAD_DEVICE_RUSTFLAGS is quoted: the variable is split at spaces, not read as shell words, so the quotes would reach rustc as part of the flag")),
+            ("-Copt-level=3\"", NV, "sm_80", Some("`-Copt-level=3\"` in OFFLOAD_DEVICE_RUSTFLAGS is quoted: the variable is split at spaces, not read as shell words, so the quotes would reach rustc as part of the flag")),
+            ("--cfg feature=\"x\" --cfg a='b'", NV, "sm_80", None),
         ];
         for (flags, triple, arch, want) in table {
             let got = check(&v(flags), triple, arch).err().map(|e| e.to_string());
@@ -158,6 +180,12 @@ mod tests {
         assert!(e.hint().starts_with("to build for sm_100, use `--arch sm_100`"), "{}", e.hint());
         let e = check(&v("-C panic=unwind"), "nvptx64-nvidia-cuda", "sm_80").unwrap_err();
         assert!(e.hint().contains("panic=abort"), "{}", e.hint());
+        let e = check(&v("\"-Copt-level=3\""), "nvptx64-nvidia-cuda", "sm_80").unwrap_err();
+        assert!(
+            e.hint().starts_with("remove the quotes: OFFLOAD_DEVICE_RUSTFLAGS='-Copt-level=3 --cfg my_cfg'"),
+            "{}",
+            e.hint()
+        );
     }
 
     #[test]

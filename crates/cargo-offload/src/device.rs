@@ -7,18 +7,19 @@
 //! host choices into the device build cleared with a one-line reason that
 //! `-v` prints. Artifacts are taken from cargo's JSON messages.
 
-use std::io::{BufRead, BufReader};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-
-use cargo_metadata::{Message, TargetKind};
 
 use crate::child;
 use crate::cli::CargoOpts;
 use crate::cmd::{CommandSpec, EnvChange};
-use crate::diagnostic::{classify, Meaning};
 use crate::errors::{CliError, Result};
 use crate::handoff::{COMPILE_LOG_VAR, GENERIC_DIR_VAR};
+use crate::host_only::HOST_ONLY_DIR_VAR;
+pub use crate::messages::DeviceArtifact;
+use crate::messages::{hints_for, relay_stderr, Reader, Seen};
+use crate::output::MessageFormat;
 use crate::status;
 use crate::toolchain::DeviceToolchain;
 
@@ -37,6 +38,10 @@ pub struct DevicePass<'a> {
     /// `cargo test --no-run` (or `bench --no-run`) instead of `cargo build`.
     pub tests: bool,
     pub benches: bool,
+    /// `cargo check`: no code generation (`cargo offload check` and `clippy`).
+    pub check: bool,
+    /// How the pass's diagnostics are shown (the user's `--message-format`).
+    pub format: MessageFormat,
     pub target_dir: PathBuf,
     /// This executable (the rustc wrapper).
     pub wrapper: PathBuf,
@@ -52,34 +57,6 @@ pub struct DevicePass<'a> {
     /// Where the instantiations of generic kernels are listed (see
     /// `generic.rs`).
     pub generic_dir: PathBuf,
-}
-
-/// A device image cargo reported for one final binary.
-#[derive(Debug, Clone)]
-pub struct DeviceArtifact {
-    /// Crate name (`-` replaced by `_`), as rustc's `--crate-name`.
-    pub crate_name: String,
-    /// Target kinds (`bin`, `test`, `example`, `bench`, `lib`, …).
-    pub kinds: Vec<String>,
-    pub src_path: PathBuf,
-    /// Built with the test harness (`cargo test` unit tests).
-    pub test: bool,
-    /// The `.ptx` (or `.elf`) file.
-    pub image: PathBuf,
-}
-
-impl DeviceArtifact {
-    /// `bin sample_offload`, `test integ (tests/integ.rs)`, …
-    pub fn describe(&self) -> String {
-        let kind = if self.kinds.iter().any(|k| k == "bench") {
-            "bench"
-        } else if self.test {
-            "test"
-        } else {
-            self.kinds.first().map(String::as_str).unwrap_or("bin")
-        };
-        format!("{kind} `{}`", self.crate_name)
-    }
 }
 
 impl DevicePass<'_> {
@@ -238,8 +215,18 @@ impl DevicePass<'_> {
                 path(&self.record_path("compiles")),
                 "the wrapper records each device compilation here",
             ),
+            set(
+                HOST_ONLY_DIR_VAR,
+                path(&self.host_only_dir()),
+                "the wrapper marks here the dependencies it replaced by empty crates (host_only.rs)",
+            ),
         ]);
         e
+    }
+
+    /// Where the wrapper marks the crates it replaced (`host_only`).
+    pub fn host_only_dir(&self) -> PathBuf {
+        self.target_dir.join("host-only")
     }
 
     fn record_path(&self, what: &str) -> PathBuf {
@@ -252,7 +239,9 @@ impl DevicePass<'_> {
 
     /// The inner cargo's arguments.
     pub fn args(&self) -> Vec<String> {
-        let mut a: Vec<String> = if self.benches {
+        let mut a: Vec<String> = if self.check {
+            vec!["check".into()]
+        } else if self.benches {
             vec!["bench".into(), "--no-run".into()]
         } else if self.tests {
             vec!["test".into(), "--no-run".into()]
@@ -270,7 +259,7 @@ impl DevicePass<'_> {
         a.push("--target-dir".into());
         a.push(self.target_dir.display().to_string());
         a.push("--message-format".into());
-        a.push(if status::color() { "json-diagnostic-rendered-ansi".into() } else { "json".into() });
+        a.push(self.format.relayed(status::color()));
         a.extend(self.cargo.to_args(true));
         if self.quiet {
             a.push("--quiet".into());
@@ -288,16 +277,11 @@ impl DevicePass<'_> {
         self.spec().render()
     }
 
-    /// rustc before 1.101 warns for every crate that the PTX feature the
-    /// device pass enables (`ptx.rs`) is unstable; it is cargo offload's
-    /// own flag, not the user's, so that warning is not shown.
-    fn own_feature_warning(&self, meaning: &Meaning) -> bool {
-        let own = self.ptx_feature.as_deref().and_then(|f| f.strip_prefix('+'));
-        matches!(meaning, Meaning::UnstableTargetFeature { feature } if Some(feature.as_str()) == own)
-    }
-
     /// Runs the pass and returns the device images of the final binaries.
-    pub fn run(&self) -> Result<Vec<DeviceArtifact>> {
+    /// `known`: the diagnostics the host pass showed (`check`), not shown
+    /// again; a pass whose errors were all among them fails quietly (the
+    /// host pass has failed).
+    pub fn run(&self, known: &HashSet<String>) -> Result<Vec<DeviceArtifact>> {
         if self.verbose >= 1 {
             status::status("Running", format!("device pass:\n{}", self.render()));
         }
@@ -311,7 +295,18 @@ impl DevicePass<'_> {
         let mut cmd = self.spec().command();
         let mut running = child::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))?;
         let relay = relay_stderr(running.child.stderr.take().expect("piped"), format!("(device {})", self.arch));
-        let seen = self.read_messages(running.child.stdout.take().expect("piped"));
+        let host_only_dir = self.host_only_dir();
+        let mut reader = Reader {
+            format: self.format,
+            triple: self.triple,
+            arch: self.arch,
+            ptx_feature: self.ptx_feature.as_deref(),
+            known,
+            host_only_dir: &host_only_dir,
+            seen: Seen::default(),
+        };
+        reader.read(running.child.stdout.take().expect("piped"));
+        let seen = reader.seen;
         let status = running.wait()?;
         let held = relay.join().unwrap_or_default();
         if crate::interrupt::interrupted() {
@@ -323,60 +318,10 @@ impl DevicePass<'_> {
             eprintln!("{line}");
         }
         self.report_done();
-        if !status.success() {
+        if !status.success() && (seen.errors > 0 || seen.duplicates == 0) {
             return Err(self.failure(&seen));
         }
         Ok(seen.artifacts)
-    }
-
-    /// Reads cargo's JSON messages as they come: rustc's diagnostics are
-    /// shown (a failed device link as what offload-linker said; nothing
-    /// once the build is interrupted), the images are collected.
-    fn read_messages(&self, stdout: impl std::io::Read) -> Seen {
-        let mut seen = Seen::default();
-        for msg in Message::parse_stream(BufReader::new(stdout)) {
-            match msg {
-                Ok(Message::CompilerMessage(m)) => self.diagnostic(&m, &mut seen),
-                Ok(Message::CompilerArtifact(a)) => seen.artifacts.extend(artifact(&a)),
-                Ok(Message::TextLine(t)) if !crate::interrupt::interrupted() => eprintln!("{t}"),
-                _ => {}
-            }
-        }
-        seen
-    }
-
-    /// One rustc diagnostic of the pass (see [`DevicePass::read_messages`]).
-    fn diagnostic(&self, m: &cargo_metadata::CompilerMessage, seen: &mut Seen) {
-        let children: Vec<&str> = m.message.children.iter().map(|c| c.message.as_str()).collect();
-        let meaning = classify(&m.message.message, &children);
-        if meaning == Meaning::Interrupted {
-            crate::interrupt::set();
-        }
-        if crate::interrupt::interrupted() || self.own_feature_warning(&meaning) {
-            return;
-        }
-        match (&meaning, &m.message.rendered) {
-            (Meaning::DeviceLinkFailed { said }, _) => {
-                // What offload-linker said, without rustc's notes with the
-                // linker's command line.
-                let what = if said.is_empty() { m.message.message.clone() } else { said.join("\n") };
-                eprintln!("{}device link of `{}` failed: {what}", status::error_prefix(), m.target.name)
-            }
-            (_, Some(r)) => eprint!("{r}"),
-            (_, None) => {}
-        }
-        if m.message.level != cargo_metadata::diagnostic::DiagnosticLevel::Error {
-            return;
-        }
-        seen.errors += 1;
-        seen.duplicate_symbol |= meaning == Meaning::DuplicateKernelSymbol;
-        if meaning == Meaning::NeedsStd {
-            let final_target = m.target.kind.iter().any(|k| !matches!(k, TargetKind::Lib | TargetKind::RLib));
-            let who = StdUser { name: m.target.name.clone(), final_target };
-            if !seen.std_missing.contains(&who) {
-                seen.std_missing.push(who);
-            }
-        }
     }
 
     /// The `Device` status line (and with `-vv` the device link commands):
@@ -395,20 +340,21 @@ impl DevicePass<'_> {
             let _ = std::fs::remove_file(p);
             lines
         };
-        let compiled = read_lines("compiles");
+        let (replaced, compiled): (Vec<String>, Vec<String>) =
+            read_lines("compiles").into_iter().partition(|l| l.ends_with("\thost-only"));
         let links = read_lines("links");
-        let linked = links.iter().filter(|l| l.starts_with("linked ")).count();
-        let reused = links.len() - linked;
-        status::status(
-            "Device",
-            format!(
-                "{} crate(s) compiled, {linked} image(s) linked, {reused} reused from the link cache ({} {}; {})",
-                compiled.len(),
+        let what = summary(compiled.len(), &links, self.check);
+        status::status("Device", format!("{what} ({} {}; {})", self.triple, self.arch, self.tc.describe()));
+        if !replaced.is_empty() {
+            let names: Vec<&str> = replaced.iter().filter_map(|l| l.split('\t').next()).collect();
+            status::note(format!(
+                "{} not build for {} {}: the device pass compiled an empty crate in place of each (host code uses \
+                 the real one; device code cannot use it)",
+                plural_list(&names, "does", "do"),
                 self.triple,
-                self.arch,
-                self.tc.describe()
-            ),
-        );
+                self.arch
+            ));
+        }
     }
 
     /// The error of a failed pass, with hints from what it printed.
@@ -427,89 +373,6 @@ impl DevicePass<'_> {
         };
         CliError::DeviceBuild { what, hints }
     }
-}
-
-/// What the device pass's messages said (see `DevicePass::read_messages`).
-#[derive(Default)]
-struct Seen {
-    artifacts: Vec<DeviceArtifact>,
-    std_missing: Vec<StdUser>,
-    duplicate_symbol: bool,
-    /// Error diagnostics.
-    errors: usize,
-}
-
-/// cargo's own status lines (`Compiling …`), labelled as device work, as
-/// they come; its other lines (warnings, errors) once it has exited, unless
-/// the build was interrupted: then they are the noise of dying children.
-fn relay_stderr(stderr: impl std::io::Read + Send + 'static, label: String) -> std::thread::JoinHandle<Vec<String>> {
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
-            let meaning = classify(&line, &[]);
-            if meaning == Meaning::Interrupted {
-                crate::interrupt::set();
-            }
-            if crate::interrupt::interrupted() {
-                continue;
-            }
-            if meaning == Meaning::Progress {
-                eprintln!("{line} {label}");
-            } else {
-                held.push(line);
-            }
-        }
-        held
-    })
-}
-
-/// The device image of an artifact cargo reported, if it is one.
-fn artifact(a: &cargo_metadata::Artifact) -> Option<DeviceArtifact> {
-    let image = a.filenames.iter().find(|f| matches!(f.extension(), Some("ptx") | Some("elf")))?;
-    Some(DeviceArtifact {
-        crate_name: a.target.name.replace('-', "_"),
-        kinds: a.target.kind.iter().map(kind_name).collect(),
-        src_path: a.target.src_path.clone().into_std_path_buf(),
-        test: a.profile.test,
-        image: image.clone().into_std_path_buf(),
-    })
-}
-
-fn kind_name(k: &TargetKind) -> String {
-    k.to_string()
-}
-
-/// A crate that failed in the device pass because it uses `std`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StdUser {
-    pub name: String,
-    /// A bin/test/example (the user's own code), not a library dependency.
-    pub final_target: bool,
-}
-
-/// What to do when crates failed for want of `std`.
-pub fn hints_for(std_missing: &[StdUser]) -> Vec<String> {
-    let mut h = Vec::new();
-    let list = |v: Vec<&StdUser>| v.iter().map(|u| format!("`{}`", u.name)).collect::<Vec<_>>().join(", ");
-    let (own, deps): (Vec<&StdUser>, Vec<&StdUser>) = std_missing.iter().partition(|u| u.final_target);
-    if !own.is_empty() {
-        h.push(format!(
-            "{} uses `std` in code the device pass compiles; GPU targets have no `std`. Keep host-only code out of the \
-             device pass with `#[offload::host]` (on `fn main`, `use std::…` and the like) or \
-             `#[cfg(not(offload_device))]`; a kernel's parameters take plain data (`DeviceCopy`), `&[T]` or `&mut [T]`, \
-             not `Vec`, `String` or `Box`",
-            list(own)
-        ));
-    }
-    if !deps.is_empty() {
-        h.push(format!(
-            "{} needed `std`, which GPU targets do not have. A dependency that only host code uses goes under \
-             `[target.'cfg(not(offload_device))'.dependencies]` in Cargo.toml, so the device pass does not build it; \
-             one that kernels use must support `no_std`",
-            list(deps)
-        ));
-    }
-    h
 }
 
 /// Writes the target specification the device pass uses for
@@ -564,18 +427,65 @@ pub fn device_target_dir(host_target_dir: &Path, triple: &str, tag: &str) -> Pat
     host_target_dir.join("offload").join(format!("{triple}-{tag}"))
 }
 
+/// `1 crate`, `2 crates`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// `` `a` does ``, `` `a`, `b` do ``.
+fn plural_list(names: &[&str], one: &str, many: &str) -> String {
+    let list: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    format!("{} {}", list.join(", "), if names.len() == 1 { one } else { many })
+}
+
+/// What a device pass did, for its status line: `compiled` crates, the
+/// offload-linker `links` records (`linked …`, else reused from the cache),
+/// in `check` (no code generation) or a build.
+pub fn summary(compiled: usize, links: &[String], check: bool) -> String {
+    let linked = links.iter().filter(|l| l.starts_with("linked ")).count();
+    let reused = links.len() - linked;
+    if compiled == 0 && links.is_empty() {
+        return "up to date: nothing to compile".into();
+    }
+    if check {
+        return format!("checked {}", count(compiled, "crate"));
+    }
+    let mut parts = vec![format!("compiled {}", count(compiled, "crate"))];
+    if linked > 0 {
+        parts.push(format!("linked {}", count(linked, "device image")));
+    }
+    if reused > 0 {
+        parts.push(format!("reused {} from the link cache", count(reused, "device image")));
+    }
+    parts.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The status line says what happened, never `0 crate(s) compiled`.
     #[test]
-    fn std_hint_names_the_crates() {
-        let h = hints_for(&[StdUser { name: "rand".into(), final_target: false }]);
-        assert!(h[0].starts_with("`rand` needed `std`"), "{h:?}");
-        assert!(h[0].contains("cfg(not(offload_device))"));
-        let h = hints_for(&[StdUser { name: "app".into(), final_target: true }]);
-        assert!(h[0].starts_with("`app` uses `std`"), "{h:?}");
-        assert!(h[0].contains("#[offload::host]"));
-        assert!(hints_for(&[]).is_empty());
+    fn status_line_says_what_happened() {
+        let links = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let table: &[(usize, Vec<String>, bool, &str)] = &[
+            (0, links(&[]), false, "up to date: nothing to compile"),
+            (0, links(&[]), true, "up to date: nothing to compile"),
+            (1, links(&["linked a"]), false, "compiled 1 crate, linked 1 device image"),
+            (
+                3,
+                links(&["linked a", "reused b", "linked c"]),
+                false,
+                "compiled 3 crates, linked 2 device images, reused 1 device image from the link cache",
+            ),
+            (1, links(&["reused a"]), false, "compiled 1 crate, reused 1 device image from the link cache"),
+            (2, links(&[]), false, "compiled 2 crates"),
+            (4, links(&[]), true, "checked 4 crates"),
+        ];
+        for (compiled, l, check, want) in table {
+            assert_eq!(summary(*compiled, l, *check), *want);
+        }
+        assert_eq!(plural_list(&["a"], "does", "do"), "`a` does");
+        assert_eq!(plural_list(&["a", "b"], "does", "do"), "`a`, `b` do");
     }
 }

@@ -7,9 +7,9 @@
 //! | --- | --- | --- |
 //! | 0 | [`exit::OK`] | success |
 //! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
-//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
+//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that is quoted (the variable is split at spaces, not shell-parsed) or contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
 //! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or a tool asked about it (`rustc -vV`, `rustup which`, `llc`, `nvidia-smi`) did not answer in time, or `cargo-offload` and the crate's `offload` are of different versions |
-//! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link, or a binary launches kernels its device image lacks |
+//! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link (in `check` and `clippy`: device code has errors the host pass does not), or a binary launches kernels its device image lacks |
 //! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
 //! | 6 | [`exit::EMBED`] | embedding the device image failed (ptxas, the image object) |
 //! | 130 | [`exit::INTERRUPTED`] | interrupted (Ctrl-C, SIGINT or SIGTERM, to `cargo offload` or to a tool it runs) |
@@ -366,7 +366,9 @@ fn offload_version_hints(own: &str, found: &[String]) -> Vec<String> {
     let mut h: Vec<String> = found
         .iter()
         .filter(|v| *v != own)
-        .map(|v| format!("to build with offload {v}, install its cargo offload: `cargo install cargo-offload --version {v}`"))
+        .map(|v| {
+            format!("to build with offload {v}, install its cargo offload: `cargo install cargo-offload --version {v}`")
+        })
         .collect();
     h.push(format!(
         "or move the workspace to offload {own}: `cargo update -p offload --precise {own}`, after changing \
@@ -377,14 +379,13 @@ fn offload_version_hints(own: &str, found: &[String]) -> Vec<String> {
 
 /// The hints of [`CliError::UnknownArch`].
 fn unknown_arch_hints(arch: &str, target: &str, known: &[String]) -> Vec<String> {
-    let example = if target.starts_with("nvptx") { "sm_90" } else { "gfx90a" };
-    let mut h = vec![
-        format!("architectures LLVM knows for {target}: {}", known.join(", ")),
-        format!(
-            "pass your GPU's, e.g. `--arch {example}` (NVIDIA: `nvidia-smi --query-gpu=compute_cap --format=csv` \
-             prints 9.0 for sm_90)"
-        ),
-    ];
+    let find = if target.starts_with("nvptx") {
+        "pass your GPU's, e.g. `--arch sm_90` (`nvidia-smi --query-gpu=compute_cap --format=csv` prints 9.0 for sm_90)"
+    } else {
+        "pass your GPU's, e.g. `--arch gfx90a` (`rocminfo | grep gfx` or LLVM's `amdgpu-arch` prints it: gfx90a for \
+         an MI210 or MI250, gfx942 for an MI300)"
+    };
+    let mut h = vec![format!("architectures LLVM knows for {target}: {}", known.join(", ")), find.to_string()];
     if arch.starts_with("gfx") && target.starts_with("nvptx") {
         h.push(format!("`{arch}` is an AMD GPU: add `--target amdgcn-amd-amdhsa`"));
     } else if arch.starts_with("sm_") && target.starts_with("amdgcn") {
@@ -475,6 +476,18 @@ mod tests {
         assert!(e.render("").starts_with(
             "1 kernel(s) that `app` can launch are missing from its device image:\n  `k_1`, defined at src/main.rs:3\n  = help: the device pass did not compile them."
         ));
+        // Each vendor's tool that prints a GPU's architecture.
+        let unknown = |arch: &str, target: &str| CliError::UnknownArch {
+            arch: arch.into(),
+            target: target.into(),
+            known: vec!["gfx90a".into(), "gfx942".into()],
+            from: "--arch",
+        };
+        let amd = unknown("gfx9999", "amdgcn-amd-amdhsa").render("error: ");
+        assert!(amd.contains("= help: pass your GPU's, e.g. `--arch gfx90a` (`rocminfo | grep gfx`"), "{amd}");
+        assert!(!amd.contains("nvidia-smi"), "{amd}");
+        let nv = unknown("sm_91", "nvptx64-nvidia-cuda").render("error: ");
+        assert!(nv.contains("`nvidia-smi --query-gpu=compute_cap --format=csv`") && !nv.contains("rocminfo"), "{nv}");
         // Internal failures are not usage errors.
         assert_eq!(CliError::LinkerMissing { beside: "/b/cargo-offload".into() }.exit_code(), exit::SETUP);
         assert_eq!(CliError::HostArch("s390x".into()).exit_code(), exit::EMBED);

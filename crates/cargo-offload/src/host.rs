@@ -3,22 +3,55 @@
 //! links its device image (see `phases/rustc_host.rs`). Dependencies outside the
 //! workspace are compiled exactly as a plain `cargo build` compiles them and
 //! share its cache.
+//!
+//! `check` is `cargo check` with the same wrapper (so that
+//! `cfg(offload_device)` is a known cfg), its messages relayed by the cargo
+//! phase (`output::relay_host`). `clippy` is `cargo clippy`, which sets
+//! `RUSTC_WORKSPACE_WRAPPER` to clippy's driver itself: the cfg is declared
+//! through clippy's arguments instead (clippy-driver hands them to rustc).
 
 use std::path::Path;
+
+use std::process::Stdio;
 
 use crate::cli::CargoOpts;
 use crate::cmd::{CommandSpec, EnvChange};
 use crate::errors::{CliError, Result};
 use crate::handoff::{COLLECT_VAR, GENERIC_DIR_VAR, INNER_VAR, MAP_VAR, PHASE_VAR};
+use crate::output::{relay_host, MessageFormat, Relayed};
 use crate::status;
 
 /// What the host cargo does.
 #[derive(Debug, Clone)]
 pub enum Action {
     Build,
-    Run { args: Vec<String> },
-    Test { no_run: bool, filter: Option<String>, args: Vec<String> },
-    Bench { no_run: bool, filter: Option<String>, args: Vec<String> },
+    Run {
+        args: Vec<String>,
+    },
+    Test {
+        no_run: bool,
+        filter: Option<String>,
+        args: Vec<String>,
+    },
+    Bench {
+        no_run: bool,
+        filter: Option<String>,
+        args: Vec<String>,
+    },
+    /// `cargo check`: no code generation, messages relayed.
+    Check,
+    /// `cargo clippy -- <args>`: no code generation, messages relayed.
+    Clippy {
+        args: Vec<String>,
+    },
+}
+
+impl Action {
+    /// `check` or `clippy`: both passes without code generation; the host
+    /// pass runs first, its messages relayed (see `output`).
+    pub fn checks(&self) -> bool {
+        matches!(self, Action::Check | Action::Clippy { .. })
+    }
 }
 
 pub struct HostPass<'a> {
@@ -36,12 +69,12 @@ pub struct HostPass<'a> {
     pub collect: Option<&'a Path>,
 }
 
-impl HostPass<'_> {
-    /// The cargo that ran `cargo offload` (`$CARGO`), else `cargo`.
-    fn cargo_program(&self) -> String {
-        std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
-    }
+/// The cargo that ran `cargo offload` (`$CARGO`), else `cargo`.
+pub fn cargo_program() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
 
+impl HostPass<'_> {
     pub fn args(&self) -> Vec<String> {
         let mut a = Vec::new();
         let build_only = self.collect.is_some();
@@ -58,8 +91,16 @@ impl HostPass<'_> {
                     a.push(f.clone());
                 }
             }
+            Action::Check => a.push("check".into()),
+            Action::Clippy { .. } => a.push("clippy".into()),
         }
         a.extend(self.cargo.to_args(false));
+        if self.action.checks() {
+            let format = MessageFormat::from_values(&self.cargo.message_format);
+            a.extend(["--message-format".into(), format.relayed(status::color())]);
+        } else {
+            a.extend(self.cargo.message_format.iter().flat_map(|f| ["--message-format".to_string(), f.clone()]));
+        }
         if self.verbose >= 1 {
             a.push("-v".into());
         }
@@ -69,7 +110,12 @@ impl HostPass<'_> {
         let trailing = match self.action {
             _ if build_only => &[],
             Action::Run { args } | Action::Test { args, .. } | Action::Bench { args, .. } => args.as_slice(),
-            Action::Build => &[],
+            Action::Build | Action::Check => &[],
+            Action::Clippy { args } => {
+                // Before the user's: `cfg(offload_device)` is known (see the module docs).
+                a.extend(["--", "--check-cfg", "cfg(offload_device)"].map(String::from));
+                return a.into_iter().chain(args.iter().cloned()).collect();
+            }
         };
         if !trailing.is_empty() {
             a.push("--".into());
@@ -80,6 +126,10 @@ impl HostPass<'_> {
 
     /// The environment of the host cargo, each change with its reason.
     pub fn env(&self) -> Vec<EnvChange> {
+        if matches!(self.action, Action::Clippy { .. }) {
+            // cargo clippy sets RUSTC_WORKSPACE_WRAPPER itself.
+            return Vec::new();
+        }
         let mut e = vec![
             EnvChange::set(
                 "RUSTC_WORKSPACE_WRAPPER",
@@ -109,7 +159,7 @@ impl HostPass<'_> {
 
     /// The host cargo: program, arguments and environment.
     pub fn spec(&self) -> CommandSpec {
-        CommandSpec { program: self.cargo_program().into(), args: self.args(), env: self.env() }
+        CommandSpec { program: cargo_program().into(), args: self.args(), env: self.env() }
     }
 
     /// The command and its environment the way `--dry-run` and `-v` show it.
@@ -132,5 +182,21 @@ impl HostPass<'_> {
             return Err(CliError::Interrupted);
         }
         Ok(status.code().unwrap_or(if by_signal { crate::errors::exit::INTERRUPTED } else { 101 }))
+    }
+
+    /// Runs the host cargo of `check` or `clippy` with its messages relayed
+    /// (`output::relay_host`); returns its exit code and what it showed.
+    pub fn run_relayed(&self) -> Result<(i32, Relayed)> {
+        if self.verbose >= 1 {
+            status::status("Running", format!("host pass:\n{}", self.render()));
+        }
+        let format = MessageFormat::from_values(&self.cargo.message_format);
+        let mut running = crate::child::spawn(self.spec().command().stdout(Stdio::piped()))?;
+        let relayed = relay_host(running.child.stdout.take().expect("piped"), &format);
+        let status = running.wait()?;
+        if crate::interrupt::interrupting_status(&status) || crate::interrupt::interrupted() {
+            return Err(CliError::Interrupted);
+        }
+        Ok((status.code().unwrap_or(101), relayed))
     }
 }

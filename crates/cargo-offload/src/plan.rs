@@ -70,6 +70,7 @@ impl<'a> Plan<'a> {
     ) -> Result<Plan<'a>> {
         let tests = matches!(action, Action::Test { .. } | Action::Bench { .. });
         let benches = matches!(action, Action::Bench { .. });
+        let format = crate::output::MessageFormat::from_values(&cargo.message_format);
         let mode = if dev.fast_math {
             "-fast-math"
         } else if dev.fmad {
@@ -97,6 +98,8 @@ impl<'a> Plan<'a> {
                 cargo,
                 tests,
                 benches,
+                check: action.checks(),
+                format,
                 target_dir: device_target_dir(&ws.target_dir, &sel.triple, &format!("{}{mode}", sel.arch)),
                 wrapper: exes.wrapper.clone(),
                 linker: exes.linker.clone(),
@@ -145,9 +148,16 @@ impl<'a> Plan<'a> {
     }
 
     /// What `--dry-run` prints: each device pass, the embedding, the host
-    /// pass.
+    /// pass (`check` and `clippy`: the host pass, then each device pass).
     pub fn dry_run(&self) -> String {
         let mut s = String::new();
+        if self.action.checks() {
+            s.push_str(&format!("# host pass\n{}\n", self.host(None).render()));
+            for (pass, sel) in self.passes.iter().zip(self.sels) {
+                s.push_str(&format!("# device pass ({} {})\n{}\n", sel.triple, sel.arch, pass.render()));
+            }
+            return s;
+        }
         for (pass, sel) in self.passes.iter().zip(self.sels) {
             s.push_str(&format!("# device pass ({} {})\n{}\n", sel.triple, sel.arch, pass.render()));
         }

@@ -94,6 +94,9 @@ pub(crate) fn resolve_devices_in(
             None => (vec![DEFAULT_NVPTX_ARCH.to_string()], "default"),
         }
     };
+    for arch in repeated(&archs) {
+        status::warn(format!("`{arch}` is named more than once (from {from}); its image is built once"));
+    }
     let mut sels: Vec<DeviceSel> = Vec::new();
     for arch in archs.into_iter().filter(|a| !a.is_empty()) {
         let triple = target.clone().unwrap_or_else(|| target_of(&arch).to_string());
@@ -131,6 +134,17 @@ pub(crate) fn resolve_devices_in(
     Ok(sels)
 }
 
+/// The architectures `archs` names more than once, each once, in order.
+pub fn repeated(archs: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for (i, a) in archs.iter().enumerate() {
+        if !a.is_empty() && archs[..i].contains(a) && !out.contains(&a.as_str()) {
+            out.push(a);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod validation_tests;
 
@@ -154,5 +168,13 @@ mod tests {
         let known: Vec<String> = ["sm_100", "sm_62", "sm_90a", "sm_90", "sm_70"].map(String::from).to_vec();
         assert_eq!(supported_in_order(&known), ["sm_70", "sm_90", "sm_90a", "sm_100"]);
         assert!(is_device_triple("nvptx64-nvidia-cuda") && !is_device_triple("x86_64-unknown-linux-gnu"));
+    }
+
+    #[test]
+    fn repeated_architectures() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(repeated(&v(&["sm_80", "sm_80"])), ["sm_80"]);
+        assert_eq!(repeated(&v(&["sm_80", "sm_90", "sm_80", "gfx90a", "sm_90", "sm_80"])), ["sm_80", "sm_90"]);
+        assert!(repeated(&v(&["sm_80", "sm_90", "", ""])).is_empty());
     }
 }

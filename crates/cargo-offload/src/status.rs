@@ -1,20 +1,41 @@
 //! Cargo-style status lines on stderr: a right-aligned, bold green verb in a
 //! 12-column field, then the message (`   Compiling foo v0.1.0`). Colors
-//! follow `CARGO_TERM_COLOR` (`always`, `never`, `auto`) and whether stderr
-//! is a terminal.
+//! follow `--color`, else `CARGO_TERM_COLOR` (`always`, `never`, `auto`),
+//! and whether stderr is a terminal.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
+/// `--color`: 0 none, 1 `always`, 2 `never`, 3 `auto`.
+static COLOR: AtomicU8 = AtomicU8::new(0);
 
 /// Silences status lines (`-q`).
 pub fn set_quiet(q: bool) {
     QUIET.store(q, Ordering::Relaxed);
 }
 
+/// `--color` (`auto`, `always`, `never`), which wins over `CARGO_TERM_COLOR`.
+pub fn set_color(when: Option<&str>) {
+    COLOR.store(
+        match when {
+            Some("always") => 1,
+            Some("never") => 2,
+            Some("auto") => 3,
+            _ => 0,
+        },
+        Ordering::Relaxed,
+    );
+}
+
 /// Whether stderr gets ANSI colors.
 pub fn color() -> bool {
+    match COLOR.load(Ordering::Relaxed) {
+        1 => return true,
+        2 => return false,
+        3 => return std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        _ => {}
+    }
     match std::env::var("CARGO_TERM_COLOR").as_deref() {
         Ok("always") => true,
         Ok("never") => false,

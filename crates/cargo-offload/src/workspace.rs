@@ -66,13 +66,7 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     // cargo may be Debian's, which cannot fetch them itself (its libgit2:
     // "invalid version 0 on git_proxy_options").
     let mut cmd = cargo_metadata::MetadataCommand::new();
-    let mut other = Vec::new();
-    for (on, flag) in [(cargo.locked, "--locked"), (cargo.offline, "--offline"), (cargo.frozen, "--frozen")] {
-        if on {
-            other.push(flag.to_string());
-        }
-    }
-    cmd.other_options(other);
+    cmd.other_options(cargo.metadata_args());
     if let Some(m) = &cargo.manifest_path {
         cmd.manifest_path(m);
     }
@@ -93,6 +87,16 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
         Some(t) => std::path::absolute(t).unwrap_or_else(|_| t.clone()),
         None => meta.target_directory.clone().into_std_path_buf(),
     };
+    for (table, metadata) in meta
+        .root_package()
+        .map(|p| ("package", &p.metadata))
+        .into_iter()
+        .chain([("workspace", &meta.workspace_metadata)])
+    {
+        for warning in misspelled_tables(table, metadata) {
+            crate::status::warn(warning);
+        }
+    }
     let (table, metadata) = match meta.root_package() {
         Some(p) if p.metadata.get("offload").is_some() => {
             (format!("[package.metadata.offload] of {}", p.name), &p.metadata)
@@ -101,6 +105,23 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     };
     let config = Config::from_json(metadata).map_err(|problem| CliError::Config { table, problem })?;
     Ok(Workspace { target_dir, root: meta.workspace_root.into_std_path_buf(), config })
+}
+
+/// A warning for each key of a `[<table>.metadata]` table (`table`:
+/// `package` or `workspace`) whose name is close to `offload` (at most two
+/// edits, any case: `ofload`, `offlaod`, `Offload`) but is not it: such a
+/// table is not read.
+pub fn misspelled_tables(table: &str, metadata: &serde_json::Value) -> Vec<String> {
+    let Some(keys) = metadata.as_object() else { return Vec::new() };
+    keys.keys()
+        .filter(|k| *k != "offload" && strsim::damerau_levenshtein(&k.to_lowercase(), "offload") <= 2)
+        .map(|k| {
+            format!(
+                "`[{table}.metadata.{k}]` in Cargo.toml is not read by cargo offload; did you mean \
+                 `[{table}.metadata.offload]`?"
+            )
+        })
+        .collect()
 }
 
 /// Checks that every `offload` in the resolved graph (`found`: the versions
@@ -152,6 +173,31 @@ mod tests {
         );
         let e = check_offload_version(["0.2.0".to_string(), "0.1.1".to_string()], "0.1.1").unwrap_err();
         assert!(e.to_string().starts_with("the workspace uses offload 0.1.1 and 0.2.0, but"), "{e}");
+    }
+
+    /// Tables close to `offload` (two edits at most, any case) get a
+    /// warning naming the right one; others, and `offload` itself, do not.
+    #[test]
+    fn misspelled_offload_tables_are_named() {
+        let meta = serde_json::json!({
+            "ofload": {}, "offlaod": {}, "Offload": {}, "OFFLOAD": {}, "offloads": {}, "offload": {},
+            "docs": {}, "unload": {}, "release": {}, "oflaod": {}
+        });
+        let mut got = misspelled_tables("package", &meta);
+        got.sort();
+        let mut want: Vec<String> = ["OFFLOAD", "Offload", "oflaod", "offlaod", "offloads", "ofload"]
+            .iter()
+            .map(|k| {
+                format!(
+                    "`[package.metadata.{k}]` in Cargo.toml is not read by cargo offload; did you mean \
+                     `[package.metadata.offload]`?"
+                )
+            })
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+        assert!(misspelled_tables("workspace", &serde_json::Value::Null).is_empty());
+        assert_eq!(misspelled_tables("workspace", &serde_json::json!({"offlod": 1})).len(), 1);
     }
 
     #[test]

@@ -90,7 +90,9 @@ fn parse(stdout: &str) -> (Vec<Pass>, String, Pass) {
             }
         }
     }
-    let host = passes.pop().filter(|p| p.title == "host").expect("a host pass, last");
+    // The host pass is last, but for `check` and `clippy`, where it is first.
+    let at = passes.iter().position(|p| p.title == "host").expect("a host pass");
+    let host = passes.remove(at);
     (passes, embed, host)
 }
 
@@ -279,6 +281,11 @@ fn an_architecture_list_is_one_device_pass_each() {
     let d = f.dry_run(&["build", "--arch", "sm_80,sm_90", "--arch", "sm_80"], &[]);
     let titles: Vec<&str> = d.devices.iter().map(|p| p.title.as_str()).collect();
     assert_eq!(titles, ["nvptx64-nvidia-cuda sm_80", "nvptx64-nvidia-cuda sm_90"], "a repeated arch is built once");
+    assert!(
+        d.stderr.contains("warning: `sm_80` is named more than once (from --arch); its image is built once"),
+        "{}",
+        d.stderr
+    );
     for (pass, (arch, ptx)) in d.devices.iter().zip([("sm_80", "+ptx70"), ("sm_90", "+ptx78")]) {
         let flags = pass.rustflags();
         assert!(flags.contains(&format!("-Ctarget-cpu={arch}")), "{flags:?}");
@@ -321,10 +328,34 @@ fn cargo_options_reach_both_passes() {
         assert_eq!((dev.arg(flag), host.arg(flag)), (Some(value), Some(value)), "{flag}");
     }
     assert_eq!(host.arg("--message-format"), Some("short"));
-    assert_eq!(dev.arg("--message-format"), Some("json"));
+    assert_eq!(dev.arg("--message-format"), Some("json,json-diagnostic-short"), "read, shown short");
     assert!(host.set("__OFFLOAD_IMAGE_MAP").contains("image-map-release-sm_90-"));
     let d = f.dry_run(&["build", "--arch", "sm_90", "--profile", "bench"], &[]);
     assert_eq!((d.devices[0].arg("--profile"), d.host.arg("--profile")), (Some("bench"), Some("bench")));
+    // cargo's other common flags (`-Z` too: `cli.rs`'s unit test; the
+    // host cargo here is stable, and `cargo metadata` would refuse it).
+    let d = f.dry_run(
+        &[
+            "build",
+            "--arch",
+            "sm_90",
+            "--keep-going",
+            "--timings",
+            "--config",
+            "net.retry=3",
+            "--future-incompat-report",
+            "--ignore-rust-version",
+            "--color",
+            "never",
+        ],
+        &[],
+    );
+    let (dev, host) = (&d.devices[0], &d.host);
+    for arg in ["--keep-going", "--timings", "--future-incompat-report", "--ignore-rust-version"] {
+        assert!(dev.has(arg) && host.has(arg), "{arg}\n{:?}\n{:?}", dev.argv, host.argv);
+    }
+    assert_eq!((dev.arg("--config"), host.arg("--config")), (Some("net.retry=3"), Some("net.retry=3")));
+    assert_eq!((dev.arg("--color"), host.arg("--color")), (None, Some("never")), "the device pass's colors are ours");
     assert!(f.built_nothing());
 }
 
@@ -389,6 +420,61 @@ fn commands_and_their_arguments() {
     assert_eq!(d.devices[0].argv[1..3], ["bench", "--no-run"]);
     assert_eq!(d.host.argv[1..3], ["bench", "--no-run"]);
     assert!(f.built_nothing());
+}
+
+/// `check` and `clippy`: the host pass first, its messages relayed (read
+/// as JSON, shown as the user's `--message-format` asks), then the device
+/// pass as `cargo check`: no code generation, nothing embedded. `doc` is
+/// the host's `cargo doc`.
+#[test]
+fn check_clippy_and_doc() {
+    let f = Fixture::new();
+    let args = ["check", "--arch", "sm_90", "--message-format", "json", "--all-targets", "--dry-run"];
+    let (code, stdout, stderr) = f.offload(&args, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("# host pass\n"), "the host pass first: {stdout}");
+    let (devices, embed, host) = parse(&stdout);
+    let dev = &devices[0];
+    assert_eq!((host.subcommand(), dev.subcommand()), ("check", "check"));
+    assert_eq!((host.arg("--message-format"), dev.arg("--message-format")), (Some("json"), Some("json")));
+    assert!(host.has("--all-targets") && dev.has("--all-targets"));
+    assert_eq!(host.set("RUSTC_WORKSPACE_WRAPPER"), exe(), "the wrapper declares `cfg(offload_device)`");
+    assert_eq!(dev.set("RUSTC_WRAPPER"), exe());
+    assert!(dev.set("__OFFLOAD_HOST_ONLY_DIR").ends_with("offload/nvptx64-nvidia-cuda-sm_90/host-only"));
+    assert!(embed.is_empty(), "nothing is embedded: {embed}");
+    // Human and short output are read as JSON too, and shown as text (the
+    // other formats: `output.rs`'s unit test).
+    let d = f.dry_run(&["check", "--arch", "sm_90", "--message-format", "short"], &[]);
+    let short = Some("json,json-diagnostic-short");
+    assert_eq!((d.host.arg("--message-format"), d.devices[0].arg("--message-format")), (short, short));
+    let d = f.dry_run(&["clippy", "--arch", "sm_90", "--", "-D", "warnings"], &[]);
+    assert_eq!((d.host.subcommand(), d.devices[0].subcommand()), ("clippy", "check"));
+    let tail = ["--", "--check-cfg", "cfg(offload_device)", "-D", "warnings"].map(String::from);
+    assert!(d.host.argv.ends_with(&tail), "{:?}", d.host.argv);
+    assert!(!d.host.env.contains_key("RUSTC_WORKSPACE_WRAPPER"), "cargo clippy sets its own: {:?}", d.host.env);
+    assert!(!d.devices[0].has("warnings"), "{:?}", d.devices[0].argv);
+    let (code, stdout, stderr) = f.offload(&["doc", "--no-deps", "-p", "fixture_bin_only", "--dry-run"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let (devices, _, host) = parse(&stdout);
+    assert!(devices.is_empty() && host.env.is_empty(), "{stdout}");
+    assert_eq!(host.subcommand(), "doc");
+    assert!(host.has("--no-deps") && host.arg("--package") == Some("fixture_bin_only"), "{:?}", host.argv);
+    assert!(f.built_nothing());
+}
+
+/// A `[package.metadata]` table one or two edits from `offload` is named,
+/// with the right name: it is not read.
+#[test]
+fn a_misspelled_offload_table_is_named() {
+    let f = Fixture::new();
+    f.edit_manifest(|s| s + "\n[package.metadata.ofload]\narch = \"sm_90\"\n");
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[]);
+    let warning = "warning: `[package.metadata.ofload]` in Cargo.toml is not read by cargo offload; did you mean \
+                   `[package.metadata.offload]`?";
+    assert_eq!(d.stderr.matches(warning).count(), 1, "{}", d.stderr);
+    let f = Fixture::new();
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[]);
+    assert!(!d.stderr.contains("warning"), "{}", d.stderr);
 }
 
 /// Verbosity: `-v` reaches the host cargo; `-vv` makes offload-linker log
@@ -482,6 +568,17 @@ fn bad_input_is_rejected_before_any_build() {
     );
     let (_, _, stderr) = f.offload(&["build", "--arch", "sm_91"], &[]);
     assert!(!stderr.contains("sm_62"), "{stderr}");
+    // An AMD architecture: the hint names AMD's tools, not nvidia-smi.
+    rejected(
+        &["build", "--arch", "gfx9999"],
+        &[],
+        &[
+            "error: unknown architecture `gfx9999` for amdgcn-amd-amdhsa (from --arch)",
+            "e.g. `--arch gfx90a` (`rocminfo | grep gfx` or LLVM's `amdgpu-arch` prints it",
+        ],
+    );
+    let (_, _, stderr) = f.offload(&["build", "--arch", "gfx9999"], &[]);
+    assert!(!stderr.contains("nvidia-smi"), "{stderr}");
     rejected(
         &["build", "--arch", "sm_60"],
         &[],
@@ -763,6 +860,11 @@ fn contradicting_device_rustflags_are_refused() {
         ("-C target-cpu=sm_90", "`-C target-cpu=sm_90` in OFFLOAD_DEVICE_RUSTFLAGS"),
         ("-C target-feature=+sm_100", "`+sm_100` in OFFLOAD_DEVICE_RUSTFLAGS contradicts the architecture sm_80"),
         ("-C panic=unwind", "`-C panic=unwind` in OFFLOAD_DEVICE_RUSTFLAGS: GPU code cannot unwind"),
+        (
+            "\"-Copt-level=3\"",
+            "`\"-Copt-level=3\"` in OFFLOAD_DEVICE_RUSTFLAGS is quoted: the variable is split at spaces, not read as \
+             shell words",
+        ),
     ] {
         let out = f.command(&["build", "--arch", "sm_80"], &[("OFFLOAD_DEVICE_RUSTFLAGS", flags)]).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -55,7 +55,8 @@ fn bin_crate_without_lib_section_exports_each_kernel_once() {
     let x = |i: usize| i as f64 * 0.5;
     let y = |i: usize| 2.0 * x(i) + (1000 - i) as f64;
     let ysum: f64 = (0..1000).map(y).sum();
-    let qxor = (1..=64u64).map(|i| ((((i * 0x0123_4567_89ab) as u128) << 64 | 7) / 1_000_003) as u64).fold(0, |a, b| a ^ b);
+    let qxor =
+        (1..=64u64).map(|i| ((((i * 0x0123_4567_89ab) as u128) << 64 | 7) / 1_000_003) as u64).fold(0, |a, b| a ^ b);
     assert_eq!(run.stdout.trim(), format!("y[0]={} y[999]={} ysum={ysum} qxor={qxor}", y(0), y(999)));
 }
 
@@ -95,31 +96,119 @@ fn no_kernels_is_one_clear_error() {
     let f = Fixture::new("no-kernels");
     let out = f.offload(&["build", "--arch", "sm_90"]);
     assert_eq!(out.code, 5, "{}", out.stderr);
-    assert!(out.stderr.contains("error: no kernels: bin `fixture_no_kernels` define(s) no `#[offload::kernel]` function"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("error: no kernels: bin `fixture_no_kernels` define(s) no `#[offload::kernel]` function"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("help: mark a function `#[offload::kernel]`"), "{}", out.stderr);
 }
 
+/// Dependencies only host code uses stay in plain `[dependencies]`: a
+/// local crate that needs `std` and `rayon` (std threads), compiled for the
+/// GPU, fail; the device pass compiles an empty crate in place of each, says
+/// so once, and the binary builds and runs. A kernel that names such a
+/// crate gets one error at that use, naming the crate and the fix, and none
+/// of rustc's `std` errors of the crate itself.
 #[test]
-fn dependency_needing_std_is_named_with_the_fix() {
+fn host_only_dependencies_stay_in_plain_dependencies() {
     let f = Fixture::new("std-dep");
     let out = f.offload(&["build", "--arch", "sm_90"]);
-    assert_eq!(out.code, 4, "{}", out.stderr);
-    assert!(out.stderr.contains("the device pass failed"), "{}", out.stderr);
-    assert!(out.stderr.contains("`hostonly` needed `std`"), "{}", out.stderr);
-    assert!(out.stderr.contains("[target.'cfg(not(offload_device))'.dependencies]"), "{}", out.stderr);
-
-    // The fix the message proposes works.
-    f.edit("Cargo.toml", |s| {
-        s.replace(
-            "hostonly = { path = \"hostonly\" }",
-            "\n[target.'cfg(not(offload_device))'.dependencies]\nhostonly = { path = \"hostonly\" }",
-        )
-    });
-    let out = f.offload(&["build", "--arch", "sm_90"]);
     out.assert_success();
+    let note = out.stderr.lines().find(|l| l.starts_with("note: ")).unwrap_or_else(|| panic!("{}", out.stderr));
+    for krate in ["`hostonly`", "`rayon`", "`rayon_core`"] {
+        assert!(note.contains(krate), "{krate}: {note}");
+    }
+    assert!(
+        note.contains("do not build for nvptx64-nvidia-cuda sm_90: the device pass compiled an empty crate"),
+        "{note}"
+    );
+    assert!(!out.stderr.contains("error:") && !out.stderr.contains("error["), "{}", out.stderr);
     let run = f.run_exe("debug", "fixture_std_dep", &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
-    assert_eq!(run.stdout.trim(), "[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]");
+    assert_eq!(run.stdout.trim(), "[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0] sum=8");
+    let again = f.offload(&["build", "--arch", "sm_90"]);
+    again.assert_success();
+    assert!(!again.stderr.contains("note: "), "replaced once, then fresh: {}", again.stderr);
+
+    // A kernel that names one: one error, at the use.
+    f.edit("src/main.rs", |s| s.replace("*yi = v;", "*yi = hostonly::half(v);"));
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let error = "error: crate `hostonly` cannot be used in device code: it does not build for nvptx64-nvidia-cuda \
+                 (it needs `std`), so the device pass compiled an empty crate in its place\n --> src/main.rs:4:25";
+    assert_eq!(out.stderr.matches("error: crate `hostonly`").count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains(error), "{}", out.stderr);
+    assert!(out.stderr.contains("= help: use `hostonly` in host code only"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the device pass failed (1 compile error(s) for nvptx64-nvidia-cuda sm_90)"),
+        "{}",
+        out.stderr
+    );
+    for noise in ["can't find crate for `std`", "-Zbuild-std", "E0425", "E0463"] {
+        assert!(!out.stderr.contains(noise), "{noise}: {}", out.stderr);
+    }
+}
+
+/// A crate whose only error is in device code: plain `cargo check` (what
+/// rust-analyzer runs) passes; `cargo offload check --message-format json`
+/// prints the error as cargo's JSON record at the kernel's line, marked as
+/// the device pass's, ends with `build-finished`, and fails; `cargo offload
+/// build --message-format json` prints the same record; without JSON, the
+/// rendered error with the note goes to stderr.
+#[test]
+fn device_only_errors_are_json_records_at_the_kernel() {
+    let f = Fixture::new("device-error");
+    f.cargo(&["check"]).assert_success();
+    let records = |out: &Output| -> Vec<serde_json::Value> {
+        out.stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+    };
+    let device_error = |v: &serde_json::Value| {
+        v["reason"] == "compiler-message"
+            && v["message"]["level"] == "error"
+            && v["message"]["message"] == "cannot find function `twice` in this scope"
+    };
+    for command in ["check", "build"] {
+        let out = f.offload(&[command, "--arch", "sm_90", "--message-format", "json"]);
+        assert_eq!(out.code, 4, "{command}: {}", out.stderr);
+        let all = records(&out);
+        let errors: Vec<&serde_json::Value> = all.iter().filter(|v| device_error(v)).collect();
+        assert_eq!(errors.len(), 1, "{command}: {}", out.stdout);
+        let d = &errors[0]["message"];
+        let span = &d["spans"][0];
+        assert_eq!(
+            (span["file_name"].as_str(), span["line_start"].as_u64(), span["column_start"].as_u64()),
+            (Some("src/main.rs"), Some(4), Some(15))
+        );
+        assert_eq!(span["is_primary"], true);
+        let note = d["children"].as_array().unwrap().last().unwrap();
+        assert_eq!(
+            (note["level"].as_str(), note["message"].as_str()),
+            (Some("note"), Some("in the device pass for nvptx64-nvidia-cuda sm_90"))
+        );
+        assert!(d["rendered"].as_str().unwrap().contains("= note: in the device pass for nvptx64-nvidia-cuda sm_90"));
+        assert_eq!(errors[0]["target"]["name"], "fixture_device_error");
+        assert_eq!(
+            all.last().unwrap(),
+            &serde_json::json!({"reason": "build-finished", "success": false}),
+            "{command}"
+        );
+        assert_eq!(all.iter().filter(|v| v["reason"] == "build-finished").count(), 1, "{command}");
+        assert!(!out.stderr.contains("cannot find function"), "JSON only: {}", out.stderr);
+        // What rust-analyzer reads (`--nocapture` shows it).
+        eprintln!("{command}: {}", out.stdout.lines().find(|l| l.contains("`twice`")).unwrap());
+    }
+    let out = f.offload(&["check", "--arch", "sm_90"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    for line in [
+        "error[E0425]: cannot find function `twice` in this scope\n  --> src/main.rs:4:15",
+        "   |    ^^^^^\n   = note: in the device pass for nvptx64-nvidia-cuda sm_90\n",
+        "error: the device pass failed (1 compile error(s) for nvptx64-nvidia-cuda sm_90)",
+    ] {
+        assert!(out.stderr.contains(line), "{line}: {}", out.stderr);
+    }
+    assert_eq!(out.stderr.matches("= note: in the device pass").count(), 1, "the error only: {}", out.stderr);
 }
 
 #[test]
@@ -174,7 +263,11 @@ fn plain_cargo_build_still_links_and_runs_on_the_host() {
 fn sample_runs_on_the_host_fallback_and_a_corrupted_image_is_not_used() {
     let root = repo_root();
     let target = shared_target_dir();
-    let sample = offload_cmd(&root.join("examples/01-first-kernel"), &["run", "--arch", "sm_90", "--target-dir", target.to_str().unwrap()], &[]);
+    let sample = offload_cmd(
+        &root.join("examples/01-first-kernel"),
+        &["run", "--arch", "sm_90", "--target-dir", target.to_str().unwrap()],
+        &[],
+    );
     sample.assert_success();
     for line in ["saxpy    n=1000003: 0 wrong", "all results match the host reference"] {
         assert!(sample.stdout.contains(line), "{line}: {}", sample.stdout);
@@ -190,7 +283,12 @@ fn sample_runs_on_the_host_fallback_and_a_corrupted_image_is_not_used() {
         run.assert_success();
         let warning = format!("offload: warning: the embedded sm_90 {kind} image is corrupted (CRC-32 ");
         assert_eq!(run.stderr.matches(&warning).count(), 1, "one warning naming the image ({env:?}): {}", run.stderr);
-        assert!(run.stderr.contains("the binary was changed after `cargo offload` built it; it is not used (rebuild the binary)"), "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("the binary was changed after `cargo offload` built it; it is not used (rebuild the binary)"),
+            "{}",
+            run.stderr
+        );
         for line in ["saxpy    n=1000003: 0 wrong", "all results match the host reference"] {
             assert!(run.stdout.contains(line), "{line}: {}", run.stdout);
         }
@@ -286,7 +384,9 @@ fn workspace_images_hold_exactly_the_reachable_kernels() {
             .iter()
             .map(|k| {
                 let mut k = k.trim_start_matches("__offload_kernel_");
-                while let Some((head, h)) = k.rsplit_once('_').filter(|(_, h)| h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit())) {
+                while let Some((head, h)) =
+                    k.rsplit_once('_').filter(|(_, h)| h.len() == 8 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+                {
                     let _ = h;
                     k = head;
                 }
@@ -389,7 +489,11 @@ fn kernels_missing_from_the_image_fail_the_build() {
     let f = Fixture::new("host-kernel");
     let out = f.offload(&["build", "--arch", "sm_90"]);
     assert_ne!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains("1 kernel(s) that `fixture_host_kernel` can launch are missing from its device image"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("1 kernel(s) that `fixture_host_kernel` can launch are missing from its device image"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("__offload_kernel_fixture_host_kernel_inner_"), "{}", out.stderr);
     assert!(out.stderr.contains("defined at src/main.rs:13"), "{}", out.stderr);
     assert!(out.stderr.contains("define it at module level"), "{}", out.stderr);
@@ -405,7 +509,11 @@ fn kernels_missing_from_the_image_fail_the_build() {
     for round in 0..2 {
         let out = f.offload(&["build", "--arch", "sm_90"]);
         assert_ne!(out.code, 0, "build {round}: {}", out.stderr);
-        assert!(out.stderr.contains("1 kernel(s) that `fixture_host_kernel` can launch are missing"), "build {round}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("1 kernel(s) that `fixture_host_kernel` can launch are missing"),
+            "build {round}: {}",
+            out.stderr
+        );
     }
 }
 
@@ -455,15 +563,22 @@ fn generic_kernels_are_instantiated_for_the_types_host_code_uses() {
     let out = f.offload(&["build", "--arch", "sm_90"]);
     out.assert_success();
     assert!(
-        out.stderr.contains("Generic kernel at src/main.rs:23 instantiated for <f32>, <f64>, <fixture_generic::geom::Vec3>, <u32>"),
+        out.stderr.contains(
+            "Generic kernel at src/main.rs:23 instantiated for <f32>, <f64>, <fixture_generic::geom::Vec3>, <u32>"
+        ),
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("Generic kernel at src/main.rs:34 instantiated for <f32, f64>, <u16, u32>"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Generic kernel at src/main.rs:34 instantiated for <f32, f64>, <u16, u32>"),
+        "{}",
+        out.stderr
+    );
     let ptx = f.ptx("sm_90", "debug", "fixture_generic");
     let entries = offload_image::ptx_entries(&ptx);
     let instances = |kernel: &str| -> (String, usize) {
-        let of: Vec<&String> = entries.iter().filter(|e| e.starts_with(&format!("__offload_kernel_fixture_generic_{kernel}_"))).collect();
+        let of: Vec<&String> =
+            entries.iter().filter(|e| e.starts_with(&format!("__offload_kernel_fixture_generic_{kernel}_"))).collect();
         (of.first().map(|e| e.rsplit_once('_').unwrap().0.to_string()).unwrap_or_default(), of.len())
     };
     let (scale, n) = instances("scale");
@@ -491,7 +606,11 @@ fn generic_kernels_are_instantiated_for_the_types_host_code_uses() {
     // Nothing changed: no device work, no new instantiation.
     let again = f.offload(&["build", "--arch", "sm_90"]);
     again.assert_success();
-    assert!(again.stderr.contains("Device 0 crate(s) compiled, 0 image(s) linked"), "{}", again.stderr);
+    assert!(
+        again.stderr.contains("Device up to date: nothing to compile (nvptx64-nvidia-cuda sm_90; "),
+        "{}",
+        again.stderr
+    );
     assert!(!again.stderr.contains("Generic"), "{}", again.stderr);
 
     // A new instantiation in host code: found and compiled by the next build.
@@ -505,8 +624,14 @@ fn generic_kernels_are_instantiated_for_the_types_host_code_uses() {
     let out = f.offload(&["run", "--arch", "sm_90"]);
     out.assert_success();
     assert!(out.stderr.contains("Generic kernel at src/main.rs:23 instantiated for <i64>"), "{}", out.stderr);
-    assert!(offload_image::ptx_entries(&f.ptx("sm_90", "debug", "fixture_generic")).contains(&offload_image::symbol::instance(&scale, "(i64,)")));
-    assert_eq!(out.stdout.lines().next(), Some(format!("i64={}", (0..10).map(|i| -5 * i).sum::<i64>()).as_str()), "{}", out.stdout);
+    assert!(offload_image::ptx_entries(&f.ptx("sm_90", "debug", "fixture_generic"))
+        .contains(&offload_image::symbol::instance(&scale, "(i64,)")));
+    assert_eq!(
+        out.stdout.lines().next(),
+        Some(format!("i64={}", (0..10).map(|i| -5 * i).sum::<i64>()).as_str()),
+        "{}",
+        out.stdout
+    );
 
     // An instantiation that cannot exist on the device: an error at the call.
     f.edit("src/main.rs", |s| {
@@ -538,7 +663,11 @@ fn test_only_instantiations_stay_in_the_test_build() {
     // The binary's image: `fill::<u32>` only.
     let imgs = embedded_images(&f.host_exe("debug", "fixture_generic_test"));
     let ptx = imgs.iter().find(|i| i.0 == "PTX").expect("a PTX image");
-    assert_eq!(ptx.2.iter().filter(|k| k.starts_with("__offload_kernel_fixture_generic_test_fill_")).count(), 1, "{imgs:?}");
+    assert_eq!(
+        ptx.2.iter().filter(|k| k.starts_with("__offload_kernel_fixture_generic_test_fill_")).count(),
+        1,
+        "{imgs:?}"
+    );
 }
 
 /// Kernels of a dependency that cargo fetches (a git repository here; a
@@ -549,8 +678,14 @@ fn test_only_instantiations_stay_in_the_test_build() {
 fn kernels_of_a_fetched_dependency_are_in_the_image() {
     let f = Fixture::new("git-dep");
     let lib = f.dir.join("gpu-lib");
-    for args in [&["init", "-q"][..], &["add", "."], &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "v1"]] {
-        let st = std::process::Command::new("git").args(args).current_dir(&lib).status().expect("git is needed for this test");
+    for args in
+        [&["init", "-q"][..], &["add", "."], &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "v1"]]
+    {
+        let st = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&lib)
+            .status()
+            .expect("git is needed for this test");
         assert!(st.success(), "git {args:?}");
     }
     f.edit("Cargo.toml", |s| s.replace("@GITDEP@", &format!("file://{}", lib.display())));
@@ -595,14 +730,27 @@ fn every_target_kind_with_features_and_profiles() {
     assert!(!out.stderr.contains("`demo`"), "the example is not built: {}", out.stderr);
     let kernels = |exe: &std::path::Path| -> Vec<String> {
         let imgs = embedded_images(exe);
-        let mut k: Vec<String> = imgs.iter().find(|i| i.0 == "PTX").unwrap().2.iter().map(|s| s.rsplit_once('_').unwrap().0.to_string()).collect();
+        let mut k: Vec<String> = imgs
+            .iter()
+            .find(|i| i.0 == "PTX")
+            .unwrap()
+            .2
+            .iter()
+            .map(|s| s.rsplit_once('_').unwrap().0.to_string())
+            .collect();
         k.sort();
         k
     };
-    assert_eq!(kernels(&f.host_exe("debug", "tool")), ["__offload_kernel_fixture_kinds_bump", "__offload_kernel_tool_square"]);
+    assert_eq!(
+        kernels(&f.host_exe("debug", "tool")),
+        ["__offload_kernel_fixture_kinds_bump", "__offload_kernel_tool_square"]
+    );
 
     // Features: off, and an extra one, in both passes.
-    let out = f.offload_env(&["run", "--arch", "sm_90", "--bin", "tool", "--no-default-features", "--features", "squares"], &host);
+    let out = f.offload_env(
+        &["run", "--arch", "sm_90", "--bin", "tool", "--no-default-features", "--features", "squares"],
+        &host,
+    );
     out.assert_success();
     assert_eq!(out.stdout.trim(), format!("tool sum={}\ntool squares={}", sum(1), squares(1)));
 
@@ -611,7 +759,10 @@ fn every_target_kind_with_features_and_profiles() {
     out.assert_success();
     assert_eq!(out.stdout.trim(), format!("demo sum={}", -(0..300i64).sum::<i64>()));
     assert!(out.stderr.contains("Embedding device image in example `demo`"), "{}", out.stderr);
-    assert_eq!(kernels(&f.target_dir().join("debug/examples/demo")), ["__offload_kernel_demo_negate", "__offload_kernel_fixture_kinds_bump"]);
+    assert_eq!(
+        kernels(&f.target_dir().join("debug/examples/demo")),
+        ["__offload_kernel_demo_negate", "__offload_kernel_fixture_kinds_bump"]
+    );
 
     // --lib: the unit tests only, with their #[cfg(test)] kernel.
     let out = f.offload_env(&["test", "--arch", "sm_90", "--lib"], &host);
@@ -634,7 +785,10 @@ fn every_target_kind_with_features_and_profiles() {
         .find_map(|l| l.trim().strip_prefix("Running benches/b.rs ("))
         .and_then(|r| r.strip_suffix(')'))
         .unwrap_or_else(|| panic!("{}", out.stderr));
-    assert_eq!(kernels(std::path::Path::new(bench_exe)), ["__offload_kernel_b_inc", "__offload_kernel_fixture_kinds_bump"]);
+    assert_eq!(
+        kernels(std::path::Path::new(bench_exe)),
+        ["__offload_kernel_b_inc", "__offload_kernel_fixture_kinds_bump"]
+    );
 
     // -v prints the commands.
     let out = f.offload(&["build", "--arch", "sm_90", "--bin", "tool", "-v"]);
@@ -651,7 +805,9 @@ fn every_target_kind_with_features_and_profiles() {
     let out = f.offload(&["build", "--arch", "sm_90", "--bin", "tool", "--message-format", "json"]);
     out.assert_success();
     assert!(
-        out.stdout.lines().any(|l| l.starts_with('{') && l.contains("\"reason\":\"compiler-artifact\"") && l.contains("\"tool\"")),
+        out.stdout
+            .lines()
+            .any(|l| l.starts_with('{') && l.contains("\"reason\":\"compiler-artifact\"") && l.contains("\"tool\"")),
         "{}",
         out.stdout
     );
@@ -788,7 +944,10 @@ fn concurrent_builds_in_one_directory() {
         let run = f.run_exe("debug", &f.name, &[("OFFLOAD_DEVICE", "host")]);
         run.assert_success();
         assert!(run.stdout.starts_with("y[0]=1000 y[999]=1000 "), "round {round}: {}", run.stdout);
-        let leftovers: Vec<_> = walk(&f.target_dir().join("offload")).into_iter().filter(|p| p.to_string_lossy().ends_with(".tmp")).collect();
+        let leftovers: Vec<_> = walk(&f.target_dir().join("offload"))
+            .into_iter()
+            .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+            .collect();
         assert!(leftovers.is_empty(), "round {round}: {leftovers:?}");
     }
 }
@@ -816,7 +975,8 @@ fn interrupted_builds_say_so_and_the_next_build_succeeds() {
     use std::os::unix::process::CommandExt;
     let f = Fixture::renamed("bin-only", "interrupted");
     let marker = f.dir.join("llc-started");
-    let llc = fake_llc(&f, "slow-llc", &format!("echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'\nexec sleep 60", marker.display()));
+    let llc =
+        fake_llc(&f, "slow-llc", &format!("echo $$ > '{}.tmp' && mv '{0}.tmp' '{0}'\nexec sleep 60", marker.display()));
     for (round, whole_group) in [(0, true), (1, false)] {
         let _ = std::fs::remove_file(&marker);
         f.edit("src/main.rs", |s| s + &format!("\n// round {round}\n"));
@@ -831,7 +991,9 @@ fn interrupted_builds_say_so_and_the_next_build_succeeds() {
             .process_group(0);
         let mut child = cmd.spawn().unwrap();
         let stderr = child.stderr.take().unwrap();
-        let lines = std::thread::spawn(move || std::io::BufReader::new(stderr).lines().map_while(Result::ok).collect::<Vec<_>>());
+        let lines = std::thread::spawn(move || {
+            std::io::BufReader::new(stderr).lines().map_while(Result::ok).collect::<Vec<_>>()
+        });
         let start = std::time::Instant::now();
         while !marker.is_file() {
             assert!(start.elapsed().as_secs() < 300, "llc never started");
@@ -850,7 +1012,11 @@ fn interrupted_builds_say_so_and_the_next_build_succeeds() {
         assert_eq!(lines.last().map(String::as_str), Some("error: build interrupted"), "round {round}: {lines:#?}");
         let noise: Vec<&String> = lines
             .iter()
-            .filter(|l| !l.trim_start().starts_with("Compiling ") && !l.starts_with("note: ") && *l != "error: build interrupted")
+            .filter(|l| {
+                !l.trim_start().starts_with("Compiling ")
+                    && !l.starts_with("note: ")
+                    && *l != "error: build interrupted"
+            })
             .collect();
         assert!(noise.is_empty(), "round {round}: only status lines and the error: {lines:#?}");
     }
@@ -896,7 +1062,8 @@ impl Inst<'_> {
     /// The `.sem` qualifier; an `atom` without one is `relaxed` (PTX ISA,
     /// "atom"), a plain `ld`/`st` is not atomic (`None`).
     fn sem(&self) -> Option<&str> {
-        let sem = ["acq_rel", "acquire", "release", "relaxed"].into_iter().find(|s| self.op.split('.').any(|p| p == *s));
+        let sem =
+            ["acq_rel", "acquire", "release", "relaxed"].into_iter().find(|s| self.op.split('.').any(|p| p == *s));
         match (sem, self.access()) {
             (Some(s), _) => Some(s),
             (None, Some('A')) => Some("relaxed"),
@@ -1010,7 +1177,8 @@ fn check_ordering_kernel(kernel: &str, body: &str, min: usize) -> Vec<String> {
         _ => 'A',
     };
     let release = kind != 'L' && matches!(success, "release" | "acqrel" | "seqcst");
-    let acquire = kind != 'S' && (matches!(success, "acquire" | "acqrel" | "seqcst") || matches!(failure, "acquire" | "seqcst"));
+    let acquire =
+        kind != 'S' && (matches!(success, "acquire" | "acqrel" | "seqcst") || matches!(failure, "acquire" | "seqcst"));
     let sc = success == "seqcst" || failure == "seqcst";
     let (insts, succ) = ptx_cfg(body);
     let mut pred = vec![Vec::new(); insts.len()];
@@ -1032,16 +1200,17 @@ fn check_ordering_kernel(kernel: &str, body: &str, min: usize) -> Vec<String> {
         (0..insts.len()).filter(|&i| insts[i].access() == Some(kind) && insts[i].sem().is_some()).collect();
     if checked.len() < min {
         let ops: Vec<&str> = insts.iter().map(|i| i.op).collect();
-        errors.push(format!("{kernel}: {} instructions perform the operation, expected at least {min}: {ops:?}", checked.len()));
+        errors.push(format!(
+            "{kernel}: {} instructions perform the operation, expected at least {min}: {ops:?}",
+            checked.len()
+        ));
     }
     let writes = |i: &Inst<'_>| matches!(i.access(), Some('S' | 'A'));
     let any = |i: &Inst<'_>| i.access().is_some();
     for &x in &checked {
         let inst = insts[x].op;
         let sem = insts[x].sem().unwrap_or("relaxed");
-        if release
-            && !matches!(sem, "release" | "acq_rel")
-            && !every_path_fenced(&insts, &pred, x, &|_| true, &writes)
+        if release && !matches!(sem, "release" | "acq_rel") && !every_path_fenced(&insts, &pred, x, &|_| true, &writes)
         {
             errors.push(format!("{kernel}: `{inst}` is not a release (no .release and no fence before it)"));
         }
@@ -1107,7 +1276,11 @@ $L__BB7_22:
 ";
     assert!(check_ordering_kernel("compare_exchange_acqrel_acquire", partword, 1).is_empty());
     let leaky = partword.replace("\t@%p41 bra \t$L__BB7_19;\n", "\t@%p41 bra \t$L__BB7_22;\n");
-    assert_eq!(check_ordering_kernel("compare_exchange_acqrel_acquire", &leaky, 1).len(), 1, "an exit path without the fence");
+    assert_eq!(
+        check_ordering_kernel("compare_exchange_acqrel_acquire", &leaky, 1).len(),
+        1,
+        "an exit path without the fence"
+    );
 }
 
 /// What is wrong with the GPU panic recorder in `ptx` (the functions of
@@ -1164,7 +1337,9 @@ fn panic_recorder_problems(ptx: &str) -> Vec<String> {
                 }
             }
             if at != CLAIM {
-                problems.push(format!("{name}: `{inst}` is an atomic on `{addr}`, not on {CLAIM} (the record is host memory)"));
+                problems.push(format!(
+                    "{name}: `{inst}` is an atomic on `{addr}`, not on {CLAIM} (the record is host memory)"
+                ));
             } else if op.split('.').any(|q| q == "sys") {
                 problems.push(format!("{name}: `{inst}` claims at system scope; device memory needs only .gpu"));
             } else {
@@ -1279,12 +1454,15 @@ fn kernels_writing_a_plain_static_fail_the_link() {
     // their writes: an atomic's `store` (through `AtomicU32::store`'s
     // callees in a debug build), and an assignment to a `static mut`.
     let fetch_add = "CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);";
-    for (form, name) in [
-        ("CALLS.store(n, core::sync::atomic::Ordering::Relaxed);", "CALLS"),
-        ("unsafe { LAST = n; }", "LAST"),
-    ] {
+    for (form, name) in
+        [("CALLS.store(n, core::sync::atomic::Ordering::Relaxed);", "CALLS"), ("unsafe { LAST = n; }", "LAST")]
+    {
         f.edit("src/main.rs", |s| {
-            let s = if s.contains("static mut LAST") { s } else { s.replace("static CALLS", "static mut LAST: u32 = 0;\nstatic CALLS") };
+            let s = if s.contains("static mut LAST") {
+                s
+            } else {
+                s.replace("static CALLS", "static mut LAST: u32 = 0;\nstatic CALLS")
+            };
             s.replace(fetch_add, form)
         });
         let out = f.offload(&["build", "--arch", "sm_90"]);

@@ -1,5 +1,5 @@
-//! The cargo phase: `cargo offload build|run|test|bench|doctor`, as the
-//! user runs it.
+//! The cargo phase: `cargo offload build|run|test|bench|check|clippy|doc|doctor`,
+//! as the user runs it.
 //!
 //! command line (`cli`) → workspace (`cargo metadata`) → device toolchain
 //! (`toolchain`) → device selection (`select`) → build plan (`plan`) → then,
@@ -12,13 +12,20 @@
 //! 3. on a first build whose device pass created lists, a collect round and
 //!    the device passes again;
 //! 4. the host pass (`cargo build|run|test|bench` with the wrapper).
+//!
+//! `check` and `clippy` generate no code: the host pass first (`cargo check`
+//! or `cargo clippy`), then the device passes (`cargo check` for the GPU),
+//! the messages of both relayed in the user's `--message-format` (`output`).
+//! `doc` is `cargo doc`: the documentation of the host pass.
 
 use std::ffi::OsString;
 
-use crate::cli::{self, CargoOpts, Command, DeviceOpts};
+use crate::cli::{self, CargoOpts, Command, DeviceOpts, DocArgs};
+use crate::cmd::CommandSpec;
 use crate::errors::{exit, finish, CliError, Result};
 use crate::handoff::{write_map, ImageMapEntry};
 use crate::host::Action;
+use crate::output::MessageFormat;
 use crate::phases::embed;
 use crate::plan::{Executables, Plan};
 use crate::{doctor, generic, interrupt, select, status, toolchain, workspace};
@@ -53,13 +60,19 @@ fn run(command: Command) -> Result<i32> {
         Command::Bench(a) => {
             build(&a.device, &a.cargo, Action::Bench { no_run: a.no_run, filter: a.filter, args: a.args })
         }
+        Command::Check(a) => build(&a.device, &a.cargo, Action::Check),
+        Command::Clippy(a) => build(&a.device, &a.cargo, Action::Clippy { args: a.args }),
+        Command::Doc(a) => doc(&a),
         Command::Doctor => doctor::run(),
     }
 }
 
-/// Plans the build and runs it (or prints it, with `--dry-run`).
+/// Plans the build and runs it (or prints it, with `--dry-run`). With JSON
+/// messages, a build that fails after its plan ends with cargo's
+/// `build-finished` record (`output`).
 fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
     status::set_quiet(dev.quiet);
+    status::set_color(cargo.color.as_deref());
     select::check_target(dev)?;
     let exes = Executables::find()?;
     let ws = workspace::workspace(cargo)?;
@@ -73,19 +86,32 @@ fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
         print!("{}", plan.dry_run());
         return Ok(exit::OK);
     }
+    let format = MessageFormat::from_values(&cargo.message_format);
+    if action.checks() {
+        return check(&plan, &format);
+    }
+    let result = passes(&plan);
+    if matches!(&result, Err(e) if !matches!(e, CliError::Interrupted)) {
+        format.finished(false);
+    }
+    result
+}
+
+/// The passes of a build (see the module docs).
+fn passes(plan: &Plan) -> Result<i32> {
     // Generic kernels: see the module docs and generic.rs.
     let collected_first = generic::any_generic(&plan.generic_dir);
     if collected_first {
-        if let Some(code) = collect_round(&plan)? {
+        if let Some(code) = collect_round(plan)? {
             return Ok(code);
         }
     }
-    let mut built = device_round(&plan)?;
+    let mut built = device_round(plan)?;
     if !collected_first && generic::any_generic(&plan.generic_dir) {
-        if let Some(code) = collect_round(&plan)? {
+        if let Some(code) = collect_round(plan)? {
             return Ok(code);
         }
-        built = device_round(&plan)?;
+        built = device_round(plan)?;
     }
     if !built.map.is_empty() && built.map.iter().all(|e| e.kernels.is_empty()) {
         return Err(CliError::NoKernels { binaries: built.binaries });
@@ -94,6 +120,44 @@ fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
         return Err(CliError::Interrupted);
     }
     plan.host(None).run()
+}
+
+/// `check` and `clippy`: the host pass, its messages relayed; then, if it
+/// succeeded or failed with compile errors (rather than, say, a manifest
+/// error), the device passes, each message the host pass showed left out.
+/// The exit code is the first failed device pass's (its errors are the
+/// device code's), else the host pass's.
+fn check(plan: &Plan, format: &MessageFormat) -> Result<i32> {
+    let (code, host) = plan.host(None).run_relayed()?;
+    let mut result = Ok(code);
+    if code == exit::OK || host.errors > 0 {
+        for pass in &plan.passes {
+            if let Err(e) = pass.run(&host.keys) {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    if !matches!(result, Err(CliError::Interrupted)) {
+        format.finished(matches!(result, Ok(exit::OK)));
+    }
+    result
+}
+
+/// `cargo offload doc`: `cargo doc`, which documents the crate as the host
+/// pass compiles it.
+fn doc(a: &DocArgs) -> Result<i32> {
+    status::set_color(a.cargo.color.as_deref());
+    let spec = CommandSpec { program: crate::host::cargo_program().into(), args: a.to_args(), env: Vec::new() };
+    if a.dry_run {
+        println!("# host pass\n{}", spec.render());
+        return Ok(exit::OK);
+    }
+    let status = crate::child::status(&mut spec.command())?;
+    if crate::interrupt::interrupting_status(&status) || crate::interrupt::interrupted() {
+        return Err(CliError::Interrupted);
+    }
+    Ok(status.code().unwrap_or(101))
 }
 
 /// What a device round built: the image map, and the final binaries' names.
@@ -106,7 +170,7 @@ struct Built {
 fn device_round(plan: &Plan) -> Result<Built> {
     let mut artifacts = Vec::new();
     for (pass, sel) in plan.passes.iter().zip(plan.sels) {
-        for a in pass.run()? {
+        for a in pass.run(&Default::default())? {
             artifacts.push(embed::Built { artifact: a, triple: sel.triple.clone(), arch: sel.arch.clone() });
         }
     }

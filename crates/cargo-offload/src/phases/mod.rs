@@ -15,7 +15,9 @@
 //!   makes the build plan (`plan.rs`), then runs the inner cargos: the
 //!   device passes (`device.rs`), the collect rounds of generic kernels
 //!   (`generic.rs`) and the host pass (`host.rs`). With `--dry-run` it
-//!   prints the plan instead.
+//!   prints the plan instead. `check` and `clippy` run the host pass first
+//!   and the device passes as `cargo check`, relaying both passes'
+//!   diagnostics in the user's `--message-format` (`output.rs`).
 //! - **rustc, device side** ([`rustc_device`]): cargo runs the wrapper as
 //!   `<wrapper> <rustc> <args…>` for every crate of the device pass
 //!   (`RUSTC_WRAPPER`, `__OFFLOAD_PHASE=device`); it rewrites the command

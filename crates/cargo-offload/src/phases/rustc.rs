@@ -8,7 +8,7 @@ use crate::errors::Result;
 use crate::handoff::INNER_VAR;
 
 /// `rustc args…`, or `<inner wrapper> rustc args…`.
-fn command(rustc: &str, args: &[String]) -> Command {
+pub fn command(rustc: &str, args: &[String]) -> Command {
     match std::env::var_os(INNER_VAR).filter(|w| !w.is_empty()) {
         Some(inner) => {
             let mut c = Command::new(inner);
@@ -30,10 +30,16 @@ fn command(rustc: &str, args: &[String]) -> Command {
 /// compilation.
 pub fn run(rustc: &str, args: &[String]) -> Result<i32> {
     let status = crate::child::status(&mut command(rustc, args))?;
-    Ok(match status.code() {
+    Ok(exit_code(&status))
+}
+
+/// rustc's exit code; a rustc that a signal ended ends this process the
+/// same way ([`die_like`]).
+pub fn exit_code(status: &std::process::ExitStatus) -> i32 {
+    match status.code() {
         Some(code) => code,
-        None => die_like(&status),
-    })
+        None => die_like(status),
+    }
 }
 
 /// Ends this process with the signal that ended the child (`status`); if

@@ -15,6 +15,10 @@
 //!   linked even when only host code (compiled out here) uses it: its kernels
 //!   belong in the image of every binary that depends on it.
 //!
+//! A library that does not depend on `offload` and fails to compile for the
+//! GPU is replaced by an empty crate (`host_only`): a dependency only host
+//! code uses needs no special section in `Cargo.toml`.
+//!
 //! Each crate compiled for the GPU is logged (`COMPILE_LOG_VAR`) for the
 //! status line of the device pass.
 
@@ -36,7 +40,12 @@ pub fn run(rustc: &str, args: Args) -> Result<i32> {
         return rustc::run(rustc, args.as_slice());
     }
     let root = args.source_file().and_then(|p| std::fs::read_to_string(p).ok());
-    rustc::run(rustc, &device_args(&args, root.as_deref()))
+    let device = device_args(&args, root.as_deref());
+    if crate::host_only::replaceable(&args) {
+        let markers = std::env::var_os(crate::host_only::HOST_ONLY_DIR_VAR).filter(|d| !d.is_empty());
+        return crate::host_only::compile(rustc, &args, &device, markers.as_deref().map(std::path::Path::new));
+    }
+    rustc::run(rustc, &device)
 }
 
 /// Appends the crate's name to the compile log, if the cargo phase asked.
