@@ -320,7 +320,7 @@ pub fn set_device(device: Device) -> Result<()> {
 pub fn current_device() -> Result<Device> {
     match CURRENT.with(Cell::get) {
         Some(d) => Ok(d),
-        None => super::select::runtime().default.clone(),
+        None => super::select::runtime().default_device(),
     }
 }
 

@@ -1,6 +1,8 @@
-//! The devices of this process and the default one, chosen once, at the
-//! first use of the runtime (the first launch, allocation, [`devices`](super::device::devices)
-//! or [`backend`] call), from `OFFLOAD_DEVICE`:
+//! The devices of this process, listed once, at the first use of the
+//! runtime, and the default one, chosen once, at its first use (a launch,
+//! allocation or queue of a thread that has not called
+//! [`set_device`](super::device::set_device), or [`backend`]), from
+//! `OFFLOAD_DEVICE`:
 //!
 //! | `OFFLOAD_DEVICE` | default device |
 //! | --- | --- |
@@ -37,10 +39,30 @@ use super::error::{Error, Result};
 pub(crate) struct Runtime {
     /// The GPUs by ordinal, then the host device(s).
     pub(crate) devices: Vec<Device>,
-    /// The default device, or why `OFFLOAD_DEVICE` gives none.
-    pub(crate) default: Result<Device>,
+    /// Why the driver listed no GPU, if it did not.
+    no_gpu: Option<Unusable>,
+    /// The default device, or why `OFFLOAD_DEVICE` gives none: chosen at
+    /// its first use, so that a program that chooses its devices itself
+    /// (an MPI rank taking its own GPU) neither starts the first GPU nor
+    /// sees the fallback's warning.
+    default: OnceLock<Result<Device>>,
     /// `OFFLOAD_LOG`: one line per launch.
     pub(crate) trace: bool,
+}
+
+impl Runtime {
+    /// The default device (see the module docs), chosen now if this is
+    /// its first use.
+    pub(crate) fn default_device(&self) -> Result<Device> {
+        let chosen = self.default.get_or_init(|| {
+            let setting = std::env::var("OFFLOAD_DEVICE").unwrap_or_default();
+            match parse_setting(&setting) {
+                Some(s) => choose(s, setting.trim(), &self.devices, self.no_gpu.as_ref()),
+                None => Err(Error::InvalidDeviceSetting(setting.trim().into())),
+            }
+        });
+        chosen.clone()
+    }
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -116,12 +138,7 @@ fn start() -> Runtime {
         .is_ok_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no" | "off"));
     let gpus = probe::enumerate();
     let devices = make_devices(gpus.as_deref().unwrap_or(&[]), host_devices());
-    let setting = std::env::var("OFFLOAD_DEVICE").unwrap_or_default();
-    let default = match parse_setting(&setting) {
-        Some(s) => choose(s, setting.trim(), &devices, gpus.as_ref().err()),
-        None => Err(Error::InvalidDeviceSetting(setting.trim().into())),
-    };
-    Runtime { devices, default, trace }
+    Runtime { devices, no_gpu: gpus.err(), default: OnceLock::new(), trace }
 }
 
 /// The device list: `gpus`, then `hosts` host devices.
