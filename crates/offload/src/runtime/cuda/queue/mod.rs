@@ -452,6 +452,9 @@ impl Cuda {
     /// context is rebuilt as after a failed blocking launch.
     pub(super) fn fault(&self, kernel: &str, e: DriverError) -> Error {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // Reading the panic record needs this GPU's context (the caller's
+        // thread may have made another current since).
+        let _ = self.set_current();
         let err = crate::runtime::launch::divergence_from_record(super::recover::failed_launch_error(
             st.panic.as_ref(),
             kernel,
