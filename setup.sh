@@ -6,6 +6,8 @@
 #   OFFLOAD_SETUP=rustup ./setup.sh    # force the rustup route
 #   OFFLOAD_SETUP=debian ./setup.sh    # force the Debian route
 #   OFFLOAD_SETUP=both ./setup.sh      # both routes (CI tests with each)
+#   ./setup.sh mpi        # only MPI, for examples/12-mpi-jacobi (optional)
+#   OFFLOAD_SETUP_MPI=1 ./setup.sh     # everything, MPI included
 #
 # Device toolchain (one of):
 #   Debian route: rustc-web cargo-web rust-web-src (rustc 1.96 + library
@@ -13,6 +15,9 @@
 #                 major version as that rustc).
 #   rustup route: nightly with the rust-src and llvm-tools components.
 # ptxas (optional, for cubins and PTX checks): PyPI's nvidia-cuda-nvcc wheel.
+# MPI (optional, for examples/12-mpi-jacobi only): Debian's Open MPI
+# (libopenmpi-dev openmpi-bin: mpicc, mpirun) and libclang-dev (the `mpi`
+# crate's build script runs bindgen on mpi.h).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -61,6 +66,33 @@ rustup_route() {
     rustup toolchain install nightly --profile minimal --component rust-src,llvm-tools >/dev/null
 }
 
+# The MPI of examples/12-mpi-jacobi: found (mpicc, mpirun and a libclang),
+# or installed from Debian's packages.
+mpi_route() {
+    if command -v mpicc >/dev/null && command -v mpirun >/dev/null \
+        && compgen -G '/usr/lib/llvm-*/lib/libclang.so*' >/dev/null; then
+        say Found "MPI ($(mpirun --version 2>/dev/null | head -n 1)) and libclang"
+        return 0
+    fi
+    command -v apt-get >/dev/null || {
+        echo "error: install an MPI with mpicc and mpirun (Open MPI or MPICH) and libclang with your system's package manager" >&2
+        return 1
+    }
+    say Installing "libopenmpi-dev openmpi-bin libclang-dev (apt-get)"
+    sudo_if_needed apt-get update -qq || return 1
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenmpi-dev openmpi-bin libclang-dev \
+        >/dev/null || return 1
+}
+
+case "${1:-}" in
+    "") ;;
+    mpi)
+        mpi_route || { echo "error: could not install MPI (needs apt-get and root or sudo)" >&2; exit 3; }
+        say Ready "try: cd examples/12-mpi-jacobi && cargo offload build --release && mpirun -n 4 target/release/mpi-jacobi"
+        exit 0 ;;
+    *) echo "error: unknown argument \`$1\` (./setup.sh, or ./setup.sh mpi)" >&2; exit 2 ;;
+esac
+
 case "${OFFLOAD_SETUP:-auto}" in
     debian) debian_route || { echo "error: the Debian route failed (needs apt-get and root or sudo)" >&2; exit 3; } ;;
     rustup) rustup_route ;;
@@ -83,6 +115,10 @@ elif command -v python3 >/dev/null; then
         || warn "could not install ptxas; images will hold PTX only"
 else
     warn "python3 not found: no ptxas; images will hold PTX only"
+fi
+
+if [ -n "${OFFLOAD_SETUP_MPI:-}" ]; then
+    mpi_route || { echo "error: could not install MPI (needs apt-get and root or sudo)" >&2; exit 3; }
 fi
 
 say Installing "cargo-offload and offload-linker from this checkout"

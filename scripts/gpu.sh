@@ -20,11 +20,14 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-# Every scripts/gpu/<suite>.sh but the shared helpers, in this order first.
+# Every scripts/gpu/<suite>.sh, in this order first; a suite defines
+# `what` (the shared helpers, lib.sh and mpi.sh, and lib.sh's test,
+# lib-test.sh, do not).
 suites=(smoke examples device-model cargo hardening bench)
 for f in scripts/gpu/*.sh; do
     s=$(basename "$f" .sh)
-    [ "$s" = lib ] || [[ " ${suites[*]} " == *" $s "* ]] || suites+=("$s")
+    grep -q '^what=' "$f" || continue
+    [[ " ${suites[*]} " == *" $s "* ]] || suites+=("$s")
 done
 
 usage() {
@@ -50,7 +53,7 @@ case "$verb" in
 esac
 [ $# -gt 0 ] || { echo "error: name at least one suite" >&2; usage >&2; exit 2; }
 for s in "$@"; do
-    [ -f "scripts/gpu/$s.sh" ] || { echo "error: unknown suite \`$s\` (known: ${suites[*]})" >&2; exit 2; }
+    [[ " ${suites[*]} " == *" $s "* ]] || { echo "error: unknown suite \`$s\` (known: ${suites[*]})" >&2; exit 2; }
 done
 
 export OUT=${OUT:-$root/target/gpu/out}

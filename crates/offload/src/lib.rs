@@ -100,7 +100,6 @@ pub use device::dim::Dim3;
 pub use device::disjoint::{DisjointSlice, GridStride};
 pub use device::global::DeviceGlobal;
 pub use device::math;
-pub use report::panic_record::UNFORMATTED_PANIC_MESSAGE;
 pub use device::thread::{
     block_dim, block_idx, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride, thread_idx,
     GridStrideRange,
@@ -111,20 +110,21 @@ pub use device::{
     shared::{dynamic_shared, sync_threads, SharedArray, SharedElem, SharedSlice},
     warp,
 };
+pub use report::panic_record::UNFORMATTED_PANIC_MESSAGE;
 
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use runtime::{
-    backend, BackendInfo, BackendKind, DeviceBuffer, Error, Mapped, MappedMut, PinnedBuffer, Result, SliceArg,
-    SliceArgMut,
-};
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use runtime::queue::{
-    cu_context, scope, BufferUse, Capture, Enqueue, Event, Graph, Queue, QueueSliceArg, QueueSliceArgMut, Scope, Wait,
-};
 /// The cudarc that offload uses, so that interop code names the same types
 /// (`offload::cudarc::driver::sys::CUstream`; docs/async.md, section 10).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use cudarc;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use runtime::queue::{
+    cu_context, scope, BufferUse, Capture, Enqueue, Event, Graph, Queue, QueueSliceArg, QueueSliceArgMut, Scope, Wait,
+};
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use runtime::{
+    backend, current_device, devices, set_device, BackendInfo, BackendKind, Device, DeviceBuffer, Error, Mapped,
+    MappedMut, PinnedBuffer, Result, SliceArg, SliceArgMut,
+};
 
 /// The names most kernels and launchers need, importable on both sides:
 /// `use offload::prelude::*;` compiles in the device pass too, where the

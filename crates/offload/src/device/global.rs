@@ -190,14 +190,14 @@ impl<T: MapElem> DeviceGlobal<T> {
                     .into(),
             });
         }
-        let rt = crate::runtime::select::get()?;
+        let backend = crate::runtime::device::current_device()?.backend()?;
         // No kernel of the host fallback runs while this is held.
         let _no_kernels = crate::runtime::host::LAUNCHES.write().unwrap_or_else(|e| e.into_inner());
         let bytes = core::mem::size_of::<T>();
-        let addr = rt.backend.global(self.symbol, bytes, self.value.get() as *mut u8)?;
+        let addr = backend.global(self.symbol, bytes, self.value.get() as *mut u8)?;
         if bytes == 0 {
             return Ok(());
         }
-        f(&*rt.backend, addr, bytes)
+        f(backend, addr, bytes)
     }
 }

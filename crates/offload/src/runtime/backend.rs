@@ -71,6 +71,11 @@ pub(crate) trait Backend: Send + Sync {
     fn info(&self) -> &BackendInfo;
     /// This backend as its concrete type.
     fn concrete(&self) -> Concrete<'_>;
+    /// Changes when a GPU's context is rebuilt after a sticky fault: memory
+    /// and handles of an older generation are gone (never freed again).
+    fn generation(&self) -> u64 {
+        0
+    }
     fn launch_impl(
         &self,
         kernel: &'static KernelInfo,
@@ -132,7 +137,15 @@ pub(crate) enum Unusable {
 }
 
 impl Unusable {
-    pub(super) fn reason(&self) -> String {
+    /// The error of a device that was asked for and cannot start.
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            Unusable::Failed(e) => e,
+            other => Error::NoDevice { reason: other.reason() },
+        }
+    }
+
+    pub(crate) fn reason(&self) -> String {
         match self {
             Unusable::NoDriver => "no CUDA driver (libcuda.so was not found)".into(),
             Unusable::NoGpu => "the CUDA driver reports no GPU".into(),

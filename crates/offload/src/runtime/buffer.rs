@@ -4,14 +4,18 @@ use core::marker::PhantomData;
 use std::sync::Arc;
 use std::vec::Vec;
 
-use super::select;
+use super::device::{current_device, Device};
 use crate::device::device_copy::DeviceCopy;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::queue::track::Resource;
 
-/// `len` elements of `T` in the memory of the device that runs kernels (GPU
-/// global memory, allocated with `cuMemAlloc`; host memory on the host
-/// fallback), kept there until the buffer is dropped.
+/// `len` elements of `T` in the memory of one [`Device`] (GPU global
+/// memory, allocated with `cuMemAlloc` in its context; host memory on the
+/// host fallback), kept there until the buffer is dropped. The buffer
+/// belongs to that device: launches and copies on another device refuse
+/// it ([`Error::WrongDevice`]) unless peer access lets them use it
+/// ([`Device::enable_peer_access`]); [`Queue::memcpy_peer`](crate::Queue::memcpy_peer)
+/// copies between devices.
 ///
 /// Pass `&buf` where a kernel takes `&[T]` and `&mut buf` where it takes
 /// `&mut [T]`: the launch uses the memory in place, with no copy, so data
@@ -53,25 +57,47 @@ fn bytes_of<T>(len: usize) -> Result<usize> {
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {
-    /// `len` elements, every byte zero (a valid value of every `DeviceCopy`
-    /// type).
+    /// `len` elements on this thread's device ([`current_device`]), every
+    /// byte zero (a valid value of every `DeviceCopy` type).
     ///
     /// # Errors
     /// [`Error::Driver`] if the device is out of memory; the runtime's
-    /// selection errors (see [`backend`](crate::backend)).
+    /// selection errors (see [`current_device`]).
     pub fn zeroed(len: usize) -> Result<Self> {
-        let bytes = bytes_of::<T>(len)?;
-        Ok(DeviceBuffer { res: Arc::new(Resource::alloc(bytes)?), len, _elem: PhantomData })
+        Self::zeroed_on(current_device()?, len)
     }
 
-    /// A buffer holding a copy of `data` (one host → device transfer).
+    /// `len` zeroed elements on `device`.
+    ///
+    /// # Errors
+    /// As [`zeroed`](Self::zeroed); the device's start error ([`Device::info`]).
+    pub fn zeroed_on(device: Device, len: usize) -> Result<Self> {
+        let bytes = bytes_of::<T>(len)?;
+        Ok(DeviceBuffer { res: Arc::new(Resource::alloc(device, bytes)?), len, _elem: PhantomData })
+    }
+
+    /// A buffer on this thread's device holding a copy of `data` (one
+    /// host → device transfer).
     ///
     /// # Errors
     /// As [`zeroed`](Self::zeroed).
     pub fn from_slice(data: &[T]) -> Result<Self> {
-        let mut b = Self::zeroed(data.len())?;
+        Self::from_slice_on(current_device()?, data)
+    }
+
+    /// A buffer on `device` holding a copy of `data`.
+    ///
+    /// # Errors
+    /// As [`zeroed_on`](Self::zeroed_on).
+    pub fn from_slice_on(device: Device, data: &[T]) -> Result<Self> {
+        let mut b = Self::zeroed_on(device, data.len())?;
         b.copy_from_slice(data)?;
         Ok(b)
+    }
+
+    /// The device whose memory the buffer is.
+    pub fn device(&self) -> Device {
+        self.res.device
     }
 
     /// Number of elements.
@@ -120,7 +146,13 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         // users of the buffer, queued work that used it has finished
         // (waited for above) and no graph replay starts before we are done
         // (`_replays`).
-        unsafe { select::get()?.backend.copy_to_device(self.res.addr, data.as_ptr() as *const u8, bytes_of::<T>(self.len)?) }
+        unsafe {
+            self.res.device.backend()?.copy_to_device(
+                self.res.addr,
+                data.as_ptr() as *const u8,
+                bytes_of::<T>(self.len)?,
+            )
+        }
     }
 
     /// Copies the buffer into `out` (device → host), after the queued work
@@ -140,7 +172,13 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         // SAFETY: as in `copy_from_slice` (queued writers finished, no
         // replay starts meanwhile); bytes written into `out` were copied
         // from values of `T`, which stay valid (DeviceCopy contract).
-        unsafe { select::get()?.backend.copy_from_device(out.as_mut_ptr() as *mut u8, self.res.addr, bytes_of::<T>(self.len)?) }
+        unsafe {
+            self.res.device.backend()?.copy_from_device(
+                out.as_mut_ptr() as *mut u8,
+                self.res.addr,
+                bytes_of::<T>(self.len)?,
+            )
+        }
     }
 
     /// The buffer's contents as a new `Vec` (device → host).
@@ -161,6 +199,10 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
 impl<T: DeviceCopy + core::fmt::Debug> core::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("DeviceBuffer").field("len", &self.len).field("addr", &format_args!("{:#x}", self.res.addr)).finish()
+        f.debug_struct("DeviceBuffer")
+            .field("len", &self.len)
+            .field("device", &self.res.device)
+            .field("addr", &format_args!("{:#x}", self.res.addr))
+            .finish()
     }
 }

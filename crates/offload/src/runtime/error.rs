@@ -40,9 +40,40 @@ pub enum Error {
         reason: String,
     },
 
-    /// `OFFLOAD_DEVICE` has a value other than `cuda` or `host`.
-    #[error("OFFLOAD_DEVICE={0:?} is not a device: use `cuda`, `host`, or leave it unset to use the GPU if one is usable")]
+    /// `OFFLOAD_DEVICE` is not `cuda`, `cuda:N`, `host` or `host:N`.
+    #[error("OFFLOAD_DEVICE={0:?} is not a device: use `cuda` (the first GPU), `cuda:N` (GPU N, the CUDA driver's ordinal), `host` (the CPU), or leave it unset to use the first GPU if one is usable")]
     InvalidDeviceSetting(String),
+
+    /// `OFFLOAD_DEVICE` names a device this process does not have, e.g.
+    /// `cuda:1` on a machine with one GPU (the driver numbers the GPUs it
+    /// sees from 0; `CUDA_VISIBLE_DEVICES` hides and reorders them).
+    #[error("OFFLOAD_DEVICE={requested} names no device of this process, whose devices are: {}; choose one of them, or leave OFFLOAD_DEVICE unset to use the first GPU if one is usable", super::device::list(available))]
+    NoSuchDevice {
+        /// The setting, e.g. `cuda:1`.
+        requested: String,
+        /// The devices there are ([`devices`](crate::devices)).
+        available: Vec<super::device::Device>,
+    },
+
+    /// Work on one device was given a [`DeviceBuffer`](crate::DeviceBuffer)
+    /// of another, whose memory it may not use: a kernel, or a copy, runs
+    /// on its queue's (or its thread's) device and reaches only that
+    /// device's memory, unless [`Device::enable_peer_access`](crate::Device::enable_peer_access)
+    /// let it use the other's (CUDA Driver API, "Peer Context Memory
+    /// Access"). Nothing was run or enqueued.
+    #[error("{op} runs on {device}, but its argument `{argument}` is memory of {buffer_device}: work on a device uses only that device's DeviceBuffers, or a peer's once `enable_peer_access` allowed it ({}); copy the data with `Queue::memcpy_peer`, or run the work on {buffer_device}", peer_hint(device, buffer_device))]
+    WrongDevice {
+        /// What ran: "kernel `app::saxpy`", or the copy, e.g.
+        /// "`Queue::memcpy_dtod`".
+        op: String,
+        /// The kernel's parameter (or the copy's, `src` / `dst`) that got
+        /// the buffer.
+        argument: &'static str,
+        /// The device the work runs on.
+        device: super::device::Device,
+        /// The device the buffer belongs to.
+        buffer_device: super::device::Device,
+    },
 
     /// The binary carries no device image for the GPU (or none at all).
     #[error("no device image for {device}: {reason}")]
@@ -166,6 +197,14 @@ pub enum Error {
     },
 }
 
+fn peer_hint(device: &super::device::Device, buffer: &super::device::Device) -> String {
+    if device.can_access_peer(*buffer) {
+        std::format!("possible between these two: `Device::enable_peer_access` on {device} for {buffer}")
+    } else {
+        String::from("not possible between these two")
+    }
+}
+
 fn kernel_suffix(kernel: &Option<String>) -> String {
     match kernel {
         Some(k) => std::format!(" for kernel `{k}`"),
@@ -225,7 +264,8 @@ mod tests {
         let e = Error::InvalidDeviceSetting("gpu".into());
         assert_eq!(
             e.to_string(),
-            "OFFLOAD_DEVICE=\"gpu\" is not a device: use `cuda`, `host`, or leave it unset to use the GPU if one is usable"
+            "OFFLOAD_DEVICE=\"gpu\" is not a device: use `cuda` (the first GPU), `cuda:N` (GPU N, the CUDA driver's \
+             ordinal), `host` (the CPU), or leave it unset to use the first GPU if one is usable"
         );
     }
 }

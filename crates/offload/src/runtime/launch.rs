@@ -4,12 +4,15 @@
 
 use std::format;
 
+use super::device::{self, current_device};
 use super::error::{Error, Result};
 use super::select;
 use super::spec::{ArgSpec, KernelInfo};
 use crate::device::config::LaunchConfig;
 
-/// Launches `kernel`: validates `cfg`, then runs it on the selected backend.
+/// Launches `kernel`: validates `cfg`, then runs it on this thread's device
+/// ([`current_device`]), whose memory every `DeviceBuffer` argument must
+/// be (or a peer's it may use: [`Error::WrongDevice`]).
 /// `host` runs the body once for the simulated thread set in the thread
 /// context; only the host fallback calls it.
 pub fn launch(
@@ -25,15 +28,18 @@ pub fn launch(
         return Ok(());
     }
     crate::runtime::queue::graph::refuse_blocking_in_capture(kernel)?;
-    let rt = select::get()?;
+    let device = current_device()?;
+    let backend = device.backend()?;
+    device::check_args(kernel, device, args)?;
     // Buffers with pending queued work: the launch comes after it (and a
     // graph replay enqueued meanwhile after the launch: see `queue::graph`).
     let _replays = crate::runtime::queue::graph::hold();
     for (res, write) in crate::runtime::queue::enqueue::tracked(args) {
         res.tracker.wait_host(write);
     }
-    let start = rt.trace.then(std::time::Instant::now);
-    let result = rt.backend.launch_impl(kernel, &cfg, args, host).map_err(divergence_from_record);
+    let trace = select::runtime().trace;
+    let start = trace.then(std::time::Instant::now);
+    let result = backend.launch_impl(kernel, &cfg, args, host).map_err(divergence_from_record);
     if let Some(start) = start {
         let status = match &result {
             Ok(()) => "ok",
@@ -43,7 +49,7 @@ pub fn launch(
             "offload: {} {} on {} (grid {}, block {}): {:.3} ms",
             kernel.path(),
             status,
-            rt.backend.info().kind,
+            device,
             cfg.grid,
             cfg.block,
             start.elapsed().as_secs_f64() * 1e3

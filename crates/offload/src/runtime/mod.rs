@@ -8,7 +8,8 @@
 //! | `args` | what a launcher accepts for slice parameters ([`SliceArg`], [`SliceArgMut`]) |
 //! | `buffer`, `pinned` | device-resident and page-locked memory |
 //! | `error` | [`Error`], everything a launch can report |
-//! | `select` | which backend runs this process's kernels (`OFFLOAD_DEVICE`) |
+//! | `device` | [`Device`]s: the GPUs and the host, each thread's device, peer access, the check that work gets only its device's memory |
+//! | `select` | the device list and the default device (`OFFLOAD_DEVICE`, `OFFLOAD_HOST_DEVICES`) |
 //! | `backend` | the backend interface and [`BackendInfo`] |
 //! | `cuda` | the CUDA backend |
 //! | `host` | the host fallback's backend (blocks on worker threads; the threads of a block in `hostsim`) |
@@ -17,16 +18,19 @@
 //! | `host_queue` | the host fallback's queues (a worker thread each); CUDA's are `cuda::queue` |
 //!
 //! Who calls whom: a generated launcher (through `__private`) maps its
-//! arguments with `args` and `spec` and calls `launch::launch`, which gets
-//! the backend from `select` and calls its `launch_impl`; `buffer`,
-//! `pinned` and device globals (`device::global`) call the backend's memory
-//! operations the same way. `select` creates `cuda::Cuda` or `host::Host`;
-//! both implement `backend::Backend`, read `images` and check `limits`.
+//! arguments with `args` and `spec` and calls `launch::launch`, which takes
+//! the thread's device from `device`, checks its arguments' devices and
+//! calls the device's backend's `launch_impl`; `buffer`, `pinned` and
+//! device globals (`device::global`) call their device's memory operations
+//! the same way. `select` lists the devices; `device` starts a device's
+//! `cuda::Cuda` or `host::Host` at its first use; both implement
+//! `backend::Backend`, read `images` and check `limits`.
 
 pub(crate) mod args;
 mod backend;
 mod buffer;
 pub(crate) mod cuda;
+pub(crate) mod device;
 pub(crate) mod error;
 pub(crate) mod host;
 pub(crate) mod host_queue;
@@ -40,14 +44,9 @@ pub(crate) mod spec;
 
 pub use args::{SliceArg, SliceArgMut};
 pub(crate) use backend::{Backend, Concrete};
-pub(crate) use select::get;
 pub use backend::{BackendInfo, BackendKind};
 pub use buffer::DeviceBuffer;
+pub use device::{current_device, devices, set_device, Device};
 pub use error::{Error, Result};
 pub use pinned::{Mapped, MappedMut, PinnedBuffer};
 pub use select::backend;
-
-/// Incremented when the CUDA context is rebuilt after a sticky fault:
-/// handles of queues (streams, events) and buffers from an older
-/// generation are dead and never used again (see `cuda::queue`).
-pub(crate) static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

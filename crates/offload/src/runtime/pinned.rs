@@ -4,7 +4,7 @@ use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
-use super::select;
+use super::device::{current_device, Device};
 use crate::runtime::args::{MapIn, MapInOut};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::queue::track::Tracker;
@@ -38,6 +38,8 @@ use crate::{DeviceCopy, SliceArg, SliceArgMut};
 pub struct PinnedBuffer<T: DeviceCopy> {
     ptr: NonNull<T>,
     len: usize,
+    /// The device that allocated it (and frees it).
+    device: Device,
     pub(crate) tracker: Tracker,
     _elem: PhantomData<T>,
 }
@@ -50,13 +52,18 @@ unsafe impl<T: DeviceCopy> Sync for PinnedBuffer<T> {}
 
 impl<T: DeviceCopy> PinnedBuffer<T> {
     /// `len` elements, every byte zero (a valid value of every `DeviceCopy`
-    /// type).
+    /// type). Page-locked for every GPU (`cuMemHostAlloc` with
+    /// `CU_MEMHOSTALLOC_PORTABLE`, through this thread's device if it is a
+    /// GPU, else through the first GPU that starts), so that queues of any
+    /// GPU copy from and to it at full speed and kernels of any GPU can map
+    /// it; ordinary memory where no GPU starts.
     ///
     /// # Errors
     /// [`Error::Memory`] if the size overflows; [`Error::Driver`]
     /// (`cuMemHostAlloc`) if the system cannot lock that much memory; the
-    /// runtime's selection errors (see [`backend`](crate::backend)).
+    /// runtime's selection errors (see [`current_device`]).
     pub fn zeroed(len: usize) -> Result<Self> {
+        let device = allocator(current_device()?);
         let bytes = len.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| Error::Memory {
             op: "allocate pinned memory",
             reason: std::format!("{len} elements of {} bytes overflow usize", core::mem::size_of::<T>()),
@@ -64,12 +71,13 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         let ptr = if bytes == 0 {
             NonNull::dangling()
         } else {
-            let p = select::get()?.backend.alloc_pinned(bytes)? as *mut T;
+            let p = device.backend()?.alloc_pinned(bytes)? as *mut T;
             // Both backends return memory aligned to at least 256 bytes
             // (cuMemHostAlloc: page-aligned).
-            NonNull::new(p).ok_or_else(|| Error::Memory { op: "allocate pinned memory", reason: "null pointer".into() })?
+            NonNull::new(p)
+                .ok_or_else(|| Error::Memory { op: "allocate pinned memory", reason: "null pointer".into() })?
         };
-        Ok(PinnedBuffer { ptr, len, tracker: Tracker::default(), _elem: PhantomData })
+        Ok(PinnedBuffer { ptr, len, device, tracker: Tracker::default(), _elem: PhantomData })
     }
 
     /// A pinned copy of `data`.
@@ -81,6 +89,17 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         b.copy_from_slice(data);
         Ok(b)
     }
+}
+
+/// The device that allocates pinned memory for a thread whose device is
+/// `current`: `current` if it is a GPU, else the first GPU that starts,
+/// else `current` (the host).
+fn allocator(current: Device) -> Device {
+    if current.kind() == crate::BackendKind::Cuda {
+        return current;
+    }
+    let gpus = crate::devices().iter().filter(|d| d.kind() == crate::BackendKind::Cuda);
+    gpus.copied().find(|d| d.backend().is_ok()).unwrap_or(current)
 }
 
 impl<T: DeviceCopy> PinnedBuffer<T> {
@@ -159,11 +178,11 @@ impl<T: DeviceCopy> Drop for PinnedBuffer<T> {
         }
         // Queued copies from and to it finish first.
         self.tracker.wait_host(true);
-        if let Ok(rt) = select::get() {
+        if let Ok(backend) = self.device.backend() {
             // SAFETY: allocated by this backend's `alloc_pinned(bytes)`, freed
             // once; launches that used it are synchronous and over, queued
             // copies too (waited for above).
-            unsafe { rt.backend.free_pinned(self.ptr.as_ptr() as *mut u8, bytes) };
+            unsafe { backend.free_pinned(self.ptr.as_ptr() as *mut u8, bytes) };
         }
     }
 }

@@ -3,9 +3,9 @@
 //! instantiations) and how each argument travels ([`ArgSpec`]).
 
 use core::marker::PhantomData;
-use std::sync::Arc;
 use std::format;
 use std::string::String;
+use std::sync::Arc;
 
 use crate::device::device_copy::{DeviceCopy, MapElem};
 use crate::runtime::queue::track::Resource;
@@ -26,6 +26,9 @@ pub struct KernelInfo {
     /// For one instantiation of a generic kernel, its type arguments as the
     /// host binary's symbols spell them (`f32`, `f64, app::Vec3`); else "".
     pub instance: &'static str,
+    /// The parameters' names, in order (one per [`ArgSpec`] of a launch),
+    /// for errors that name an argument.
+    pub params: &'static [&'static str],
 }
 
 impl KernelInfo {

@@ -1,8 +1,8 @@
-//! The CUDA backend's state and start-up: probing the driver and the
-//! device, the primary context, the stream, the module loaded from the
-//! embedded image chosen by `offload_image::select`, the per-kernel
-//! function table (with its dynamic shared memory opt-in), and rebuilding
-//! the context after a kernel fails. Launches are serialized by the mutex
+//! The CUDA backend's state and start-up of one GPU: its primary context,
+//! the stream, the module loaded from the embedded image chosen for its
+//! compute capability (`probe::choose_image`), the per-kernel function
+//! table (with its dynamic shared memory opt-in), and rebuilding the
+//! context after a kernel fails. Launches are serialized by the mutex
 //! around [`State`]; the operations themselves are in `launch`, large
 //! copies of pageable memory go through `staging`.
 
@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::format;
 use std::string::String;
-use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::vec;
 use std::vec::Vec;
 
@@ -23,6 +23,7 @@ use offload_image::{Image, ImageKind};
 
 use super::error::driver_error;
 use super::memory::{AddressHasher, Allocations, ArgCache};
+use super::probe::{self, attr};
 use super::recover::{self, PanicSlot};
 use super::staging::Transfers;
 use crate::runtime::backend::{BackendInfo, BackendKind, Unusable};
@@ -62,6 +63,8 @@ pub(super) struct State {
     /// Pinned staging buffers and copy threads for large copies of
     /// pageable memory (see `staging`).
     pub(super) xfer: Transfers,
+    /// Shared with [`Cuda::current`]; `rebuild` updates it.
+    pub(super) current: Arc<Current>,
 }
 
 /// A kernel of the loaded module, with what its launches need to know about
@@ -84,79 +87,42 @@ unsafe impl Send for State {}
 pub(crate) struct Cuda {
     pub(super) info: BackendInfo,
     pub(super) state: Mutex<State>,
+    /// The context in use and its generation, readable without the lock.
+    pub(super) current: Arc<Current>,
+    /// Kernels launched on this GPU's queues whose completion nobody has
+    /// checked yet: `(queue id, kernel)`, each pair once. A panic found in
+    /// the context's record is attributed to them (see `queue`).
+    pub(super) unchecked: Mutex<Vec<(u64, &'static KernelInfo)>>,
 }
 
-fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> core::result::Result<i32, Unusable> {
-    // SAFETY: `dev` came from `cuDeviceGet` after a successful `cuInit`.
-    unsafe { result::device::get_attribute(dev, a) }
-        .map_err(|e| Unusable::Failed(driver_error("cuDeviceGetAttribute", None, e)))
+/// The primary context a [`Cuda`] uses now, and its generation: written
+/// with the state locked whenever the context changes (start-up,
+/// `State::rebuild`), read without the lock by [`Cuda::set_current`] and
+/// by whoever checks a handle's generation.
+pub(super) struct Current {
+    ctx: AtomicPtr<sys::CUctx_st>,
+    /// Incremented when the context is rebuilt after a sticky fault:
+    /// handles of queues (streams, events), graphs and buffers of an older
+    /// generation are dead and never used again (see `queue`).
+    generation: AtomicU64,
 }
 
 impl Cuda {
-    pub(crate) fn new() -> core::result::Result<Self, Unusable> {
-        // SAFETY: only tries to `dlopen` the driver library.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(Unusable::NoDriver);
-        }
-        if let Err(e) = result::init() {
-            return Err(if e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE {
-                Unusable::NoGpu
-            } else {
-                Unusable::Failed(driver_error("cuInit", None, e))
-            });
-        }
-        let count =
-            result::device::get_count().map_err(|e| Unusable::Failed(driver_error("cuDeviceGetCount", None, e)))?;
-        if count == 0 {
-            return Err(Unusable::NoGpu);
-        }
-        let dev = result::device::get(0).map_err(|e| Unusable::Failed(driver_error("cuDeviceGet", None, e)))?;
+    /// Starts GPU `ordinal` (which [`probe::enumerate`] listed): retains its
+    /// primary context, loads the image chosen for its compute capability,
+    /// makes a stream and configures the context.
+    pub(crate) fn new(ordinal: u32) -> core::result::Result<Self, Unusable> {
+        let dev = probe::device(ordinal)?;
         let major = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32;
         let minor = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32;
         let multiprocessors = attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         let shared_optin =
             attr(dev, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
         let name = result::device::get_name(dev).unwrap_or_else(|_| "CUDA GPU".into());
-        // SAFETY: as in `attr`.
+        // SAFETY: `dev` came from `cuDeviceGet` after a successful `cuInit`.
         let mem = unsafe { result::device::total_mem(dev) }.unwrap_or(0);
-        let mut version: c_int = 0;
-        // SAFETY: writes one int.
-        let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
         let device = format!("{name} (sm_{major}{minor})");
-
-        // Corrupted images (and a damaged section) are left out here (with
-        // a warning), before any of their bytes reach the driver.
-        let embedded = images::embedded();
-        let all = &embedded.intact;
-        let skipped = match embedded.corrupted {
-            0 => String::new(),
-            n => format!(" ({n} corrupted image(s) left out: see the warning above)"),
-        };
-        if all.is_empty() {
-            let reason = if let Some(e) = &embedded.damaged {
-                format!(
-                    "the device image section of this binary is damaged ({e}: see the warning above); rebuild it \
-                     with `cargo offload build`"
-                )
-            } else if embedded.corrupted == 0 {
-                "this binary carries no device image (it was built without `cargo offload`); build it with `cargo offload build` or run it with `cargo offload run`".into()
-            } else {
-                format!(
-                    "every device image in this binary is corrupted{skipped}; rebuild it with `cargo offload build`"
-                )
-            };
-            return Err(Unusable::Failed(Error::NoImage { device, reason }));
-        }
-        let chosen = offload_image::select(all, offload_image::Device::Cuda { major, minor }).ok_or_else(|| {
-            let have: Vec<String> = all.iter().map(|i| format!("{} for {}", i.kind, i.arch)).collect();
-            Unusable::Failed(Error::NoImage {
-                device: device.clone(),
-                reason: format!(
-                    "the binary carries {}{skipped}, none of which runs on sm_{major}{minor}; rebuild with `cargo offload build --arch sm_{major}{minor}`",
-                    have.join(", ")
-                ),
-            })
-        })?;
+        let (all, chosen) = embedded_image(&device, major, minor)?;
 
         // SAFETY: `dev` is a valid device; the primary context stays retained
         // for the life of the process (the backend is never dropped).
@@ -166,19 +132,7 @@ impl Cuda {
         unsafe { result::ctx::set_current(ctx) }
             .map_err(|e| Unusable::Failed(driver_error("cuCtxSetCurrent", None, e)))?;
 
-        let (module, loaded) = match load_module(&chosen) {
-            Ok(m) => (m, chosen),
-            Err(e) => {
-                // A cubin from a newer toolkit than the driver: fall back to
-                // the PTX of the same bundle, which the driver JIT-compiles.
-                let ptx: Vec<Image<'static>> = all.iter().filter(|i| i.kind == ImageKind::Ptx).copied().collect();
-                let ptx = offload_image::select(&ptx, offload_image::Device::Cuda { major, minor });
-                match (chosen.kind, ptx) {
-                    (ImageKind::Cubin, Some(p)) => (load_module(&p).map_err(Unusable::Failed)?, p),
-                    _ => return Err(Unusable::Failed(e)),
-                }
-            }
-        };
+        let (module, loaded) = load_with_fallback(all, chosen, major, minor)?;
         let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?;
         let stack_bytes = recover::configure_context().map_err(Unusable::Failed)?;
@@ -187,26 +141,19 @@ impl Cuda {
         recover::install_stack_floor(module, stream, stack_probe).map_err(Unusable::Failed)?;
         let panic = PanicSlot::install(module);
 
-        let how = match loaded.kind {
-            ImageKind::Cubin => format!("{} cubin", loaded.arch),
-            ImageKind::Ptx => format!("{} PTX, JIT-compiled by the driver", loaded.arch),
-            ImageKind::AmdgpuElf => format!("{} code object", loaded.arch),
-        };
-        let description = format!(
-            "{device}, {:.1} GiB, driver {}.{}, image: {how}",
-            mem as f64 / (1u64 << 30) as f64,
-            version / 1000,
-            (version % 1000) / 10
-        );
+        let description = describe(&device, mem, &loaded);
         let kernels = loaded.kernel_names().map(String::from).collect();
-        CONTEXT.store(ctx, Ordering::Release);
+        let current = Arc::new(Current { ctx: AtomicPtr::new(ctx), generation: AtomicU64::new(0) });
+        let info = BackendInfo {
+            kind: BackendKind::Cuda,
+            description,
+            multiprocessors,
+            shared_memory_per_block: shared_optin,
+        };
         Ok(Cuda {
-            info: BackendInfo {
-                kind: BackendKind::Cuda,
-                description,
-                multiprocessors,
-                shared_memory_per_block: shared_optin,
-            },
+            info,
+            current: current.clone(),
+            unchecked: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 ctx,
                 module,
@@ -220,13 +167,87 @@ impl Cuda {
                 panic,
                 stack_bytes,
                 allocs: Vec::new(),
-                cache: ArgCache { free: Vec::new(), bytes: 0, cap: (mem / 16) as usize },
+                cache: ArgCache { free: Vec::new(), bytes: 0, cap: mem / 16 },
                 device_ptrs: Vec::new(),
                 slots: Vec::new(),
                 params: Vec::new(),
                 xfer: Transfers::new(),
+                current,
             }),
         })
+    }
+}
+
+/// The backend's one-line description: the GPU, its memory, the driver's
+/// version and the image loaded.
+fn describe(device: &str, mem: usize, loaded: &Image<'_>) -> String {
+    let mut version: c_int = 0;
+    // SAFETY: writes one int.
+    let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
+    let how = match loaded.kind {
+        ImageKind::Cubin => format!("{} cubin", loaded.arch),
+        ImageKind::Ptx => format!("{} PTX, JIT-compiled by the driver", loaded.arch),
+        ImageKind::AmdgpuElf => format!("{} code object", loaded.arch),
+    };
+    format!(
+        "{device}, {:.1} GiB, driver {}.{}, image: {how}",
+        mem as f64 / (1u64 << 30) as f64,
+        version / 1000,
+        (version % 1000) / 10
+    )
+}
+
+/// This binary's intact images, and the one a GPU of compute capability
+/// `major.minor` loads ([`probe::choose_image`]). Corrupted images (and a
+/// damaged section) are left out here (with a warning), before any of
+/// their bytes reach the driver.
+fn embedded_image(
+    device: &str,
+    major: u32,
+    minor: u32,
+) -> core::result::Result<(&'static [Image<'static>], Image<'static>), Unusable> {
+    let embedded = images::embedded();
+    let all = &embedded.intact[..];
+    let skipped = match embedded.corrupted {
+        0 => String::new(),
+        n => format!(" ({n} corrupted image(s) left out: see the warning above)"),
+    };
+    if all.is_empty() {
+        let reason = if let Some(e) = &embedded.damaged {
+            format!(
+                "the device image section of this binary is damaged ({e}: see the warning above); rebuild it \
+                 with `cargo offload build`"
+            )
+        } else if embedded.corrupted == 0 {
+            "this binary carries no device image (it was built without `cargo offload`); build it with `cargo offload build` or run it with `cargo offload run`".into()
+        } else {
+            format!("every device image in this binary is corrupted{skipped}; rebuild it with `cargo offload build`")
+        };
+        return Err(Unusable::Failed(Error::NoImage { device: device.into(), reason }));
+    }
+    let chosen = probe::choose_image(all, major, minor, device, &skipped).map_err(Unusable::Failed)?;
+    Ok((all, chosen))
+}
+
+/// Loads `chosen`; a cubin from a newer toolkit than the driver falls back
+/// to the PTX of the same bundle, which the driver JIT-compiles. Returns
+/// the module and the image it came from.
+fn load_with_fallback(
+    all: &[Image<'static>],
+    chosen: Image<'static>,
+    major: u32,
+    minor: u32,
+) -> core::result::Result<(sys::CUmodule, Image<'static>), Unusable> {
+    match load_module(&chosen) {
+        Ok(m) => Ok((m, chosen)),
+        Err(e) => {
+            let ptx: Vec<Image<'static>> = all.iter().filter(|i| i.kind == ImageKind::Ptx).copied().collect();
+            let ptx = offload_image::select(&ptx, offload_image::Device::Cuda { major, minor });
+            match (chosen.kind, ptx) {
+                (ImageKind::Cubin, Some(p)) => Ok((load_module(&p).map_err(Unusable::Failed)?, p)),
+                _ => Err(Unusable::Failed(e)),
+            }
+        }
     }
 }
 
@@ -351,38 +372,37 @@ impl State {
     }
 }
 
-/// The primary context in use (`State::ctx`), written with the state
-/// locked whenever it changes (start-up, `State::rebuild`, before the
-/// generation moves on) and read without the lock by [`set_current`].
-static CONTEXT: AtomicPtr<sys::CUctx_st> = AtomicPtr::new(core::ptr::null_mut());
-
-/// Makes the context current on this thread without locking the state,
-/// for threads that only wait for or query events (`cuEventSynchronize`,
-/// `cuEventQuery`, `cuEventElapsedTime`, `cuEventDestroy`). Other threads
-/// hold the lock across waits on the device (a blocking launch waits for
-/// its kernel, `DeviceGlobal` access calls `cuCtxSynchronize`, a free
-/// calls `cuMemFree`, which may wait for the device's work): a wait for an
-/// event that first took the lock would also wait for that, including
-/// work queued after the event. As before (the lock was released before
-/// the wait anyway), the caller checks its event's generation first.
-///
-/// # Errors
-/// [`Error::Queue`] before the backend is set up; [`Error::Driver`] if
-/// `cuCtxSetCurrent` fails.
-pub(super) fn set_current() -> Result<()> {
-    let ctx = CONTEXT.load(Ordering::Acquire);
-    if ctx.is_null() {
-        return Err(Error::Queue {
-            op: "use CUDA",
-            reason: "the CUDA context is not set up".into(),
-        });
+impl Cuda {
+    /// Makes this GPU's context current on this thread without locking the
+    /// state, for threads that only wait for or query events
+    /// (`cuEventSynchronize`, `cuEventQuery`, `cuEventElapsedTime`,
+    /// `cuEventDestroy`). Other threads hold the lock across waits on the
+    /// device (a blocking launch waits for its kernel, `DeviceGlobal` access
+    /// calls `cuCtxSynchronize`, a free calls `cuMemFree`, which may wait for
+    /// the device's work): a wait for an event that first took the lock
+    /// would also wait for that, including work queued after the event. The
+    /// caller checks its event's generation first.
+    ///
+    /// Every driver call of this backend runs with its own GPU's context
+    /// current on the calling thread (this, or [`enter`](Self::enter)): a
+    /// thread that drives two GPUs, or a queue's work of one GPU after a
+    /// call for another, never uses the context the thread had last.
+    ///
+    /// # Errors
+    /// [`Error::Driver`] if `cuCtxSetCurrent` fails.
+    pub(super) fn set_current(&self) -> Result<()> {
+        let ctx = self.current.ctx.load(Ordering::Acquire);
+        // SAFETY: the primary context retained at start-up or by the latest
+        // rebuild (while a rebuild runs, the one it is resetting: a primary
+        // context's handle, which cuCtxSetCurrent accepts; the caller's event
+        // of the old generation is then not used, or fails cleanly).
+        unsafe { result::ctx::set_current(ctx) }.map_err(|e| driver_error("cuCtxSetCurrent", None, e))
     }
-    // SAFETY: the primary context retained at start-up or by the latest
-    // rebuild (while a rebuild runs, the one it is resetting: a primary
-    // context's handle, which cuCtxSetCurrent accepts; the caller's event
-    // of the old generation is then not used, or fails cleanly as it could
-    // when the lock was released before the wait).
-    unsafe { result::ctx::set_current(ctx) }.map_err(|e| driver_error("cuCtxSetCurrent", None, e))
+
+    /// The context's generation (see [`Current::generation`]).
+    pub(crate) fn generation(&self) -> u64 {
+        self.current.generation.load(Ordering::Acquire)
+    }
 }
 
 impl Cuda {
@@ -440,10 +460,10 @@ impl State {
                 result::primary_ctx::retain(self.dev).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", None, e))?;
             result::ctx::set_current(self.ctx).map_err(|e| driver_error("cuCtxSetCurrent", None, e))?;
         }
-        CONTEXT.store(self.ctx, Ordering::Release);
+        self.current.ctx.store(self.ctx, Ordering::Release);
         // Queues' streams, fences and buffers of the old context are
         // forgotten from now on (see `queue`).
-        crate::runtime::GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        self.current.generation.fetch_add(1, Ordering::AcqRel);
         self.functions.clear();
         self.panic = None;
         self.module = load_module(&self.image)?;

@@ -29,6 +29,10 @@ impl Backend for Cuda {
         crate::runtime::Concrete::Cuda(self)
     }
 
+    fn generation(&self) -> u64 {
+        Cuda::generation(self)
+    }
+
     fn alloc_zeroed(&self, bytes: usize) -> Result<u64> {
         if bytes == 0 {
             return Ok(0);
@@ -65,9 +69,12 @@ impl Backend for Cuda {
             return Ok(core::ptr::NonNull::<u64>::dangling().as_ptr() as *mut u8);
         }
         let _st = self.enter("cuCtxSetCurrent")?;
-        // SAFETY: the context is current; flags 0 = page-locked memory of this context.
-        let p =
-            unsafe { result::malloc_host(bytes, 0) }.map_err(|e| driver_error("cuMemHostAlloc", None, e))? as *mut u8;
+        // SAFETY: the context is current. `CU_MEMHOSTALLOC_PORTABLE`: page-
+        // locked for every context, not only this GPU's, so that queues of
+        // every GPU copy from and to it at full speed (CUDA Driver API,
+        // `cuMemHostAlloc`).
+        let p = unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
+            .map_err(|e| driver_error("cuMemHostAlloc", None, e))? as *mut u8;
         // SAFETY: `p` holds `bytes` writable bytes.
         unsafe { core::ptr::write_bytes(p, 0, bytes) };
         Ok(p)
@@ -301,9 +308,7 @@ impl Backend for Cuda {
         match panicked {
             // The context has one panic record: with queued kernels not yet
             // checked, the panic may be theirs (see `queue`).
-            Some(recorded) => {
-                Err(recorded.into_error(&super::queue::with_queued_candidates(kernel.path()), st.stack_bytes))
-            }
+            Some(recorded) => Err(recorded.into_error(&self.with_queued_candidates(kernel.path()), st.stack_bytes)),
             None => Ok(()),
         }
     }

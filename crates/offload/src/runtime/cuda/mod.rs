@@ -3,29 +3,40 @@
 //! needs no CUDA installation and a machine without one falls back to the
 //! host.
 //!
-//! One process uses device 0 (as `CUDA_VISIBLE_DEVICES` orders them), its
-//! primary context, one non-blocking stream and one module loaded from the
-//! embedded image chosen by `offload_image::select`. Launches are serialized
-//! by a mutex.
+//! One [`Cuda`] per GPU the process uses (`runtime::device` starts it at
+//! the GPU's first use): its primary context, one non-blocking stream and
+//! one module loaded from the embedded image chosen for *its* compute
+//! capability (`probe::choose_image`), so GPUs of different architectures
+//! run side by side. Each GPU's blocking launches are serialized by its
+//! own mutex; GPUs do not wait for each other. Every driver call makes its
+//! GPU's context current on the calling thread first (`Cuda::enter`,
+//! `Cuda::set_current`): contexts are per thread in CUDA, and a thread that
+//! drives several GPUs (or a queue's work after another GPU's) must never
+//! run a call in the context it happened to have last.
 //!
 //! | module | what |
 //! | --- | --- |
-//! | `context` | start-up (probe, context, module), the per-kernel function table, rebuilding after a failed kernel |
+//! | `probe` | the GPUs before any starts (names, compute capabilities, memory), the image each one loads |
+//! | `context` | start-up (context, module), the per-kernel function table, rebuilding after a failed kernel |
 //! | `launch` | the [`Backend`](super::backend::Backend) operations: memory, copies, device globals, the launch path |
 //! | `memory` | device memory of mapped arguments, cached between launches |
 //! | `staging` | pinned staging of large copies from and to pageable memory |
 //! | `recover` | what happens around a kernel that fails: panic records, stack floor, atomic copy-back |
+//! | `peer` | peer access between GPUs and copies between their memory |
 //! | `error` | driver errors as [`Error::Driver`](crate::Error::Driver) |
 //!
-//! Who calls whom: `runtime::select` creates a [`Cuda`]; `launch` locks its
+//! Who calls whom: `runtime::select` lists the GPUs with `probe`;
+//! `runtime::device` creates a [`Cuda`] per GPU; `launch` locks its
 //! `context::State` and uses `memory`, `staging` and `recover`; `context`
-//! uses `recover` (after a failed kernel) and `staging`; everything uses
-//! `error`.
+//! uses `probe`, `recover` (after a failed kernel) and `staging`; `peer`
+//! uses `probe` and `context`; everything uses `error`.
 
 mod context;
 mod error;
 mod launch;
 mod memory;
+pub(crate) mod peer;
+pub(crate) mod probe;
 pub(crate) mod queue;
 mod recover;
 mod staging;

@@ -11,7 +11,7 @@ use super::{Imp, Queue, QueueInner};
 use crate::runtime::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
-use crate::runtime::{self, Concrete};
+use crate::runtime::{select, Concrete};
 use crate::{DeviceBuffer, DeviceCopy, LaunchConfig, MapElem};
 use std::sync::Arc;
 
@@ -203,20 +203,19 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         Dest::Scope(s) => &s.queue,
     };
     if let Err(reason) = cfg.validate() {
-        return Err(Error::InvalidLaunch {
-            kernel: kernel.path(),
-            reason,
-        });
+        return Err(Error::InvalidLaunch { kernel: kernel.path(), reason });
     }
     if cfg.threads() == 0 {
         return Ok(());
     }
-    let rt = runtime::get()?;
-    if rt.trace {
+    let backend = queue.device.backend()?;
+    crate::runtime::device::check_args(kernel, queue.device, args)?;
+    if select::runtime().trace {
         std::eprintln!(
-            "offload: {} queued on queue {} (grid {}, block {})",
+            "offload: {} queued on queue {} of {} (grid {}, block {})",
             kernel.path(),
             queue.id,
+            queue.device,
             cfg.grid,
             cfg.block
         );
@@ -239,13 +238,9 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         super::graph::note_launch(queue, kernel, buffers.clone());
     } else {
         super::graph::refuse_other_queue_in_capture("enqueue a launch")?;
-        track::order_before(
-            queue,
-            &mut seq,
-            buffers.clone().map(|(r, w)| (&r.tracker, w)),
-        )?;
+        track::order_before(queue, &mut seq, buffers.clone().map(|(r, w)| (&r.tracker, w)))?;
     }
-    match (&queue.imp, rt.backend.concrete()) {
+    match (&queue.imp, backend.concrete()) {
         (Imp::Host(h), Concrete::Host(backend)) => {
             backend.check_launch(kernel, &cfg)?;
             let body: Arc<dyn Fn() + Send + Sync + 'a> = Arc::new(host);
@@ -254,13 +249,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
             // only tracked buffers and values, which the graph keeps); the
             // lifetime is only erased, the layout is the same.
             let body: Arc<dyn Fn() + Send + Sync + 'static> = unsafe { core::mem::transmute(body) };
-            let op: super::graph::HostOp = Arc::new(move || {
-                let rt = runtime::get()?;
-                match rt.backend.concrete() {
-                    Concrete::Host(b) => b.run(kernel, &cfg, &*body),
-                    Concrete::Cuda(_) => unreachable!("one process has one backend"),
-                }
-            });
+            let op: super::graph::HostOp = Arc::new(move || backend.run(kernel, &cfg, &*body));
             if capturing {
                 super::graph::push_host_op(queue, op);
                 return Ok(());
@@ -280,7 +269,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
             *seq += 1;
             c.note_kernel(queue.id, kernel);
         }
-        _ => unreachable!("one process has one backend"),
+        _ => unreachable!("a queue's implementation is its device's backend's"),
     }
     for (r, write) in buffers {
         r.tracker.record(queue, *seq, write);

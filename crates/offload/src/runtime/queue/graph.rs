@@ -20,9 +20,9 @@ use std::vec::Vec;
 
 use super::track::{self, Resource, Use};
 use super::{Imp, Queue, QueueInner};
+use crate::runtime::cuda::queue::graph::CudaGraph;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::spec::KernelInfo;
-use crate::runtime::cuda::queue::graph::CudaGraph;
 use crate::{DeviceBuffer, DeviceCopy};
 
 /// A recorded host operation, re-runnable (a graph replays it).
@@ -62,11 +62,7 @@ impl CaptureState {
 
 /// Whether `queue` is being captured.
 pub(crate) fn is_capturing(queue: &QueueInner) -> bool {
-    queue
-        .capture
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .is_some()
+    queue.capture.lock().unwrap_or_else(|e| e.into_inner()).is_some()
 }
 
 /// [`Error::Queue`] for an operation that a capture cannot contain: a
@@ -105,9 +101,10 @@ pub(crate) fn refuse_blocking_in_capture(kernel: &KernelInfo) -> Result<()> {
     if CAPTURING.with(|c| c.get()) {
         return Err(Error::InvalidLaunch {
             kernel: kernel.path(),
-            reason: "a blocking launch inside `Queue::capture` (it would synchronize, which CUDA forbids during stream \
+            reason:
+                "a blocking launch inside `Queue::capture` (it would synchronize, which CUDA forbids during stream \
                      capture): use `kernel::on(g, …)` with the capture, or launch it before or after"
-                .into(),
+                    .into(),
         });
     }
     Ok(())
@@ -155,12 +152,7 @@ pub(crate) fn note_copy(queue: &QueueInner, keep: &[(&Arc<Resource>, bool)]) {
 
 /// Host fallback: an operation captured on `queue`.
 pub(crate) fn push_host_op(queue: &QueueInner, op: HostOp) {
-    if let Some(c) = queue
-        .capture
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_mut()
-    {
+    if let Some(c) = queue.capture.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         c.host_ops.push(op);
     }
 }
@@ -182,20 +174,14 @@ impl Capture<'_> {
     ///
     /// # Errors
     /// As [`Queue::memcpy_dtod`].
-    pub fn memcpy_dtod<T: DeviceCopy>(
-        &self,
-        src: &DeviceBuffer<T>,
-        dst: &mut DeviceBuffer<T>,
-    ) -> Result<()> {
+    pub fn memcpy_dtod<T: DeviceCopy>(&self, src: &DeviceBuffer<T>, dst: &mut DeviceBuffer<T>) -> Result<()> {
         self.queue.memcpy_dtod(src, dst)
     }
 }
 
 impl core::fmt::Debug for Capture<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Capture")
-            .field("queue", &self.queue)
-            .finish()
+        f.debug_struct("Capture").field("queue", &self.queue).finish()
     }
 }
 
@@ -203,6 +189,8 @@ impl core::fmt::Debug for Capture<'_> {
 /// [`launch`](Self::launch). See [`Queue::capture`].
 pub struct Graph {
     imp: GraphImp,
+    /// The device of the queue it was captured on: it replays there only.
+    device: crate::runtime::device::Device,
     kernels: Vec<&'static KernelInfo>,
     /// The device memory it uses (kept alive) and whether it writes it.
     buffers: Vec<(Arc<Resource>, bool)>,
@@ -258,8 +246,7 @@ impl Queue {
                     c.fence(&self.inner.progress, *seq)?;
                 }
             }
-            *self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some(CaptureState::default());
+            *self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()) = Some(CaptureState::default());
             if let Imp::Cuda(c) = &self.inner.imp {
                 if let Err(e) = c.begin_capture() {
                     *self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -268,16 +255,9 @@ impl Queue {
             }
         }
         CAPTURING.with(|c| c.set(true));
-        let result =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&Capture { queue: self })));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&Capture { queue: self })));
         CAPTURING.with(|c| c.set(false));
-        let state = self
-            .inner
-            .capture
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .unwrap_or_default();
+        let state = self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
         let ended = match &self.inner.imp {
             Imp::Cuda(c) => {
                 let _seq = self.inner.lock_submit();
@@ -297,6 +277,7 @@ impl Queue {
         };
         Ok(Graph {
             imp,
+            device: self.inner.device,
             kernels: state.kernels,
             buffers: state.buffers,
             replays: Mutex::new(Vec::new()),
@@ -313,14 +294,25 @@ impl Graph {
     ///
     /// # Errors
     /// [`Error::Driver`] if `cuGraphLaunch` fails; [`Error::Queue`] inside
-    /// a capture.
+    /// a capture, or on a queue of another device than the one captured.
     pub fn launch(&self, q: &Queue) -> Result<()> {
         refuse_in_capture(&q.inner, "launch a graph")?;
+        if q.inner.device != self.device {
+            return Err(Error::Queue {
+                op: "launch a graph",
+                reason: std::format!(
+                    "the graph was captured on a queue of {}, and replays only there, not on {}: capture it again on \
+                     a queue of {}",
+                    self.device,
+                    q.inner.device,
+                    q.inner.device
+                ),
+            });
+        }
         let _replays = REPLAYS.write().unwrap_or_else(|e| e.into_inner());
         let queue = &q.inner;
         let mut seq = queue.lock_submit();
-        let buffers: Vec<(&track::Tracker, bool)> =
-            self.buffers.iter().map(|(r, w)| (&r.tracker, *w)).collect();
+        let buffers: Vec<(&track::Tracker, bool)> = self.buffers.iter().map(|(r, w)| (&r.tracker, *w)).collect();
         track::order_before(queue, &mut seq, buffers.iter().copied())?;
         match (&queue.imp, &self.imp) {
             (Imp::Host(h), GraphImp::Host(ops)) => {
@@ -347,7 +339,7 @@ impl Graph {
                     c.note_kernel(queue.id, k);
                 }
             }
-            _ => unreachable!("one process has one backend"),
+            _ => unreachable!("a graph replays on a queue of the device it was captured on"),
         }
         for (t, write) in buffers {
             t.record(queue, *seq, write);
@@ -361,10 +353,7 @@ impl Graph {
             Some(u) => u.seq = *seq,
             None => {
                 replays.retain(|u| !u.queue.is_done(u.seq));
-                replays.push(Use {
-                    queue: queue.clone(),
-                    seq: *seq,
-                });
+                replays.push(Use { queue: queue.clone(), seq: *seq });
             }
         }
         Ok(())
@@ -384,12 +373,7 @@ impl Graph {
 
 impl Drop for Graph {
     fn drop(&mut self) {
-        for u in self
-            .replays
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
+        for u in self.replays.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
             u.queue.wait_host(u.seq);
         }
     }
@@ -397,9 +381,6 @@ impl Drop for Graph {
 
 impl core::fmt::Debug for Graph {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Graph")
-            .field("kernels", &self.kernels())
-            .field("buffers", &self.buffers.len())
-            .finish()
+        f.debug_struct("Graph").field("kernels", &self.kernels()).field("buffers", &self.buffers.len()).finish()
     }
 }

@@ -9,9 +9,9 @@ use cudarc::driver::sys;
 
 use super::track::{self, Tracker};
 use super::{graph, Imp, Queue};
+use crate::runtime::device::current_device;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::{self, Concrete};
-use crate::{DeviceBuffer, DeviceCopy};
+use crate::{BackendKind, DeviceBuffer, DeviceCopy};
 
 /// One buffer that work enqueued by [`Queue::external`] reads
 /// ([`DeviceBuffer::read`]) or writes ([`DeviceBuffer::write`]).
@@ -38,25 +38,21 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         BufferUse { tracker: &self.res.tracker, write: true }
     }
 
-    /// The buffer's device address (`CUdeviceptr`) on the CUDA backend;
-    /// `None` on the host fallback. Valid while the buffer lives; using it
-    /// is ordered with offload's work only through [`Queue::external`].
+    /// The buffer's device address (`CUdeviceptr`) if it is memory of a
+    /// GPU (of its [`device`](DeviceBuffer::device)'s context); `None` on
+    /// the host fallback. Valid while the buffer lives; using it is ordered
+    /// with offload's work only through [`Queue::external`].
     pub fn cu_deviceptr(&self) -> Option<sys::CUdeviceptr> {
-        match runtime::get().ok()?.backend.concrete() {
-            Concrete::Cuda(_) => Some(self.addr()),
-            Concrete::Host(_) => None,
-        }
+        (self.device().kind() == BackendKind::Cuda).then(|| self.addr())
     }
 }
 
-/// The CUDA context offload uses: the primary context of device 0 (the one
-/// `cudarc::driver::CudaContext::new(0)` retains too); `None` on the host
-/// fallback.
+/// The CUDA context of this thread's device ([`current_device`]): that
+/// GPU's primary context (the one `cudarc::driver::CudaContext::new(ordinal)`
+/// retains too); `None` on the host fallback. A queue's or buffer's own
+/// device: [`Device::cu_context`](crate::Device::cu_context).
 pub fn cu_context() -> Option<sys::CUcontext> {
-    match runtime::get().ok()?.backend.concrete() {
-        Concrete::Cuda(c) => Some(c.context()),
-        Concrete::Host(_) => None,
-    }
+    current_device().ok()?.cu_context()
 }
 
 impl Queue {

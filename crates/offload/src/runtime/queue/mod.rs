@@ -24,6 +24,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::Waker;
 use std::vec::Vec;
 
+use crate::runtime::device::{current_device, Device};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::{self, cuda::queue::CudaQueue, host_queue::HostQueue, Concrete};
 
@@ -56,6 +57,8 @@ pub struct Queue {
 /// stream or worker, which [`Queue`]'s drop ends) alive.
 pub(crate) struct QueueInner {
     pub(crate) id: u64,
+    /// The device whose work the queue holds.
+    pub(crate) device: Device,
     /// The last sequence number handed out. Held while enqueueing, so
     /// that sequence numbers follow the queue's order.
     pub(crate) submit: Mutex<u64>,
@@ -137,10 +140,7 @@ impl Progress {
         if self.is_done(seq) {
             return false;
         }
-        if let Some(slot) = w
-            .iter_mut()
-            .find(|(s, old)| *s == seq && old.will_wake(waker))
-        {
+        if let Some(slot) = w.iter_mut().find(|(s, old)| *s == seq && old.will_wake(waker)) {
             slot.1 = waker.clone();
         } else {
             w.push((seq, waker.clone()));
@@ -168,29 +168,34 @@ impl Progress {
 static NEXT_QUEUE: AtomicU64 = AtomicU64::new(1);
 
 impl Queue {
-    /// A new queue on the backend that runs kernels (see
-    /// [`backend`](crate::backend)).
+    /// A new queue on this thread's device ([`current_device`]).
     ///
     /// # Errors
-    /// The runtime's selection errors; [`Error::Driver`] if
+    /// The runtime's selection errors; as [`on_device`](Self::on_device).
+    pub fn new() -> Result<Queue> {
+        Self::on_device(current_device()?)
+    }
+
+    /// A new queue on `device`: its launches run there and its copies use
+    /// that device's copy engines; kernels launched on it take `device`'s
+    /// `DeviceBuffer`s (and a peer's, once [`Device::enable_peer_access`]
+    /// allowed it). Queues of several devices, driven from one thread or
+    /// many, run at the same time.
+    ///
+    /// # Errors
+    /// The device's start error ([`Device::info`]); [`Error::Driver`] if
     /// `cuStreamCreate` fails; [`Error::Queue`] if the host fallback cannot
     /// start the worker thread.
-    pub fn new() -> Result<Queue> {
-        let rt = runtime::get()?;
+    pub fn on_device(device: Device) -> Result<Queue> {
+        let backend = device.backend()?;
         let id = NEXT_QUEUE.fetch_add(1, Ordering::Relaxed);
         let progress = Arc::new(Progress::new());
-        let imp = match rt.backend.concrete() {
+        let imp = match backend.concrete() {
             Concrete::Host(_) => Imp::Host(HostQueue::new(id, progress.clone())?),
             Concrete::Cuda(c) => Imp::Cuda(CudaQueue::new(c)?),
         };
         Ok(Queue {
-            inner: Arc::new(QueueInner {
-                id,
-                submit: Mutex::new(0),
-                progress,
-                imp,
-                capture: Mutex::new(None),
-            }),
+            inner: Arc::new(QueueInner { id, device, submit: Mutex::new(0), progress, imp, capture: Mutex::new(None) }),
         })
     }
 
@@ -235,11 +240,7 @@ impl Queue {
             }
             Imp::Cuda(c) => Timing::Cuda(c.record_timed()?),
         };
-        Ok(Event {
-            queue: self.inner.clone(),
-            seq: *seq,
-            timing,
-        })
+        Ok(Event { queue: self.inner.clone(), seq: *seq, timing })
     }
 
     /// Makes the work enqueued on this queue from now on wait until
@@ -256,11 +257,14 @@ impl Queue {
         let mut seq = self.inner.lock_submit();
         match (&self.inner.imp, &event.timing) {
             (Imp::Cuda(c), Timing::Cuda(e)) => c.wait_event(e.raw())?,
-            _ => self
-                .inner
-                .wait_for_locked(&mut seq, &event.queue, event.seq)?,
+            _ => self.inner.wait_for_locked(&mut seq, &event.queue, event.seq)?,
         }
         Ok(())
+    }
+
+    /// The device the queue runs its work on.
+    pub fn device(&self) -> Device {
+        self.inner.device
     }
 
     /// A number naming the queue in `OFFLOAD_LOG` lines (for diagnostics).
@@ -279,6 +283,7 @@ impl core::fmt::Debug for Queue {
         f.debug_struct("Queue")
             .field("id", &self.inner.id)
             .field("backend", &kind)
+            .field("device", &self.inner.device)
             .finish()
     }
 }
@@ -289,9 +294,7 @@ impl Drop for Queue {
         self.inner.wait_host(seq);
         self.inner.collect_errors();
         if let Err(e) = self.inner.progress.take_error() {
-            std::eprintln!(
-                "offload: warning: a queue was dropped with an error nobody collected: {e}"
-            );
+            std::eprintln!("offload: warning: a queue was dropped with an error nobody collected: {e}");
         }
         if let Imp::Host(h) = &self.inner.imp {
             h.stop();
@@ -342,13 +345,12 @@ impl QueueInner {
 
     /// Enqueues on `self` (whose submit lock `seq` is) a wait for
     /// `(other, other_seq)`. Nothing if it is already complete or `other`
-    /// is `self`.
-    pub(crate) fn wait_for_locked(
-        &self,
-        seq: &mut u64,
-        other: &Arc<QueueInner>,
-        other_seq: u64,
-    ) -> Result<()> {
+    /// is `self`. Between two GPUs (of one device or two) the stream waits
+    /// for an event of the other's (`cuStreamWaitEvent` takes an event of
+    /// another context or device); a host queue's worker waits on the
+    /// host; a GPU queue waits for a host queue's work here, on the calling
+    /// thread, before it enqueues (a stream cannot wait for a host thread).
+    pub(crate) fn wait_for_locked(&self, seq: &mut u64, other: &Arc<QueueInner>, other_seq: u64) -> Result<()> {
         if core::ptr::eq(self, Arc::as_ptr(other)) || other.is_done(other_seq) {
             return Ok(());
         }
@@ -369,7 +371,10 @@ impl QueueInner {
                 );
                 Ok(())
             }
-            (Imp::Cuda(_), Imp::Host(_)) => unreachable!("one process has one backend"),
+            (Imp::Cuda(_), Imp::Host(_)) => {
+                other.wait_host(other_seq);
+                Ok(())
+            }
         }
     }
 
@@ -456,23 +461,20 @@ impl Event {
                     } else {
                         -((a - b).as_secs_f64() as f32 * 1e3)
                     }),
-                    _ => Err(Error::Queue {
-                        op: "time events",
-                        reason: String::from("an event was never reached"),
-                    }),
+                    _ => Err(Error::Queue { op: "time events", reason: String::from("an event was never reached") }),
                 }
             }
             (Timing::Cuda(a), Timing::Cuda(b)) => runtime::cuda::queue::elapsed_ms(a, b),
-            _ => unreachable!("one process has one backend"),
+            _ => Err(Error::Queue {
+                op: "time events",
+                reason: String::from("the events were recorded on queues of two devices: time events of one device"),
+            }),
         }
     }
 }
 
 impl core::fmt::Debug for Event {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Event")
-            .field("queue", &self.queue.id)
-            .field("seq", &self.seq)
-            .finish()
+        f.debug_struct("Event").field("queue", &self.queue.id).field("seq", &self.seq).finish()
     }
 }

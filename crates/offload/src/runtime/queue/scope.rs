@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use super::copy::{self, CopyOp, Dir};
 use super::{Queue, QueueInner};
-use crate::runtime::error::Result;
 use crate::runtime::cuda::queue::copy::ScopeCopies;
+use crate::runtime::device::check_buffer;
+use crate::runtime::error::Result;
 use crate::{DeviceBuffer, DeviceCopy};
 
 /// A scope of queued work on a [`Queue`] that may borrow host memory; see
@@ -42,6 +43,7 @@ impl ScopeState {
     /// the context of `stream` is current.
     pub(crate) unsafe fn cuda_upload(
         &self,
+        cuda: &crate::runtime::cuda::Cuda,
         stream: cudarc::driver::sys::CUstream,
         ptr: *mut u8,
         bytes: usize,
@@ -50,7 +52,7 @@ impl ScopeState {
     ) -> core::result::Result<u64, (&'static str, cudarc::driver::result::DriverError)> {
         let mut c = self.copies.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the caller's contract.
-        unsafe { c.upload(stream, ptr, bytes, writeback, atomic) }
+        unsafe { c.upload(cuda, stream, ptr, bytes, writeback, atomic) }
     }
 }
 
@@ -82,10 +84,7 @@ pub fn scope<'env, R>(
 ) -> Result<R> {
     let s = Scope {
         queue: q,
-        state: ScopeState {
-            queue: q.inner.clone(),
-            copies: Mutex::new(ScopeCopies::default()),
-        },
+        state: ScopeState { queue: q.inner.clone(), copies: Mutex::new(ScopeCopies::default()) },
         _scope: PhantomData,
         _env: PhantomData,
     };
@@ -105,12 +104,10 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         let seq = *q.lock_submit();
         q.wait_host(seq);
         q.collect_errors();
-        let back = self
-            .state
-            .copies
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .finish();
+        let back = match &q.imp {
+            super::Imp::Cuda(c) => self.state.copies.lock().unwrap_or_else(|e| e.into_inner()).finish(c.cuda()),
+            super::Imp::Host(_) => Ok(()),
+        };
         let queue_error = q.progress.take_error();
         queue_error.and(back)
     }
@@ -125,29 +122,14 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// [`Error::Memory`](crate::Error::Memory) if the lengths differ
     /// (nothing is enqueued); [`Error::Driver`](crate::Error::Driver) if
     /// the driver refuses the copy.
-    pub fn memcpy_htod<T: DeviceCopy>(
-        &'scope self,
-        src: &'scope [T],
-        dst: &mut DeviceBuffer<T>,
-    ) -> Result<()> {
+    pub fn memcpy_htod<T: DeviceCopy>(&'scope self, src: &'scope [T], dst: &mut DeviceBuffer<T>) -> Result<()> {
         copy::check_len("enqueue a copy into a DeviceBuffer", src.len(), dst.len())?;
-        let copy = CopyOp {
-            dir: Dir::HtoD,
-            dst: dst.addr(),
-            src: src.as_ptr() as u64,
-            bytes: core::mem::size_of_val(src),
-        };
+        check_buffer("Scope::memcpy_htod", "dst", self.state.queue.device, dst.device())?;
+        let copy =
+            CopyOp { dir: Dir::HtoD, dst: dst.addr(), src: src.as_ptr() as u64, bytes: core::mem::size_of_val(src) };
         // SAFETY: `src` is borrowed until the scope ends, which waits for
         // the copy; `dst` is tracked.
-        unsafe {
-            copy::enqueue(
-                &self.state.queue,
-                copy,
-                &[(&dst.res.tracker, true)],
-                &[(&dst.res, true)],
-                true,
-            )
-        }
+        unsafe { copy::enqueue(&self.state.queue, copy, &[(&dst.res.tracker, true)], &[(&dst.res, true)], true) }
     }
 
     /// Enqueues a copy of `src` into the host memory `dst` (device → host),
@@ -157,47 +139,26 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// # Errors
     /// As [`memcpy_htod`](Self::memcpy_htod).
-    pub fn memcpy_dtoh<T: DeviceCopy>(
-        &'scope self,
-        src: &DeviceBuffer<T>,
-        dst: &'scope mut [T],
-    ) -> Result<()> {
+    pub fn memcpy_dtoh<T: DeviceCopy>(&'scope self, src: &DeviceBuffer<T>, dst: &'scope mut [T]) -> Result<()> {
         copy::check_len("enqueue a copy out of a DeviceBuffer", src.len(), dst.len())?;
+        check_buffer("Scope::memcpy_dtoh", "src", self.state.queue.device, src.device())?;
         let bytes = core::mem::size_of_val(dst);
-        let copy = CopyOp {
-            dir: Dir::DtoH,
-            dst: dst.as_mut_ptr() as u64,
-            src: src.addr(),
-            bytes,
-        };
+        let copy = CopyOp { dir: Dir::DtoH, dst: dst.as_mut_ptr() as u64, src: src.addr(), bytes };
         let copy = match &self.state.queue.imp {
             super::Imp::Host(_) => copy,
             super::Imp::Cuda(c) => {
-                let stream = c.stream()?;
+                // The context is current for the allocation below.
+                c.stream()?;
                 let mut copies = self.state.copies.lock().unwrap_or_else(|e| e.into_inner());
                 // SAFETY: `dst` is borrowed until the scope ends, which
                 // copies into it after waiting for the queue.
-                let temp =
-                    unsafe { copies.download_later(stream, dst.as_mut_ptr() as *mut u8, bytes) }?;
-                CopyOp {
-                    dir: Dir::DtoD,
-                    dst: temp,
-                    src: src.addr(),
-                    bytes,
-                }
+                let temp = unsafe { copies.download_later(c.cuda(), dst.as_mut_ptr() as *mut u8, bytes) }?;
+                CopyOp { dir: Dir::DtoD, dst: temp, src: src.addr(), bytes }
             }
         };
         // SAFETY: `dst` (or the scope's device copy of it) lives until the
         // scope ends, which waits for the copy; `src` is tracked.
-        unsafe {
-            copy::enqueue(
-                &self.state.queue,
-                copy,
-                &[(&src.res.tracker, false)],
-                &[(&src.res, false)],
-                true,
-            )
-        }
+        unsafe { copy::enqueue(&self.state.queue, copy, &[(&src.res.tracker, false)], &[(&src.res, false)], true) }
     }
 }
 

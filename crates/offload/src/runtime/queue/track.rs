@@ -99,10 +99,7 @@ impl Tracker {
     /// (replacing the queue's earlier read).
     pub(crate) fn record(&self, queue: &Arc<QueueInner>, seq: u64, write: bool) {
         let mut u = self.lock();
-        let new = Use {
-            queue: queue.clone(),
-            seq,
-        };
+        let new = Use { queue: queue.clone(), seq };
         if write {
             u.write = Some(new);
             u.reads.clear();
@@ -153,10 +150,7 @@ pub(crate) fn free_when_idle(t: &Tracker, addr: u64, free: std::boxed::Box<dyn F
         free();
         return;
     }
-    GRAVEYARD
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(Grave { addr, uses, free });
+    GRAVEYARD.lock().unwrap_or_else(|e| e.into_inner()).push(Grave { addr, uses, free });
 }
 
 /// Frees the memory in the graveyard whose work has finished. Called at
@@ -196,7 +190,9 @@ pub fn graveyard_holds(addr: u64) -> bool {
 pub(crate) struct Resource {
     pub(crate) addr: u64,
     pub(crate) bytes: usize,
-    /// The CUDA context generation the memory belongs to: memory of a
+    /// The device whose memory it is.
+    pub(crate) device: crate::runtime::device::Device,
+    /// The device's context generation the memory belongs to: memory of a
     /// context that was reset after a fault is gone with it, and is not
     /// freed again (its address may belong to a newer allocation).
     generation: u64,
@@ -204,38 +200,32 @@ pub(crate) struct Resource {
 }
 
 impl Resource {
-    /// `bytes` of zeroed memory of the backend.
-    pub(crate) fn alloc(bytes: usize) -> Result<Resource> {
+    /// `bytes` of zeroed memory of `device`.
+    pub(crate) fn alloc(device: crate::runtime::device::Device, bytes: usize) -> Result<Resource> {
         reap();
-        let generation = crate::runtime::cuda::queue::generation();
-        let addr = crate::runtime::get()?.backend.alloc_zeroed(bytes)?;
-        Ok(Resource {
-            addr,
-            bytes,
-            generation,
-            tracker: Tracker::default(),
-        })
+        let backend = device.backend()?;
+        let generation = backend.generation();
+        let addr = backend.alloc_zeroed(bytes)?;
+        Ok(Resource { addr, bytes, device, generation, tracker: Tracker::default() })
     }
 }
 
 impl Drop for Resource {
     fn drop(&mut self) {
-        let (addr, bytes, generation) = (self.addr, self.bytes, self.generation);
+        let (addr, bytes, generation, device) = (self.addr, self.bytes, self.generation, self.device);
         free_when_idle(
             &self.tracker,
             addr,
             std::boxed::Box::new(move || {
-                if generation != crate::runtime::cuda::queue::generation() {
+                let Ok(backend) = device.backend() else { return };
+                if generation != backend.generation() {
                     return;
                 }
-                if let Ok(rt) = crate::runtime::get() {
-                    // SAFETY: `addr` was allocated by this backend with
-                    // `bytes` bytes in this context generation and is freed
-                    // once; no work uses it any more (`free_when_idle`), and
-                    // no buffer or graph refers to it (the last owner is
-                    // gone).
-                    unsafe { rt.backend.free(addr, bytes) };
-                }
+                // SAFETY: `addr` was allocated by this device's backend with
+                // `bytes` bytes in this context generation and is freed
+                // once; no work uses it any more (`free_when_idle`), and no
+                // buffer or graph refers to it (the last owner is gone).
+                unsafe { backend.free(addr, bytes) };
             }),
         );
     }

@@ -8,8 +8,8 @@ use std::vec::Vec;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
+use super::super::context::Cuda;
 use super::super::error::driver_error;
-use super::event::{current, generation};
 use super::CudaQueue;
 use crate::runtime::error::Result;
 
@@ -19,7 +19,12 @@ impl CudaQueue {
     /// # Safety
     /// The memory of `copy` stays valid until the copy has finished; host
     /// memory of an `HtoD` / `DtoH` copy is page-locked (a `PinnedBuffer`)
-    /// or, for `HtoD`, pageable memory the driver stages at the call.
+    /// or pageable (a host device's buffer), which the driver stages at the
+    /// call (`HtoD`) or copies into before it returns (`DtoH`: "for
+    /// transfers from device memory to pageable host memory, the function
+    /// will return only once the copy has completed", CUDA Driver API, "API
+    /// synchronization behavior"); the memory of a `Peer` copy belongs to
+    /// the contexts it names.
     pub(crate) unsafe fn copy(&self, copy: crate::runtime::queue::copy::CopyOp) -> Result<()> {
         use crate::runtime::queue::copy::Dir;
         let stream = self.stream()?;
@@ -33,12 +38,16 @@ impl CudaQueue {
                 Dir::HtoD => sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, n, stream),
                 Dir::DtoH => sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, n, stream),
                 Dir::DtoD => sys::cuMemcpyDtoDAsync_v2(dst, src, n, stream),
+                Dir::Peer { dst_ctx, src_ctx } => {
+                    let (d, s) = (dst_ctx as sys::CUcontext, src_ctx as sys::CUcontext);
+                    return super::super::peer::copy(dst, d, src, s, n, stream);
+                }
             }
         };
         let op = match copy.dir {
             Dir::HtoD => "cuMemcpyHtoDAsync",
             Dir::DtoH => "cuMemcpyDtoHAsync",
-            Dir::DtoD => "cuMemcpyDtoDAsync",
+            Dir::DtoD | Dir::Peer { .. } => "cuMemcpyDtoDAsync",
         };
         r.result().map_err(|e| driver_error(op, None, e))
     }
@@ -62,10 +71,10 @@ pub(crate) struct ScopeCopies {
 unsafe impl Send for ScopeCopies {}
 
 impl ScopeCopies {
-    fn alloc(&mut self, bytes: usize) -> core::result::Result<u64, (&'static str, DriverError)> {
+    fn alloc(&mut self, cuda: &Cuda, bytes: usize) -> core::result::Result<u64, (&'static str, DriverError)> {
         // SAFETY: the context is current (the caller's contract).
         let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| ("cuMemAlloc", e))?;
-        self.allocs.push((d, generation()));
+        self.allocs.push((d, cuda.generation()));
         Ok(d)
     }
 
@@ -75,6 +84,7 @@ impl ScopeCopies {
     /// As there.
     pub(crate) unsafe fn upload(
         &mut self,
+        cuda: &Cuda,
         stream: sys::CUstream,
         ptr: *mut u8,
         bytes: usize,
@@ -82,15 +92,11 @@ impl ScopeCopies {
         atomic: u8,
     ) -> core::result::Result<u64, (&'static str, DriverError)> {
         if !writeback {
-            if let Some(&(_, _, d)) = self
-                .reads
-                .iter()
-                .find(|&&(h, b, _)| h == ptr as usize && b == bytes)
-            {
+            if let Some(&(_, _, d)) = self.reads.iter().find(|&&(h, b, _)| h == ptr as usize && b == bytes) {
                 return Ok(d);
             }
         }
-        let d = self.alloc(bytes)?;
+        let d = self.alloc(cuda, bytes)?;
         // SAFETY: `d` holds `bytes`; `ptr` is valid for `bytes` (the
         // caller's contract); from pageable memory the call returns once
         // the driver has staged the data, so `ptr` is read by then.
@@ -109,15 +115,8 @@ impl ScopeCopies {
     ///
     /// # Safety
     /// `host` is valid for writes of `bytes` until the scope ends.
-    pub(crate) unsafe fn download_later(
-        &mut self,
-        _stream: sys::CUstream,
-        host: *mut u8,
-        bytes: usize,
-    ) -> Result<u64> {
-        let d = self
-            .alloc(bytes)
-            .map_err(|(op, e)| driver_error(op, None, e))?;
+    pub(crate) unsafe fn download_later(&mut self, cuda: &Cuda, host: *mut u8, bytes: usize) -> Result<u64> {
+        let d = self.alloc(cuda, bytes).map_err(|(op, e)| driver_error(op, None, e))?;
         self.writes.push((d, host as usize, bytes, 0));
         Ok(d)
     }
@@ -126,10 +125,11 @@ impl ScopeCopies {
     /// written memory back (in the order it was enqueued) and frees
     /// everything. Memory of a context that was reset is gone: nothing to
     /// copy or free.
-    pub(crate) fn finish(&mut self) -> Result<()> {
+    pub(crate) fn finish(&mut self, cuda: &Cuda) -> Result<()> {
         let mut first: Result<()> = Ok(());
-        let live = |g: u64| g == generation();
-        if let Ok(rt) = crate::runtime::get() {
+        let live = |g: u64| g == cuda.generation();
+        {
+            use crate::runtime::Backend;
             for (d, host, bytes, atomic) in self.writes.drain(..) {
                 let g = self.allocs.iter().find(|(a, _)| *a == d).map_or(0, |x| x.1);
                 if !live(g) {
@@ -139,19 +139,13 @@ impl ScopeCopies {
                     // SAFETY: `host` is valid for writes of `bytes` (the
                     // scope's borrow, still held); `d` holds `bytes` and the
                     // work that wrote it has finished.
-                    unsafe { rt.backend.copy_from_device(host as *mut u8, d, bytes) }
+                    unsafe { cuda.copy_from_device(host as *mut u8, d, bytes) }
                 } else {
-                    current().and_then(|()| {
+                    cuda.make_current().and_then(|()| {
                         // SAFETY: as above; `host` holds atomics of `atomic`
                         // bytes.
                         unsafe {
-                            super::super::recover::copy_back(
-                                host as *mut u8,
-                                d,
-                                bytes,
-                                atomic,
-                                "a scope's launch",
-                            )
+                            super::super::recover::copy_back(host as *mut u8, d, bytes, atomic, "a scope's launch")
                         }
                     })
                 };
@@ -161,7 +155,7 @@ impl ScopeCopies {
             }
         }
         self.reads.clear();
-        if current().is_ok() {
+        if cuda.make_current().is_ok() {
             for (d, g) in self.allocs.drain(..) {
                 if live(g) {
                     // SAFETY: allocated by `alloc`, freed once; the queue

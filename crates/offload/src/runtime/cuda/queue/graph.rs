@@ -6,7 +6,6 @@ use cudarc::driver::result;
 use cudarc::driver::sys;
 
 use super::super::error::driver_error;
-use super::event::{current, generation};
 use super::CudaQueue;
 use crate::runtime::error::{Error, Result};
 
@@ -14,6 +13,8 @@ use crate::runtime::error::{Error, Result};
 pub(crate) struct CapturedGraph {
     raw: sys::CUgraph,
     generation: u64,
+    /// The GPU whose context the graph belongs to.
+    cuda: &'static super::super::context::Cuda,
 }
 
 /// An instantiated graph (`cuGraphInstantiate`) and the graph it came from.
@@ -34,19 +35,18 @@ unsafe impl Send for CapturedGraph {}
 impl CapturedGraph {
     /// `cuGraphInstantiateWithFlags(graph, 0)`.
     pub(crate) fn instantiate(self) -> Result<CudaGraph> {
-        current()?;
+        self.cuda.make_current()?;
         // SAFETY: `raw` is a graph of the current context from
         // `cuStreamEndCapture`.
-        let exec =
-            unsafe { result::graph::instantiate(self.raw, sys::CUgraphInstantiate_flags(0)) }
-                .map_err(|e| driver_error("cuGraphInstantiate", None, e))?;
+        let exec = unsafe { result::graph::instantiate(self.raw, sys::CUgraphInstantiate_flags(0)) }
+            .map_err(|e| driver_error("cuGraphInstantiate", None, e))?;
         Ok(CudaGraph { exec, graph: self })
     }
 }
 
 impl Drop for CapturedGraph {
     fn drop(&mut self) {
-        if self.generation == generation() && current().is_ok() {
+        if self.generation == self.cuda.generation() && self.cuda.make_current().is_ok() {
             // SAFETY: from `cuStreamEndCapture`, destroyed once; its exec (if
             // any) is destroyed first (field order of `CudaGraph`'s drop).
             let _ = unsafe { result::graph::destroy(self.raw) };
@@ -56,7 +56,7 @@ impl Drop for CapturedGraph {
 
 impl Drop for CudaGraph {
     fn drop(&mut self) {
-        if self.graph.generation == generation() && current().is_ok() {
+        if self.graph.generation == self.graph.cuda.generation() && self.graph.cuda.make_current().is_ok() {
             // SAFETY: from `cuGraphInstantiate`, destroyed once; `Graph`'s
             // drop waited for its replays.
             let _ = unsafe { result::graph::exec_destroy(self.exec) };
@@ -72,13 +72,8 @@ impl CudaQueue {
         let stream = self.stream()?;
         // SAFETY: a stream of the current context, not being captured (the
         // queue's capture state said so under the submit lock).
-        unsafe {
-            result::stream::begin_capture(
-                stream,
-                sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-            )
-        }
-        .map_err(|e| driver_error("cuStreamBeginCapture", None, e))
+        unsafe { result::stream::begin_capture(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) }
+            .map_err(|e| driver_error("cuStreamBeginCapture", None, e))
     }
 
     /// Ends the capture (`cuStreamEndCapture`); the caller holds the submit
@@ -87,32 +82,26 @@ impl CudaQueue {
     pub(crate) fn end_capture(&self) -> Result<CapturedGraph> {
         let stream = self.stream()?;
         // SAFETY: the stream is being captured (`begin_capture`).
-        let raw = unsafe { result::stream::end_capture(stream) }
-            .map_err(|e| driver_error("cuStreamEndCapture", None, e))?;
+        let raw =
+            unsafe { result::stream::end_capture(stream) }.map_err(|e| driver_error("cuStreamEndCapture", None, e))?;
         if raw.is_null() {
-            return Err(Error::Queue {
-                op: "capture a graph",
-                reason: "the driver returned no graph".into(),
-            });
+            return Err(Error::Queue { op: "capture a graph", reason: "the driver returned no graph".into() });
         }
-        Ok(CapturedGraph {
-            raw,
-            generation: generation(),
-        })
+        Ok(CapturedGraph { raw, generation: self.cuda.generation(), cuda: self.cuda })
     }
 
     /// Enqueues a replay (`cuGraphLaunch`); the caller holds the submit lock.
     pub(crate) fn launch_graph(&self, g: &CudaGraph) -> Result<()> {
-        if g.graph.generation != generation() {
+        if g.graph.generation != self.cuda.generation() {
             return Err(Error::Queue {
                 op: "launch a graph",
-                reason: "the CUDA context was rebuilt after a fault since the graph was captured; capture it again".into(),
+                reason: "the CUDA context was rebuilt after a fault since the graph was captured; capture it again"
+                    .into(),
             });
         }
         let stream = self.stream()?;
         // SAFETY: an exec of the current context; the memory its nodes use
         // is kept alive by the graph (`queue::graph`).
-        unsafe { result::graph::launch(g.exec, stream) }
-            .map_err(|e| driver_error("cuGraphLaunch", None, e))
+        unsafe { result::graph::launch(g.exec, stream) }.map_err(|e| driver_error("cuGraphLaunch", None, e))
     }
 }

@@ -42,15 +42,15 @@ use std::vec::Vec;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
-use super::context::{set_current, Cuda};
+use super::context::Cuda;
 use super::error::driver_error;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
 use crate::runtime::queue::scope::ScopeState;
 use crate::runtime::queue::Progress;
+use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
 use crate::LaunchConfig;
 
-pub(crate) use event::{elapsed_ms, generation, Fence, TimedEvent};
+pub(crate) use event::{elapsed_ms, Fence, TimedEvent};
 
 /// A stream of one context generation.
 struct Stream {
@@ -90,11 +90,6 @@ unsafe impl Send for CudaQueue {}
 // SAFETY: as above; mutable state is behind mutexes.
 unsafe impl Sync for CudaQueue {}
 
-/// Kernels launched on queues whose completion nobody has checked yet:
-/// `(queue id, kernel)`, each pair once. A panic found in the record is
-/// attributed to them.
-static UNCHECKED: Mutex<Vec<(u64, &'static KernelInfo)>> = Mutex::new(Vec::new());
-
 impl CudaQueue {
     pub(crate) fn new(cuda: &'static Cuda) -> Result<Self> {
         cuda.make_current()?;
@@ -102,13 +97,15 @@ impl CudaQueue {
             .map_err(|e| driver_error("cuStreamCreate", None, e))?;
         Ok(CudaQueue {
             cuda,
-            stream: Mutex::new(Stream {
-                raw,
-                generation: generation(),
-            }),
+            stream: Mutex::new(Stream { raw, generation: cuda.generation() }),
             fences: Mutex::new(VecDeque::new()),
             scratch: Mutex::new(Scratch::default()),
         })
+    }
+
+    /// The GPU this queue's stream belongs to.
+    pub(crate) fn cuda(&self) -> &'static Cuda {
+        self.cuda
     }
 
     /// The stream, made anew if the context was rebuilt since it was made.
@@ -122,14 +119,11 @@ impl CudaQueue {
     /// context current on this thread (`Cuda::prepare`, `Cuda::enter`).
     fn stream_in_current(&self) -> Result<sys::CUstream> {
         let mut s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
-        if s.generation != generation() {
+        if s.generation != self.cuda.generation() {
             s.raw = result::stream::create(result::stream::StreamKind::NonBlocking)
                 .map_err(|e| driver_error("cuStreamCreate", None, e))?;
-            s.generation = generation();
-            self.fences
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clear();
+            s.generation = self.cuda.generation();
+            self.fences.lock().unwrap_or_else(|e| e.into_inner()).clear();
         }
         Ok(s.raw)
     }
@@ -158,38 +152,21 @@ impl CudaQueue {
         for a in args {
             let (d, len, pass_len) = match a.kind {
                 ArgKind::Value { .. } => continue,
-                ArgKind::Host {
-                    ptr,
-                    bytes,
-                    atomic,
-                    writeback,
-                    len,
-                    pass_len,
-                } if bytes > 0 => {
+                ArgKind::Host { ptr, bytes, atomic, writeback, len, pass_len } if bytes > 0 => {
                     let Some(scope) = scope else {
                         return Err(Error::Queue {
                             op: "enqueue a launch",
-                            reason: format!(
-                                "kernel `{}` got host memory outside a scope",
-                                kernel.path()
-                            ),
+                            reason: format!("kernel `{}` got host memory outside a scope", kernel.path()),
                         });
                     };
                     // SAFETY: `ptr` is valid for `bytes` until the scope
                     // ends (the scope's borrow); the context is current.
-                    let d = unsafe { scope.cuda_upload(stream, ptr, bytes, writeback, atomic) }
+                    let d = unsafe { scope.cuda_upload(self.cuda, stream, ptr, bytes, writeback, atomic) }
                         .map_err(|(op, e)| err(op, e))?;
                     (d, len, pass_len)
                 }
-                ArgKind::Host {
-                    ptr, len, pass_len, ..
-                } => (ptr as u64, len, pass_len),
-                ArgKind::Resident {
-                    addr,
-                    len,
-                    pass_len,
-                    ..
-                } => (addr, len, pass_len),
+                ArgKind::Host { ptr, len, pass_len, .. } => (ptr as u64, len, pass_len),
+                ArgKind::Resident { addr, len, pass_len, .. } => (addr, len, pass_len),
             };
             slots.push(d);
             if pass_len {
@@ -223,26 +200,14 @@ impl CudaQueue {
         // memory that stays allocated until the launch has finished
         // (tracked buffers, or the scope's copies); the pointers into
         // `slots` are in bounds (`next` ends at `slots.len()`).
-        unsafe {
-            result::launch_kernel(
-                f,
-                (g.x, g.y, g.z),
-                (b.x, b.y, b.z),
-                cfg.shared_mem_bytes,
-                stream,
-                params,
-            )
-        }
-        .map_err(|e| err("cuLaunchKernel", e))
+        unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, stream, params) }
+            .map_err(|e| err("cuLaunchKernel", e))
     }
 
     /// Notes a launch for error attribution.
     pub(crate) fn note_kernel(&self, queue: u64, kernel: &'static KernelInfo) {
-        let mut u = UNCHECKED.lock().unwrap_or_else(|e| e.into_inner());
-        if !u
-            .iter()
-            .any(|&(q, k)| q == queue && core::ptr::eq(k, kernel))
-        {
+        let mut u = self.cuda.unchecked.lock().unwrap_or_else(|e| e.into_inner());
+        if !u.iter().any(|&(q, k)| q == queue && core::ptr::eq(k, kernel)) {
             u.push((queue, kernel));
         }
     }
@@ -250,10 +215,9 @@ impl CudaQueue {
     /// An event with timing recorded now (the caller holds the submit lock).
     pub(crate) fn record_timed(&self) -> Result<TimedEvent> {
         let stream = self.stream()?;
-        let f = Fence::create(sys::CUevent_flags::CU_EVENT_DEFAULT)?;
+        let f = Fence::create(self.cuda, sys::CUevent_flags::CU_EVENT_DEFAULT)?;
         // SAFETY: event and stream belong to the current context.
-        unsafe { result::event::record(f.raw, stream) }
-            .map_err(|e| driver_error("cuEventRecord", None, e))?;
+        unsafe { result::event::record(f.raw, stream) }.map_err(|e| driver_error("cuEventRecord", None, e))?;
         Ok(TimedEvent(Arc::new(f)))
     }
 
@@ -262,36 +226,25 @@ impl CudaQueue {
         let stream = self.stream()?;
         // SAFETY: both belong to the current context (events of an older
         // generation are never handed out: `stream` cleared the fences).
-        unsafe {
-            result::stream::wait_event(
-                stream,
-                event,
-                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-            )
-        }
-        .map_err(|e| driver_error("cuStreamWaitEvent", None, e))
+        unsafe { result::stream::wait_event(stream, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+            .map_err(|e| driver_error("cuStreamWaitEvent", None, e))
     }
 
     /// A fence that completes after operation `seq` (see the module docs).
     pub(crate) fn fence(&self, progress: &Progress, seq: u64) -> Result<Arc<Fence>> {
         let stream = self.stream()?;
         let mut fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
-        while fences
-            .front()
-            .is_some_and(|(label, _)| progress.is_done(*label))
-            && fences.len() > 1
-        {
+        while fences.front().is_some_and(|(label, _)| progress.is_done(*label)) && fences.len() > 1 {
             fences.pop_front();
         }
         if let Some((_, f)) = fences.iter().find(|(label, _)| *label >= seq) {
             return Ok(f.clone());
         }
-        let f = Arc::new(Fence::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?);
+        let f = Arc::new(Fence::create(self.cuda, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?);
         // SAFETY: event and stream belong to the current context. Operation
         // `seq` is already in the stream: uses are recorded after their
         // operation is enqueued (see `queue::enqueue`).
-        unsafe { result::event::record(f.raw, stream) }
-            .map_err(|e| driver_error("cuEventRecord", None, e))?;
+        unsafe { result::event::record(f.raw, stream) }.map_err(|e| driver_error("cuEventRecord", None, e))?;
         fences.push_back((seq, f.clone()));
         Ok(f)
     }
@@ -301,15 +254,12 @@ impl CudaQueue {
     pub(crate) fn poll(&self, progress: &Progress, seq: u64) -> bool {
         let found = {
             let fences = self.fences.lock().unwrap_or_else(|e| e.into_inner());
-            fences
-                .iter()
-                .find(|(label, _)| *label >= seq)
-                .map(|(l, f)| (*l, f.clone()))
+            fences.iter().find(|(label, _)| *label >= seq).map(|(l, f)| (*l, f.clone()))
         };
         let Some((label, f)) = found else {
             return false;
         };
-        if f.generation != generation() || set_current().is_err() {
+        if f.generation != self.cuda.generation() || self.cuda.set_current().is_err() {
             return false;
         }
         // SAFETY: an event of the current context generation.
@@ -337,8 +287,8 @@ impl CudaQueue {
         if progress.is_done(seq) {
             return true;
         }
-        if fence.generation == generation() {
-            if let Err(e) = set_current() {
+        if fence.generation == self.cuda.generation() {
+            if let Err(e) = self.cuda.set_current() {
                 progress.fail(e);
             } else {
                 // SAFETY: an event of the current context generation.
@@ -347,7 +297,7 @@ impl CudaQueue {
                     Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => return false,
                     // Rebuilt by another thread between the check and the
                     // query: the event went with its context, and its work.
-                    Err(_) if fence.generation != generation() => {}
+                    Err(_) if fence.generation != self.cuda.generation() => {}
                     Err(e) => progress.fail(self.fault(queue, e)),
                 }
             }
@@ -379,10 +329,10 @@ impl CudaQueue {
 
     /// As [`wait_host`](Self::wait_host), for a timed event at `seq`.
     pub(crate) fn wait_timed(&self, queue: u64, progress: &Progress, e: &TimedEvent, seq: u64) {
-        let waited = if e.0.generation != generation() {
+        let waited = if e.0.generation != self.cuda.generation() {
             Ok(())
         } else {
-            set_current().and_then(|()| {
+            self.cuda.set_current().and_then(|()| {
                 // SAFETY: an event of the current context generation.
                 unsafe { result::event::synchronize(e.0.raw) }.map_err(|err| self.fault(queue, err))
             })
@@ -397,19 +347,16 @@ impl CudaQueue {
     /// the device recorded, or the driver's error, naming the candidate
     /// kernels; then the context is rebuilt so that later work can run.
     fn fault(&self, queue: u64, e: DriverError) -> Error {
-        let names = take_candidates(queue);
+        let names = self.cuda.take_candidates(queue);
         let err = self.cuda.fault(&names, e);
-        self.fences
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.fences.lock().unwrap_or_else(|e| e.into_inner()).clear();
         err
     }
 
     /// After `queue`'s work up to now has been waited for: the panic the
     /// device recorded, if any, as the queue's error.
     pub(crate) fn collect_errors(&self, queue: u64) -> Option<Error> {
-        let names = take_candidates(queue);
+        let names = self.cuda.take_candidates(queue);
         self.cuda.take_panic(&names)
     }
 }
@@ -417,7 +364,7 @@ impl CudaQueue {
 impl Drop for CudaQueue {
     fn drop(&mut self) {
         let s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
-        if s.generation == generation() && self.cuda.make_current().is_ok() {
+        if s.generation == self.cuda.generation() && self.cuda.make_current().is_ok() {
             // SAFETY: created by `cuStreamCreate` in this generation,
             // destroyed once; `Queue`'s drop waited for its work ("in case
             // the device is still doing work in the stream ... resources
@@ -427,52 +374,48 @@ impl Drop for CudaQueue {
     }
 }
 
-/// The kernels a panic found after waiting for `queue` may come from: the
-/// queue's unchecked launches (now checked, so removed), and, while other
-/// queues have unchecked launches (still running, perhaps), theirs too.
-/// Spelled for the error's `kernel` field: `app::k`, or
-/// "one of `app::a`, `app::b`".
-fn take_candidates(queue: u64) -> String {
-    let mut u = UNCHECKED.lock().unwrap_or_else(|e| e.into_inner());
-    let mut names: Vec<String> = u
-        .iter()
-        .filter(|(q, _)| *q == queue)
-        .map(|(_, k)| k.path())
-        .collect();
-    u.retain(|(q, _)| *q != queue);
-    for (_, k) in u.iter() {
-        let p = k.path();
-        if !names.contains(&p) {
-            names.push(p);
-        }
-    }
-    match names.len() {
-        0 => String::from("<a kernel of another queue or launch>"),
-        1 => names.pop().unwrap_or_default(),
-        _ => format!("one of {}", names.join(", ")),
-    }
-}
-
-/// The kernel a panic found by a blocking launch of `kernel` belongs to:
-/// `kernel`, or, while queued kernels are unchecked (perhaps still
-/// running), "one of" it and them.
-pub(crate) fn with_queued_candidates(kernel: String) -> String {
-    let u = UNCHECKED.lock().unwrap_or_else(|e| e.into_inner());
-    if u.is_empty() {
-        return kernel;
-    }
-    let mut names = std::vec![kernel];
-    for (_, k) in u.iter() {
-        let p = k.path();
-        if !names.contains(&p) {
-            names.push(p);
-        }
-    }
-    format!("one of {}", names.join(", "))
-}
-
 /// What queues need of the backend's state.
 impl Cuda {
+    /// The kernels a panic found after waiting for `queue` may come from:
+    /// the queue's unchecked launches (now checked, so removed), and, while
+    /// other queues of this GPU have unchecked launches (still running,
+    /// perhaps), theirs too. Spelled for the error's `kernel` field:
+    /// `app::k`, or "one of `app::a`, `app::b`".
+    fn take_candidates(&self, queue: u64) -> String {
+        let mut u = self.unchecked.lock().unwrap_or_else(|e| e.into_inner());
+        let mut names: Vec<String> = u.iter().filter(|(q, _)| *q == queue).map(|(_, k)| k.path()).collect();
+        u.retain(|(q, _)| *q != queue);
+        for (_, k) in u.iter() {
+            let p = k.path();
+            if !names.contains(&p) {
+                names.push(p);
+            }
+        }
+        match names.len() {
+            0 => String::from("<a kernel of another queue or launch>"),
+            1 => names.pop().unwrap_or_default(),
+            _ => format!("one of {}", names.join(", ")),
+        }
+    }
+
+    /// The kernel a panic found by a blocking launch of `kernel` belongs
+    /// to: `kernel`, or, while queued kernels of this GPU are unchecked
+    /// (perhaps still running), "one of" it and them.
+    pub(crate) fn with_queued_candidates(&self, kernel: String) -> String {
+        let u = self.unchecked.lock().unwrap_or_else(|e| e.into_inner());
+        if u.is_empty() {
+            return kernel;
+        }
+        let mut names = std::vec![kernel];
+        for (_, k) in u.iter() {
+            let p = k.path();
+            if !names.contains(&p) {
+                names.push(p);
+            }
+        }
+        format!("one of {}", names.join(", "))
+    }
+
     /// The primary context in use.
     pub(crate) fn context(&self) -> sys::CUcontext {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).ctx
@@ -509,6 +452,9 @@ impl Cuda {
     /// context is rebuilt as after a failed blocking launch.
     pub(super) fn fault(&self, kernel: &str, e: DriverError) -> Error {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // Reading the panic record needs this GPU's context (the caller's
+        // thread may have made another current since).
+        let _ = self.set_current();
         let err = crate::runtime::launch::divergence_from_record(super::recover::failed_launch_error(
             st.panic.as_ref(),
             kernel,

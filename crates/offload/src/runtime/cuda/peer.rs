@@ -1,0 +1,80 @@
+//! Peer access between GPUs (CUDA Driver API, "Peer Context Memory
+//! Access"): whether one GPU can reach another's memory
+//! (`cuDeviceCanAccessPeer`), letting it (`cuCtxEnablePeerAccess`), and
+//! copies between the memory of two GPUs (`cuMemcpyPeerAsync`, which works
+//! with or without peer access: without it the driver stages the copy
+//! through host memory).
+
+use std::sync::Mutex;
+use std::vec::Vec;
+
+use cudarc::driver::result;
+use cudarc::driver::sys;
+
+use super::context::Cuda;
+use super::error::driver_error;
+use super::probe;
+use crate::runtime::error::Result;
+
+/// `cuDeviceCanAccessPeer` answers, `(a, b, yes)`, asked once per pair.
+static ANSWERS: Mutex<Vec<(u32, u32, bool)>> = Mutex::new(Vec::new());
+
+/// Whether GPU `a` can access the memory of GPU `b` (`cuDeviceCanAccessPeer`;
+/// false where the driver cannot say).
+pub(crate) fn can_access(a: u32, b: u32) -> bool {
+    if a == b {
+        return true;
+    }
+    let mut answers = ANSWERS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&(_, _, yes)) = answers.iter().find(|&&(x, y, _)| (x, y) == (a, b)) {
+        return yes;
+    }
+    let ask = || -> Option<bool> {
+        let (da, db) = (probe::device(a).ok()?, probe::device(b).ok()?);
+        let mut yes: core::ffi::c_int = 0;
+        // SAFETY: both handles came from `cuDeviceGet` after `cuInit` (the
+        // devices were listed); writes one int.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut yes, da, db) }.result().ok()?;
+        Some(yes != 0)
+    };
+    let yes = ask().unwrap_or(false);
+    answers.push((a, b, yes));
+    yes
+}
+
+impl Cuda {
+    /// Lets kernels of this GPU's context use the memory of `peer`'s
+    /// (`cuCtxEnablePeerAccess(peer's context, 0)` with ours current);
+    /// already enabled is success.
+    pub(crate) fn enable_peer_access(&self, peer: &Cuda) -> Result<()> {
+        let theirs = peer.context();
+        let _st = self.enter("cuCtxSetCurrent")?;
+        // SAFETY: our context is current (`enter`), `theirs` is the peer's
+        // live primary context; flags must be 0.
+        match unsafe { sys::cuCtxEnablePeerAccess(theirs, 0) }.result() {
+            Ok(()) => Ok(()),
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            Err(e) => Err(driver_error("cuCtxEnablePeerAccess", None, e)),
+        }
+    }
+}
+
+/// Enqueues a copy of `bytes` from `src` (memory of the context
+/// `src_ctx`) to `dst` (of `dst_ctx`) in `stream` (`cuMemcpyPeerAsync`).
+///
+/// # Safety
+/// Both ranges are live allocations of their contexts with room for
+/// `bytes`, which stay allocated until the copy has finished; `stream`
+/// belongs to the current context.
+pub(crate) unsafe fn copy(
+    dst: sys::CUdeviceptr,
+    dst_ctx: sys::CUcontext,
+    src: sys::CUdeviceptr,
+    src_ctx: sys::CUcontext,
+    bytes: usize,
+    stream: sys::CUstream,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { result::memcpy_peer_async(dst_ctx, dst, src_ctx, src, bytes, stream) }
+        .map_err(|e| driver_error("cuMemcpyPeerAsync", None, e))
+}
