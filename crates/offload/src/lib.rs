@@ -98,6 +98,7 @@ pub use device::config::{for_len, LaunchConfig, DEFAULT_BLOCK};
 pub use device::device_copy::{DeviceCopy, MapElem};
 pub use device::dim::Dim3;
 pub use device::disjoint::{DisjointSlice, GridStride};
+pub use device::disjoint_nd::{DisjointSlice2d, DisjointSlice3d, DisjointSliceNd, GridStrideNd};
 pub use device::global::DeviceGlobal;
 pub use device::math;
 pub use report::panic_record::UNFORMATTED_PANIC_MESSAGE;
@@ -132,7 +133,7 @@ pub use cudarc;
 pub mod prelude {
     pub use crate::{
         block_dim, block_idx, for_len, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride,
-        host, kernel, thread_idx, DeviceCopy, Dim3, DisjointSlice, LaunchConfig,
+        host, kernel, thread_idx, DeviceCopy, Dim3, DisjointSlice, DisjointSlice2d, DisjointSlice3d, LaunchConfig,
     };
     /// Shared memory is not available in AMD GPU images yet.
     #[cfg(not(target_arch = "amdgpu"))]

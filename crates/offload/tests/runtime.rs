@@ -108,7 +108,7 @@ fn apply(p: Affine, bias: &f64, x: &[f32], out: &mut [f64], count: &mut u32) {
         *o = p.scale as f64 * x[i] as f64 + p.shift + *bias + p.tag as f64;
     }
     // The one element of `count` belongs to global thread 0.
-    if let Some(c) = count.get_mut(0) {
+    if let Some(c) = count.get_mut_if_owned(0) {
         *c += 1;
     }
 }

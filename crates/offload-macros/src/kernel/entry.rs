@@ -6,7 +6,8 @@
 //! calls the body.
 
 use super::align::{self, Place};
-use super::body::Body;
+use super::attr::Shape;
+use super::body::{self, Body};
 use super::instances;
 use super::param::{Mapping, Param};
 use super::types::substitute;
@@ -25,7 +26,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         &func.vis,
         b.name,
         &func.sig.generics,
-        &func.block,
+        &b.block,
     );
     let (params, where_clause) = (&b.params, &b.where_clause);
     let mut list = instances::Instances::default();
@@ -100,7 +101,7 @@ fn entry(
     let entry = format_ident!("__offload_entry_{}", b.name);
     let mut parts = Parts::default();
     for p in &b.kernel.params {
-        parts.param(p, subst);
+        parts.param(p, subst, b.kernel.shape_of(&p.name));
     }
     parts.same_len(&b.kernel.same_len);
     let Parts {
@@ -140,8 +141,8 @@ struct Parts {
 
 impl Parts {
     /// Parameter `p`, with the types of `subst` in place of the type
-    /// parameters.
-    fn param(&mut self, p: &Param, subst: &[(Ident, Type)]) {
+    /// parameters; `shape`, the array it holds if the kernel declares one.
+    fn param(&mut self, p: &Param, subst: &[(Ident, Type)], shape: Option<&Shape>) {
         let n = &p.name;
         let ptr = format_ident!("{}__ptr", n);
         let len = format_ident!("{}__len", n);
@@ -181,10 +182,21 @@ impl Parts {
                 let elem = substitute(elem, subst);
                 self.params.push(quote!(#ptr: *mut #elem));
                 self.params.push(quote!(#len: usize));
-                // SAFETY: the launcher mapped `len` elements at `ptr` to and from
-                // the device, exclusively for this launch.
-                self.args
-                    .push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, #len) }));
+                if let Some(shape) = shape {
+                    let extents = body::extents(shape);
+                    // SAFETY: the launcher mapped `len` elements at `ptr` to and
+                    // from the device, exclusively for this launch, and checked
+                    // that the extents, by-value arguments or literals that
+                    // every thread shares, multiply to `len`.
+                    self.args.push(quote!(unsafe {
+                        ::offload::__private::disjoint_nd_from_raw(#ptr, #len, #extents)
+                    }));
+                } else {
+                    // SAFETY: the launcher mapped `len` elements at `ptr` to and
+                    // from the device, exclusively for this launch.
+                    self.args
+                        .push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, #len) }));
+                }
                 self.checks.push(
                     quote_spanned!(span=> ::offload::__private::assert_device_copy::<#elem>();),
                 );

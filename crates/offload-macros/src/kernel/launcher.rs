@@ -5,7 +5,8 @@
 //! fallback), once per simulated GPU thread.
 
 use super::align::{self, Place};
-use super::body::Body;
+use super::attr::Shape;
+use super::body::{self, Body};
 use super::param::{Mapping, Param};
 use super::types::mentions;
 use proc_macro2::{Span, TokenStream};
@@ -22,12 +23,12 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         &func.vis,
         b.name,
         &func.sig.generics,
-        &func.block,
+        &b.block,
     );
     let (body_params, where_clause, sym) = (&b.params, &b.where_clause, &b.sym);
     let mut parts = Parts::default();
     for p in &b.kernel.params {
-        parts.param(p, &b.type_params);
+        parts.param(p, &b.type_params, b.kernel.shape_of(&p.name));
     }
     let Parts {
         prep,
@@ -254,8 +255,9 @@ impl Parts {
     /// Parameter `p` of a kernel with type parameters `type_params`. Slice
     /// parameters take anything that implements `SliceArg<T>` /
     /// `SliceArgMut<T>` (slices, Vec, arrays, DeviceBuffer); the rest keep
-    /// the user's type.
-    fn param(&mut self, p: &Param, type_params: &[Ident]) {
+    /// the user's type. `shape`: the array a `&mut [T]` holds, if the
+    /// kernel declares one.
+    fn param(&mut self, p: &Param, type_params: &[Ident], shape: Option<&Shape>) {
         let n = &p.name;
         let ty = &p.ty;
         let lt = p.lifetime.clone().map(|l| quote!(#l));
@@ -307,11 +309,24 @@ impl Parts {
                 self.pass.push(quote_spanned!(ty.span()=> ::offload::SliceArgMut::<#elem>::map_inout(#n)));
                 self.prep.push(quote!(let #mapped = #n;));
                 self.specs.push(quote!(#mapped.spec()));
-                // SAFETY: only the host fallback calls the closure, once per
-                // simulated GPU thread, while the launch holds the exclusive
-                // borrow `#mapped` came from; `DisjointSlice` gives each thread
-                // only the elements it owns.
-                self.call_args.push(quote!(unsafe { #mapped.disjoint() }));
+                let Some(shape) = shape else {
+                    // SAFETY: only the host fallback calls the closure, once per
+                    // simulated GPU thread, while the launch holds the exclusive
+                    // borrow `#mapped` came from; `DisjointSlice` gives each thread
+                    // only the elements it owns.
+                    self.call_args.push(quote!(unsafe { #mapped.disjoint() }));
+                    return;
+                };
+                let name = n.to_string();
+                let labeled = body::labeled_extents(shape);
+                self.prep.push(quote! {
+                    ::offload::__private::check_shape(__offload_kernel, #name, #mapped.len(), #labeled)?;
+                });
+                let extents = body::extents(shape);
+                // SAFETY: as for `disjoint`, and `check_shape` returned before
+                // the launch unless the extents, which every thread shares,
+                // multiply to the slice's length.
+                self.call_args.push(quote!(unsafe { #mapped.disjoint_nd(#extents) }));
             }
             Mapping::RefToFrom(_) => {
                 self.user_params.push(quote!(#n: #ty));

@@ -88,3 +88,30 @@ pub fn check_same_len(kernel: &KernelInfo, names: &[&str], lens: &[usize]) -> Re
     }
     Ok(())
 }
+
+/// The check of `#[kernel(shape(name = (e0, e1[, e2])))]`, made by the
+/// launcher before anything is mapped: the extents, `(label, value)` each,
+/// multiply to the slice's `len`, so that every element of the array is an
+/// element of the slice and each thread's view reaches only those.
+///
+/// # Errors
+/// [`Error::InvalidLaunch`](Error::InvalidLaunch) naming the slice, its
+/// length and the extents.
+pub fn check_shape(kernel: &KernelInfo, name: &str, len: usize, extents: &[(&str, usize)]) -> Result<()> {
+    let product = extents.iter().try_fold(1usize, |p, &(_, e)| p.checked_mul(e));
+    if product == Some(len) {
+        return Ok(());
+    }
+    let labels: std::vec::Vec<&str> = extents.iter().map(|&(l, _)| l).collect();
+    let values: std::vec::Vec<std::string::String> = extents.iter().map(|(l, e)| format!("{l} = {e}")).collect();
+    let product = product.map_or_else(|| "more than usize::MAX".into(), |p| format!("{p}"));
+    Err(Error::InvalidLaunch {
+        kernel: kernel.path(),
+        reason: format!(
+            "the kernel declares `shape({name} = ({}))`, but `{name}` has {len} elements and {} make {product}: \
+             pass a slice of exactly the array's elements",
+            labels.join(", "),
+            values.join(", "),
+        ),
+    })
+}
