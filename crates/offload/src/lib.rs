@@ -122,6 +122,9 @@ pub use runtime::{
 pub use runtime::queue::{
     cu_context, scope, BufferUse, Capture, Enqueue, Event, Graph, Queue, QueueSliceArg, QueueSliceArgMut, Scope, Wait,
 };
+/// The payloads of [`Error`]'s boxed variants (`Error::KernelPanic(Box<error::KernelPanic>)`, …).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use runtime::error;
 /// The cudarc that offload uses, so that interop code names the same types
 /// (`offload::cudarc::driver::sys::CUstream`; docs/async.md, section 10).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

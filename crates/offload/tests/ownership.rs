@@ -60,8 +60,8 @@ fn the_flat_index_in_a_wider_grid_is_loud_in_debug_builds() {
     let r = fill_flat(blocks_16(w, h), w, h, &mut out);
     if cfg!(debug_assertions) {
         let e = r.unwrap_err();
-        let Error::KernelPanic { message, .. } = &e else { panic!("{e}") };
-        assert!(message.contains("belongs to thread (") && message.contains("shape("), "{e}");
+        let Error::KernelPanic(p) = &e else { panic!("{e}") };
+        assert!(p.message.contains("belongs to thread (") && p.message.contains("shape("), "{e}");
     } else {
         // Without debug assertions: `None`, and the row 0 alone is written.
         r.unwrap();
@@ -106,8 +106,8 @@ fn a_3d_volume_is_owned_by_coordinates_in_larger_and_smaller_grids() {
 fn extents_that_do_not_cover_the_slice_are_an_error_before_the_launch() {
     let mut out = vec![7u32; 100];
     let e = fill_2d(blocks_16(10, 11), 10, 11, &mut out).unwrap_err();
-    let Error::InvalidLaunch { reason, .. } = &e else { panic!("{e}") };
-    assert!(reason.contains("`shape(out = (w, h))`, but `out` has 100 elements and w = 10, h = 11 make 110"), "{e}");
+    let Error::InvalidLaunch(l) = &e else { panic!("{e}") };
+    assert!(l.reason.contains("`shape(out = (w, h))`, but `out` has 100 elements and w = 10, h = 11 make 110"), "{e}");
     assert!(out.iter().all(|&v| v == 7), "nothing ran");
 }
 
@@ -128,7 +128,8 @@ fn get_mut_of_a_neighbours_element_panics_naming_the_owner() {
     // outside the image (None, no panic).
     let mut out = vec![0u32; 32];
     let e = neighbour(LaunchConfig::new(1u32, (8u32, 4u32)), 8, 4, &mut out).unwrap_err();
-    let Error::KernelPanic { message, thread, block, .. } = &e else { panic!("{e}") };
+    let Error::KernelPanic(p) = &e else { panic!("{e}") };
+    let offload::error::KernelPanic { message, thread, block, .. } = &**p;
     assert_eq!(block, "(0, 0, 0)");
     let (x, y) = parse_xy(thread);
     let want =

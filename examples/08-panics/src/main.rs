@@ -101,17 +101,17 @@ fn expect_panic(
     mark: &str,
     global: usize,
 ) -> bool {
-    let Err(offload::Error::KernelPanic {
+    let Err(offload::Error::KernelPanic(p)) = r else {
+        eprintln!("error: {kernel}: expected a KernelPanic, got {r:?}");
+        return false;
+    };
+    let offload::error::KernelPanic {
         kernel: k,
         message: m,
         location,
         block,
         thread,
-    }) = r
-    else {
-        eprintln!("error: {kernel}: expected a KernelPanic, got {r:?}");
-        return false;
-    };
+    } = *p;
     println!("{kernel} panicked:");
     println!("  kernel   {k}\n  message  {m}\n  location {location}\n  block    {block}\n  thread   {thread}");
 

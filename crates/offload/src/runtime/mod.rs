@@ -27,7 +27,7 @@ pub(crate) mod args;
 mod backend;
 mod buffer;
 pub(crate) mod cuda;
-pub(crate) mod error;
+pub mod error;
 pub(crate) mod host;
 pub(crate) mod host_queue;
 mod images;

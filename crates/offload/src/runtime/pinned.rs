@@ -57,17 +57,18 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     /// (`cuMemHostAlloc`) if the system cannot lock that much memory; the
     /// runtime's selection errors (see [`backend`](crate::backend)).
     pub fn zeroed(len: usize) -> Result<Self> {
-        let bytes = len.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| Error::Memory {
+        let bytes = len.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| Error::from(crate::error::Memory {
             op: "allocate pinned memory",
             reason: std::format!("{len} elements of {} bytes overflow usize", core::mem::size_of::<T>()),
-        })?;
+        }))?;
         let ptr = if bytes == 0 {
             NonNull::dangling()
         } else {
             let p = select::get()?.backend.alloc_pinned(bytes)? as *mut T;
             // Both backends return memory aligned to at least 256 bytes
             // (cuMemHostAlloc: page-aligned).
-            NonNull::new(p).ok_or_else(|| Error::Memory { op: "allocate pinned memory", reason: "null pointer".into() })?
+            let null = || crate::error::Memory { op: "allocate pinned memory", reason: "null pointer".into() };
+            NonNull::new(p).ok_or_else(|| Error::from(null()))?
         };
         Ok(PinnedBuffer { ptr, len, tracker: Tracker::default(), _elem: PhantomData })
     }

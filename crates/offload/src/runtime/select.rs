@@ -52,7 +52,7 @@ fn select() -> core::result::Result<Runtime, Error> {
         "host" => Box::new(host::Host::new()),
         "cuda" => match cuda::Cuda::new() {
             Ok(c) => Box::new(c),
-            Err(e) => return Err(Error::NoDevice { reason: e.reason() }),
+            Err(e) => return Err(Error::NoDevice { reason: e.reason().into() }),
         },
         "" => match cuda::Cuda::new() {
             Ok(c) => Box::new(c),

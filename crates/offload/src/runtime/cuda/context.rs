@@ -145,17 +145,17 @@ impl Cuda {
                     "every device image in this binary is corrupted{skipped}; rebuild it with `cargo offload build`"
                 )
             };
-            return Err(Unusable::Failed(Error::NoImage { device, reason }));
+            return Err(Unusable::Failed(Error::from(crate::error::NoImage { device, reason })));
         }
         let chosen = offload_image::select(all, offload_image::Device::Cuda { major, minor }).ok_or_else(|| {
             let have: Vec<String> = all.iter().map(|i| format!("{} for {}", i.kind, i.arch)).collect();
-            Unusable::Failed(Error::NoImage {
+            Unusable::Failed(Error::from(crate::error::NoImage {
                 device: device.clone(),
                 reason: format!(
                     "the binary carries {}{skipped}, none of which runs on sm_{major}{minor}; rebuild with `cargo offload build --arch sm_{major}{minor}`",
                     have.join(", ")
                 ),
-            })
+            }))
         })?;
 
         // SAFETY: `dev` is a valid device; the primary context stays retained
@@ -258,9 +258,9 @@ fn load_module(image: &Image<'_>) -> Result<sys::CUmodule> {
         Err(e) => {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let mut err = driver_error("cuModuleLoadDataEx", None, e);
-            if let Error::Driver { log: slot, .. } = &mut err {
+            if let Error::Driver(d) = &mut err {
                 let text = String::from_utf8_lossy(&log[..end]).into_owned();
-                *slot = Some(format!("while loading the {} for {}: {}", image.kind, image.arch, text));
+                d.log = Some(format!("while loading the {} for {}: {}", image.kind, image.arch, text));
             }
             Err(err)
         }
@@ -290,16 +290,16 @@ impl State {
                 Ok(function)
             }
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND && !kernel.instance.is_empty() => {
-                Err(Error::InstanceNotBuilt {
+                Err(Error::from(crate::error::InstanceNotBuilt {
                     kernel: format!("{}::{}", kernel.module_path, kernel.name),
                     instance: kernel.instance.into(),
-                })
+                }))
             }
-            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(Error::KernelNotFound {
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(Error::from(crate::error::KernelNotFound {
                 kernel: kernel.path(),
                 symbol: kernel.symbol.into(),
                 available: self.kernels.clone(),
-            }),
+            })),
             Err(e) => Err(driver_error("cuModuleGetFunction", Some(&kernel.path()), e)),
         }
     }
@@ -321,7 +321,7 @@ impl State {
         }
         let limit = self.shared_optin.saturating_sub(function.static_shared);
         if bytes > limit {
-            return Err(Error::InvalidLaunch {
+            return Err(Error::from(crate::error::InvalidLaunch {
                 kernel: kernel.path(),
                 reason: limits::dynamic_shared_reason(
                     bytes,
@@ -329,7 +329,7 @@ impl State {
                     Some(function.static_shared),
                     "this GPU's opt-in limit (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
                 ),
-            });
+            }));
         }
         // SAFETY: `function.f` belongs to the loaded module; the value is
         // within the device's limit (checked above).
@@ -372,10 +372,10 @@ static CONTEXT: AtomicPtr<sys::CUctx_st> = AtomicPtr::new(core::ptr::null_mut())
 pub(super) fn set_current() -> Result<()> {
     let ctx = CONTEXT.load(Ordering::Acquire);
     if ctx.is_null() {
-        return Err(Error::Queue {
+        return Err(Error::from(crate::error::Queue {
             op: "use CUDA",
             reason: "the CUDA context is not set up".into(),
-        });
+        }));
     }
     // SAFETY: the primary context retained at start-up or by the latest
     // rebuild (while a rebuild runs, the one it is resetting: a primary
@@ -407,7 +407,7 @@ impl State {
         self.cache.bytes = 0;
         let err = recover::failed_launch_error(self.panic.as_ref(), kernel, e, self.stack_bytes);
         if let Err(rebuild) = self.rebuild() {
-            return Error::Driver {
+            return Error::from(crate::error::Driver {
                 op: "rebuilding the CUDA context after a failed kernel",
                 kernel: Some(kernel.into()),
                 code: 0,
@@ -417,7 +417,7 @@ impl State {
                      until the process ends: restart the program"
                 ),
                 log: None,
-            };
+            });
         }
         err
     }

@@ -46,12 +46,12 @@ impl CopyOp {
 /// The length check of every queued copy: equal element counts.
 pub(crate) fn check_len(op: &'static str, src: usize, dst: usize) -> Result<()> {
     if src != dst {
-        return Err(Error::Memory {
+        return Err(Error::from(crate::error::Memory {
             op,
             reason: std::format!(
                 "the source has {src} elements but the destination has {dst}; nothing was enqueued"
             ),
-        });
+        }));
     }
     Ok(())
 }
@@ -82,12 +82,12 @@ pub(crate) unsafe fn enqueue(
     }
     if capturing {
         if copy.dir != Dir::DtoD || scoped {
-            return Err(Error::Queue {
+            return Err(Error::from(crate::error::Queue {
                 op: "capture a copy",
                 reason: "a graph captures copies between DeviceBuffers only (`memcpy_dtod`): host memory, pinned \
                          included, cannot be kept borrowed by a graph"
                     .into(),
-            });
+            }));
         }
         graph::note_copy(queue, keep);
     } else {

@@ -456,10 +456,10 @@ impl Event {
                     } else {
                         -((a - b).as_secs_f64() as f32 * 1e3)
                     }),
-                    _ => Err(Error::Queue {
+                    _ => Err(Error::from(crate::error::Queue {
                         op: "time events",
                         reason: String::from("an event was never reached"),
-                    }),
+                    })),
                 }
             }
             (Timing::Cuda(a), Timing::Cuda(b)) => runtime::cuda::queue::elapsed_ms(a, b),

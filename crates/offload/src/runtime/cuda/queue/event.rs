@@ -78,28 +78,28 @@ impl TimedEvent {
 /// Makes the primary context current on this thread.
 pub(super) fn current() -> Result<()> {
     let Ok(rt) = crate::runtime::get() else {
-        return Err(Error::Queue {
+        return Err(Error::from(crate::error::Queue {
             op: "use CUDA",
             reason: "no runtime".into(),
-        });
+        }));
     };
     match rt.backend.concrete() {
         crate::runtime::Concrete::Cuda(c) => c.make_current(),
-        crate::runtime::Concrete::Host(_) => Err(Error::Queue {
+        crate::runtime::Concrete::Host(_) => Err(Error::from(crate::error::Queue {
             op: "use CUDA",
             reason: "the host fallback runs kernels".into(),
-        }),
+        })),
     }
 }
 
 /// Milliseconds between two timed events (`cuEventElapsedTime`).
 pub(crate) fn elapsed_ms(a: &TimedEvent, b: &TimedEvent) -> Result<f32> {
     if a.0.generation != generation() || b.0.generation != generation() {
-        return Err(Error::Queue {
+        return Err(Error::from(crate::error::Queue {
             op: "time events",
             reason: "the CUDA context was rebuilt after a fault since the events were recorded"
                 .into(),
-        });
+        }));
     }
     set_current()?;
     // SAFETY: both events belong to the current context and have completed
