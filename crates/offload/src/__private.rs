@@ -125,6 +125,16 @@ pub fn extent<E: Extent>(e: E) -> usize {
     e.extent()
 }
 
+/// The bound of the function a kernel's name is in the device pass: no
+/// type implements it, so every call of a kernel from device code is this
+/// error (`offload-macros`, `kernel::entry::stub`).
+#[diagnostic::on_unimplemented(
+    message = "a kernel cannot call or launch another kernel",
+    label = "a call of a kernel from device code",
+    note = "move the code both kernels need into a plain `fn` and call that from both; launch kernels from host code"
+)]
+pub trait KernelCannotLaunch {}
+
 /// Defines the exported kernel entry point. The `extern "gpu-kernel"` ABI
 /// is written here, inside `offload`, whose `allow_internal_unstable`
 /// permits it, so user crates need no `#![feature]`.

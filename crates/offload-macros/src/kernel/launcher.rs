@@ -1,5 +1,5 @@
 //! The host side of a kernel: a launcher of the kernel's name taking
-//! `(launch: impl Into<LaunchConfig>, <the user's parameters>)` and
+//! `(launch: impl IntoLaunchConfig, <the user's parameters>)` and
 //! returning `offload::Result<()>`. It maps the arguments by type and either
 //! launches the device entry point or runs the body on the CPU (the host
 //! fallback), once per simulated GPU thread.
@@ -72,7 +72,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         /// launch has finished (`offload::__private::launch_to`).
         unsafe fn #shared #generics (
             #target_ident: ::offload::__private::Target<'_>,
-            #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
+            #launch_ident: impl ::offload::IntoLaunchConfig,
             #(#shared_params),*
         ) -> ::offload::Result<()> #where_clause {
             #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
@@ -95,7 +95,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
                 ::offload::__private::launch_to(
                     #target_ident,
                     __offload_kernel,
-                    ::core::convert::Into::into(#launch_ident),
+                    ::offload::IntoLaunchConfig::into_launch_config(#launch_ident),
                     __offload_args,
                     __offload_host,
                 )
@@ -106,7 +106,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
         #[allow(clippy::too_many_arguments, clippy::needless_lifetimes #generic_lints)]
         #vis fn #name #generics (
-            #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
+            #launch_ident: impl ::offload::IntoLaunchConfig,
             #(#user_params),*
         ) -> ::offload::Result<()> #where_clause {
             // SAFETY: a blocking launch returns after the kernel has
@@ -211,7 +211,7 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
             #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
             pub fn on<#q_lt, #(#lifetimes,)* #(#types,)* #q_ty: ::offload::Enqueue<#q_lt> + ?::core::marker::Sized>(
                 #q_arg: &#q_lt #q_ty,
-                #cfg_arg: impl ::core::convert::Into<::offload::LaunchConfig>,
+                #cfg_arg: impl ::offload::IntoLaunchConfig,
                 #(#params),*
             ) -> ::offload::Result<()> #wc {
                 #(#unwrap)*
@@ -309,24 +309,7 @@ impl Parts {
                 self.pass.push(quote_spanned!(ty.span()=> ::offload::SliceArgMut::<#elem>::map_inout(#n)));
                 self.prep.push(quote!(let #mapped = #n;));
                 self.specs.push(quote!(#mapped.spec()));
-                let Some(shape) = shape else {
-                    // SAFETY: only the host fallback calls the closure, once per
-                    // simulated GPU thread, while the launch holds the exclusive
-                    // borrow `#mapped` came from; `DisjointSlice` gives each thread
-                    // only the elements it owns.
-                    self.call_args.push(quote!(unsafe { #mapped.disjoint() }));
-                    return;
-                };
-                let name = n.to_string();
-                let labeled = body::labeled_extents(shape);
-                self.prep.push(quote! {
-                    ::offload::__private::check_shape(__offload_kernel, #name, #mapped.len(), #labeled)?;
-                });
-                let extents = body::extents(shape);
-                // SAFETY: as for `disjoint`, and `check_shape` returned before
-                // the launch unless the extents, which every thread shares,
-                // multiply to the slice's length.
-                self.call_args.push(quote!(unsafe { #mapped.disjoint_nd(#extents) }));
+                self.slice_to_from_view(n, &mapped, shape);
             }
             Mapping::RefToFrom(_) => {
                 self.user_params.push(quote!(#n: #ty));
@@ -339,6 +322,30 @@ impl Parts {
                 self.call_args.push(quote!(unsafe { #mapped.disjoint() }));
             }
         }
+    }
+
+    /// The host fallback's view of `&mut [T]` parameter `n`, mapped as
+    /// `mapped`: a `DisjointSlice`, or with a `shape`, the launcher's check
+    /// of the extents and a `DisjointSliceNd`.
+    fn slice_to_from_view(&mut self, n: &Ident, mapped: &Ident, shape: Option<&Shape>) {
+        let Some(shape) = shape else {
+            // SAFETY: only the host fallback calls the closure, once per
+            // simulated GPU thread, while the launch holds the exclusive
+            // borrow `#mapped` came from; `DisjointSlice` gives each thread
+            // only the elements it owns.
+            self.call_args.push(quote!(unsafe { #mapped.disjoint() }));
+            return;
+        };
+        let name = n.to_string();
+        let labeled = body::labeled_extents(shape);
+        self.prep.push(quote! {
+            ::offload::__private::check_shape(__offload_kernel, #name, #mapped.len(), #labeled)?;
+        });
+        let extents = body::extents(shape);
+        // SAFETY: as for `disjoint`, and `check_shape` returned before
+        // the launch unless the extents, which every thread shares,
+        // multiply to the slice's length.
+        self.call_args.push(quote!(unsafe { #mapped.disjoint_nd(#extents) }));
     }
 }
 
