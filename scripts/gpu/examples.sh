@@ -10,8 +10,8 @@ what="the tutorials of examples/ on the GPU and the host fallback"
 needs="NVIDIA driver"
 takes="about 1 min"
 
-# Package names of examples/01-… to examples/09-…, in order.
-examples_packages=(sample_offload saxpy resident-buffers matmul histogram reduction generics panics nbody)
+# Package names of examples/01-… to examples/09-… and 13-image, in order.
+examples_packages=(sample_offload saxpy resident-buffers matmul histogram reduction generics panics nbody blur)
 
 build() { # dir
     local out=$1 arch=${ARCH:-sm_90} p args=()
@@ -33,7 +33,8 @@ run() { # dir
     done
     # The sizes examples/README.md gives for a GPU.
     local args
-    for args in "saxpy 26" "resident-buffers 22 200" "matmul 2048" "histogram 26" "reduction 26" "nbody 16"; do
+    for args in "saxpy 26" "resident-buffers 22 200" "matmul 2048" "histogram 26" "reduction 26" "nbody 16" \
+        "blur 3840 2160"; do
         gpu_check "$args on the GPU" 0 "offload backend: cuda" "$ok" -- env OFFLOAD_DEVICE=cuda ./$args
     done
     # Both panics name the kernel, block and thread (checked by the program

@@ -38,10 +38,6 @@
 //! runs. `valid` rows are 1 when the check passed. The process exits 1 if
 //! a check failed.
 
-// `offload::Error` is large (it carries the driver's texts); it is what
-// every fallible step here returns.
-#![allow(clippy::result_large_err)]
-
 use offload::prelude::*;
 
 /// `y[i] = x[i] + 1`: one link of the dependent chain.

@@ -38,7 +38,7 @@ fn empty_args(x: &[f32], y: &mut [f32]) {
 fn touch(x: &[u8], out: &mut [u32]) {
     let i = global_index();
     if i < x.len() && x[i] == 255 {
-        if let Some(o) = out.get_mut(0) {
+        if let Some(o) = out.get_mut_if_owned(0) {
             *o = 1;
         }
     }

@@ -237,6 +237,35 @@ fn immovable_argument_type_is_a_compile_error_on_the_argument() {
 }
 
 #[test]
+fn std_float_methods_and_kernels_calling_kernels_get_messages_that_name_the_fix() {
+    let f = Fixture::new("device-messages");
+    // `x.sin()` compiles on the host (std's method) but not in the device
+    // pass; rustc's hint there names the trait that offload::math provides.
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(out.stderr.contains("no method named `sin` found for type `f32`"), "{}", out.stderr);
+    assert!(out.stderr.contains("offload::math::methods::FloatMethods"), "{}", out.stderr);
+    assert!(out.stderr.contains("no method named `mul_add` found"), "{}", out.stderr);
+    // The fix works: with the prelude (which brings the trait), the same
+    // kernel builds and its results match the host's (checked by the program).
+    f.edit("src/main.rs", |s| s.replace("use offload::kernel;", "use offload::prelude::*;"));
+    f.offload(&["build", "--arch", "sm_90"]).assert_success();
+    let run = f.run_exe("debug", "fixture_device_messages", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    assert_eq!(run.stdout.trim(), "wave ok");
+    // A kernel calling a kernel: the rule, in both passes.
+    f.edit("src/main.rs", |s| {
+        s + "\n#[kernel]\nfn twice(t: f32, out: &mut [f32]) {\n    wave(t, out);\n}\n"
+    });
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(out.stderr.contains("error[E0277]: a kernel cannot call or launch another kernel"), "{}", out.stderr);
+    assert!(!out.stderr.contains("From<f32>"), "{}", out.stderr);
+    let host = f.cargo(&["build"]);
+    assert!(host.stderr.contains("a kernel cannot call or launch another kernel"), "{}", host.stderr);
+}
+
+#[test]
 fn plain_cargo_build_still_links_and_runs_on_the_host() {
     let f = Fixture::renamed("bin-only", "plain");
     let out = f.cargo(&["build"]);

@@ -2,7 +2,7 @@
 //! `#[derive(DeviceCopy)]`. Not a public API: names and signatures change
 //! without notice.
 
-use crate::{DeviceCopy, DisjointSlice, MapElem};
+use crate::{DeviceCopy, DisjointSlice, DisjointSliceNd, MapElem};
 
 #[cfg(not(target_arch = "amdgpu"))]
 pub use crate::device::print::print_fmt;
@@ -12,7 +12,7 @@ pub use crate::{
     device::shared::host_shared_array,
     runtime::{
         args::{MapIn, MapInOut},
-        launch::{check_same_len, launch},
+        launch::{check_same_len, check_shape, launch},
         queue::enqueue::{launch_to, HostReferences, InScope, OutsideScope, Target},
         queue::track::graveyard_holds,
         spec::{ArgSpec, Instances, KernelInfo},
@@ -77,6 +77,63 @@ pub unsafe fn disjoint_from_raw<'a, T>(ptr: *mut T, len: usize) -> DisjointSlice
     // SAFETY: guaranteed by the caller.
     unsafe { DisjointSlice::from_raw_parts(ptr, len) }
 }
+
+/// A [`DisjointSliceNd`] for this thread from a kernel parameter pair and
+/// the extents of `#[kernel(shape(…))]`.
+///
+/// # Safety
+/// As [`disjoint_from_raw`], and the launcher checked that `extents`, the
+/// same for every thread, multiply to `len` (`check_shape`).
+#[inline(always)]
+pub unsafe fn disjoint_nd_from_raw<'a, T, const N: usize>(
+    ptr: *mut T,
+    len: usize,
+    extents: [usize; N],
+) -> DisjointSliceNd<'a, T, N> {
+    debug_assert!(extents.iter().product::<usize>() == len, "shape extents checked by the launcher");
+    // SAFETY: guaranteed by the caller.
+    unsafe { DisjointSliceNd::from_raw_parts(ptr, extents) }
+}
+
+/// An extent of `#[kernel(shape(…))]`: an unsigned integer parameter, as a
+/// `usize`.
+#[diagnostic::on_unimplemented(
+    message = "an extent of `shape` is an unsigned integer parameter: `{Self}` is not one",
+    label = "declare this parameter `u32`, `u64` or `usize`"
+)]
+pub trait Extent: Copy {
+    /// The value as a `usize` (a `u64` fits: every target offload builds
+    /// for has 64-bit pointers).
+    fn extent(self) -> usize;
+}
+
+macro_rules! extent {
+    ($($t:ty),*) => {$(
+        impl Extent for $t {
+            #[inline(always)]
+            fn extent(self) -> usize {
+                self as usize
+            }
+        }
+    )*};
+}
+extent!(u8, u16, u32, u64, usize);
+
+/// `e` as a `usize`; see [`Extent`].
+#[inline(always)]
+pub fn extent<E: Extent>(e: E) -> usize {
+    e.extent()
+}
+
+/// The bound of the function a kernel's name is in the device pass: no
+/// type implements it, so every call of a kernel from device code is this
+/// error (`offload-macros`, `kernel::entry::stub`).
+#[diagnostic::on_unimplemented(
+    message = "a kernel cannot call or launch another kernel",
+    label = "a call of a kernel from device code",
+    note = "move the code both kernels need into a plain `fn` and call that from both; launch kernels from host code"
+)]
+pub trait KernelCannotLaunch {}
 
 /// Defines the exported kernel entry point. The `extern "gpu-kernel"` ABI
 /// is written here, inside `offload`, whose `allow_internal_unstable`

@@ -94,10 +94,11 @@ mod runtime;
 #[doc(hidden)]
 pub mod __private;
 
-pub use device::config::{for_len, LaunchConfig, DEFAULT_BLOCK};
+pub use device::config::{for_len, IntoLaunchConfig, LaunchConfig, DEFAULT_BLOCK};
 pub use device::device_copy::{DeviceCopy, MapElem};
 pub use device::dim::Dim3;
 pub use device::disjoint::{DisjointSlice, GridStride};
+pub use device::disjoint_nd::{DisjointSlice2d, DisjointSlice3d, DisjointSliceNd, GridStrideNd};
 pub use device::global::DeviceGlobal;
 pub use device::math;
 pub use device::thread::{
@@ -116,6 +117,9 @@ pub use report::panic_record::UNFORMATTED_PANIC_MESSAGE;
 /// (`offload::cudarc::driver::sys::CUstream`; docs/async.md, section 10).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use cudarc;
+/// The payloads of [`Error`]'s boxed variants (`Error::KernelPanic(Box<error::KernelPanic>)`, …).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use runtime::error;
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use runtime::queue::{
     cu_context, scope, BufferUse, Capture, Enqueue, Event, Graph, Queue, QueueSliceArg, QueueSliceArgMut, Scope, Wait,
@@ -132,8 +136,13 @@ pub use runtime::{
 pub mod prelude {
     pub use crate::{
         block_dim, block_idx, for_len, global_dim, global_index, global_size, global_thread_idx, grid_dim, grid_stride,
-        host, kernel, thread_idx, DeviceCopy, Dim3, DisjointSlice, LaunchConfig,
+        host, kernel, thread_idx, DeviceCopy, Dim3, DisjointSlice, DisjointSlice2d, DisjointSlice3d, LaunchConfig,
     };
+    // `x.sin()` and `std`'s other float methods in kernels. Hidden, so that
+    // rustc's hint for a kernel without it names `offload::math` (rustc
+    // prefers paths that are not `doc(hidden)`).
+    #[doc(hidden)]
+    pub use crate::math::methods::FloatMethods;
     /// Shared memory is not available in AMD GPU images yet.
     #[cfg(not(target_arch = "amdgpu"))]
     pub use crate::{dynamic_shared, shared_array, sync_threads};
@@ -159,7 +168,7 @@ pub mod prelude {
 ///
 /// On the host the function becomes a *launcher* with the same name, the
 /// same parameters preceded by a launch configuration
-/// (`impl Into<`[`LaunchConfig`]`>`), returning `offload::Result<()>`. It
+/// (`impl `[`IntoLaunchConfig`]: a [`LaunchConfig`]), returning `offload::Result<()>`. It
 /// maps the arguments by type (see the [crate docs](crate#mapping-arguments)),
 /// launches the kernel on the GPU (or runs the body on the host CPU, once per
 /// simulated GPU thread) and waits for it to finish.
@@ -179,6 +188,29 @@ pub mod prelude {
 ///     for (i, yi) in y.grid_stride() { *yi += a * x[i]; }
 /// }
 /// ```
+///
+/// `#[offload::kernel(shape(out = (w, h)))]` declares that the `&mut [T]`
+/// parameter `out` holds a row-major `w × h` array (`(nx, ny, nz)`: 3-D),
+/// its extents by-value unsigned integer parameters or literals: the body
+/// gets a [`DisjointSliceNd`] (`DisjointSlice2d`, `DisjointSlice3d`) whose
+/// element `(x, y)` belongs to the thread at `global_thread_idx() = (x, y)`,
+/// so a grid rounded up past the array's edges needs no `unsafe`; the
+/// launcher checks that the extents multiply to the slice's length
+/// ([`Error::InvalidLaunch`] otherwise). `same_len` and `shape` combine:
+/// `#[kernel(same_len(a, out), shape(out = (w, h)))]`.
+///
+/// ```ignore
+/// #[offload::kernel(shape(out = (w, h)))]
+/// fn fill(w: u32, h: u32, out: &mut [f32]) {
+///     if let Some(([x, y], px)) = out.at_thread() { *px = (x + y) as f32; }
+/// }
+/// // host: 16×16 blocks, rounded up
+/// fill(LaunchConfig::new((w.div_ceil(16), h.div_ceil(16)), (16u32, 16u32)), w, h, &mut img)?;
+/// ```
+///
+/// A kernel cannot call or launch another kernel: inside a kernel, another
+/// kernel's name is its host launcher (and, in the device pass, a function no
+/// call type-checks), and the error says so.
 ///
 /// Rules, each checked at compile time with an error on the offending token:
 /// parameters are plain names; the return type is `()`; no `async`,

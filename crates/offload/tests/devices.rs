@@ -154,7 +154,10 @@ fn check_setting() {
     println!("OFFLOAD_DEVICE={setting:?}: {err}");
     match std::env::var("WANT").unwrap().as_str() {
         "no-such" => {
-            assert_eq!(err, Error::NoSuchDevice { requested: setting.clone(), available: all.to_vec() });
+            assert_eq!(
+                err,
+                Error::from(offload::error::NoSuchDevice { requested: setting.clone(), available: all.to_vec() })
+            );
             let msg = err.to_string();
             let list: Vec<String> = all.iter().map(Device::description).collect();
             let start = format!(
@@ -242,11 +245,8 @@ fn a_buffer_of_another_device_is_refused_until_peer_access() {
         let mut y0 = DeviceBuffer::from_slice_on(d0, &y).unwrap();
         let mut y1 = DeviceBuffer::from_slice_on(d1, &y).unwrap();
         let q0 = Queue::on_device(d0).unwrap();
-        let wrong = |op: &str, argument, buffer_device| Error::WrongDevice {
-            op: op.into(),
-            argument,
-            device: d0,
-            buffer_device,
+        let wrong = |op: &str, argument, buffer_device| {
+            Error::from(offload::error::WrongDevice { op: op.into(), argument, device: d0, buffer_device })
         };
         // A queued launch on d0 with x of d1: refused, nothing enqueued.
         let e = saxpy::on(&q0, for_len(N), 2.0, &x1, &mut y0).unwrap_err();
@@ -276,8 +276,8 @@ fn a_buffer_of_another_device_is_refused_until_peer_access() {
         // A graph replays on its own device only.
         let q1 = Queue::on_device(d1).unwrap();
         let graph = q1.capture(|g| saxpy::on(g, for_len(N), 1.0, &x1, &mut y1)).unwrap();
-        let Err(Error::Queue { reason, .. }) = graph.launch(&q0) else { panic!("a replay on another device") };
-        assert!(reason.contains("captured on a queue of host:1"), "{reason}");
+        let Err(Error::Queue(q)) = graph.launch(&q0) else { panic!("a replay on another device") };
+        assert!(q.reason.contains("captured on a queue of host:1"), "{}", q.reason);
         // Once d0 may use d1's memory, the same launches work (one way only).
         assert!(d0.can_access_peer(d1) && !d0.peer_access_enabled(d1));
         d0.enable_peer_access(d1).unwrap();
@@ -290,12 +290,12 @@ fn a_buffer_of_another_device_is_refused_until_peer_access() {
         let q1 = Queue::on_device(d1).unwrap();
         assert_eq!(
             saxpy::on(&q1, for_len(N), 1.0, &x0, &mut y1),
-            Err(Error::WrongDevice {
+            Err(Error::from(offload::error::WrongDevice {
                 op: "kernel `devices::saxpy`".into(),
                 argument: "x",
                 device: d1,
                 buffer_device: d0
-            })
+            }))
         );
     });
 }
@@ -331,8 +331,8 @@ fn threads_drive_devices_of_their_own_at_once() {
                     // The next thread's buffer belongs to another device.
                     let next = &shared[(t + 1) % shared.len()];
                     let e = saxpy::on(&q, for_len(N), 1.0, next, &mut yd).unwrap_err();
-                    let Error::WrongDevice { device: on, buffer_device, argument, .. } = e else { panic!("{e}") };
-                    assert_eq!((on, buffer_device, argument), (device, next.device(), "x"));
+                    let Error::WrongDevice(w) = e else { panic!("{e}") };
+                    assert_eq!((w.device, w.buffer_device, w.argument), (device, next.device(), "x"));
                     q.synchronize().unwrap();
                 });
             }
@@ -359,8 +359,8 @@ fn peer_copies_move_data_between_devices_in_order() {
         assert_eq!(z0.to_vec().unwrap(), expected_churn(11));
         assert_eq!(y1.to_vec().unwrap(), expected_churn(11));
         // The queue must be on one of the two devices; lengths must match.
-        let Err(Error::Queue { reason, .. }) = q2.memcpy_peer(&x0, &mut y1) else { panic!("a third device's queue") };
-        assert!(reason.contains("the queue is on host:2 but the copy goes from host:0 to host:1"), "{reason}");
+        let Err(Error::Queue(q)) = q2.memcpy_peer(&x0, &mut y1) else { panic!("a third device's queue") };
+        assert!(q.reason.contains("the queue is on host:2 but the copy goes from host:0 to host:1"), "{}", q.reason);
         let mut short = DeviceBuffer::<u64>::zeroed_on(d1, N - 1).unwrap();
         assert!(matches!(q1.memcpy_peer(&x0, &mut short), Err(Error::Memory { .. })));
         // Within one device it is a plain device copy.
@@ -414,12 +414,12 @@ fn a_gpu_and_the_host_are_both_devices() {
         let e = saxpy::on(&qh, for_len(N), 1.0, &xg, &mut yh).unwrap_err();
         assert_eq!(
             e,
-            Error::WrongDevice {
+            Error::from(offload::error::WrongDevice {
                 op: "kernel `devices::saxpy`".into(),
                 argument: "x",
                 device: host,
                 buffer_device: gpu
-            }
+            })
         );
         assert!(e.to_string().contains("not possible between these two"), "{e}");
         assert!(!gpu.can_access_peer(host) && matches!(gpu.enable_peer_access(host), Err(Error::Memory { .. })));

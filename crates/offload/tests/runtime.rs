@@ -108,7 +108,7 @@ fn apply(p: Affine, bias: &f64, x: &[f32], out: &mut [f64], count: &mut u32) {
         *o = p.scale as f64 * x[i] as f64 + p.shift + *bias + p.tag as f64;
     }
     // The one element of `count` belongs to global thread 0.
-    if let Some(c) = count.get_mut(0) {
+    if let Some(c) = count.get_mut_if_owned(0) {
         *c += 1;
     }
 }
@@ -223,7 +223,8 @@ fn a_panicking_kernel_reports_and_the_next_launch_works() {
     let mut out = vec![0u32; 300];
     let e = fails_at(LaunchConfig::new(3u32, 100u32), 177, &x, &mut out).unwrap_err();
     match &e {
-        Error::KernelPanic { kernel, message, location, block, thread } => {
+        Error::KernelPanic(p) => {
+            let offload::error::KernelPanic { kernel, message, location, block, thread } = &**p;
             assert_eq!(kernel, "runtime::fails_at");
             assert_eq!(*message, panic_message("element 177 is bad".into()));
             assert!(location.starts_with(&format!("{}:", file!())), "{location}");
@@ -238,7 +239,8 @@ fn a_panicking_kernel_reports_and_the_next_launch_works() {
     let short: Vec<u32> = (0..10).collect();
     let cfg = offload::for_len(300);
     let e = fails_at(cfg, usize::MAX, &short, &mut out).unwrap_err();
-    let Error::KernelPanic { kernel, message, block, thread, .. } = &e else { panic!("{e}") };
+    let Error::KernelPanic(p) = &e else { panic!("{e}") };
+    let offload::error::KernelPanic { kernel, message, block, thread, .. } = &**p;
     assert_eq!(kernel, "runtime::fails_at");
     let idx = x_of(block) * cfg.block.x + x_of(thread);
     assert!((10..300).contains(&idx), "{e}");
@@ -539,7 +541,8 @@ fn dynamic_shared_memory_above_48_kib() {
     let cfg = LaunchConfig { shared_mem_bytes: 1 << 20, ..LaunchConfig::new(grid, block) };
     let e = dynamic_shared_sum(cfg, 1, &mut out).unwrap_err();
     match &e {
-        Error::InvalidLaunch { kernel, reason } => {
+        Error::InvalidLaunch(l) => {
+            let offload::error::InvalidLaunch { kernel, reason } = &**l;
             assert_eq!(kernel, "runtime::dynamic_shared_sum");
             // This kernel has no static shared memory: its limit is the block's.
             let want = format!("1048576 bytes of dynamic shared memory per block requested, but the limit is {limit} bytes (");
@@ -680,7 +683,8 @@ fn stack_and_overflow_detail(function: &str) -> (usize, String) {
 #[offload::host]
 fn assert_overflow(e: &Error, kernel: &str, details: &[String]) {
     match e {
-        Error::StackOverflow { kernel: k, block, thread, detail } => {
+        Error::StackOverflow(s) => {
+            let offload::error::StackOverflow { kernel: k, block, thread, detail } = &**s;
             assert_eq!(k, kernel, "{e}");
             assert!(["(0, 0, 0)", "(1, 0, 0)"].contains(&block.as_str()), "{e}");
             assert!((0..32).any(|x| *thread == format!("({x}, 0, 0)")), "{e}");
@@ -815,7 +819,7 @@ fn launches_inside(out: &mut [u32]) {
     let code = {
         let mut inner = [0u32; 4];
         match iota_plus(LaunchConfig::new(1u32, 4u32), 1, &mut inner) {
-            Err(Error::InvalidLaunch { reason, .. }) if reason.contains("inside a kernel body") => 1,
+            Err(Error::InvalidLaunch(l)) if l.reason.contains("inside a kernel body") => 1,
             Err(_) => 2,
             Ok(()) => 3,
         }

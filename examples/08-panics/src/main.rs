@@ -6,7 +6,7 @@
 //! index out of bounds, an overflow where overflow checks are on. The GPU
 //! thread that panics stops, the kernel finishes, and the launch returns
 //!
-//!     Err(offload::Error::KernelPanic { kernel, message, location, block, thread })
+//!     Err(offload::Error::KernelPanic(p)), p: offload::error::KernelPanic { kernel, message, location, block, thread }
 //!
 //! naming the kernel, the message, the panic's `file:line:column` and the
 //! `blockIdx` and `threadIdx` of the thread, as `(x, y, z)`. Nothing else is
@@ -101,17 +101,17 @@ fn expect_panic(
     mark: &str,
     global: usize,
 ) -> bool {
-    let Err(offload::Error::KernelPanic {
+    let Err(offload::Error::KernelPanic(p)) = r else {
+        eprintln!("error: {kernel}: expected a KernelPanic, got {r:?}");
+        return false;
+    };
+    let offload::error::KernelPanic {
         kernel: k,
         message: m,
         location,
         block,
         thread,
-    }) = r
-    else {
-        eprintln!("error: {kernel}: expected a KernelPanic, got {r:?}");
-        return false;
-    };
+    } = *p;
     println!("{kernel} panicked:");
     println!("  kernel   {k}\n  message  {m}\n  location {location}\n  block    {block}\n  thread   {thread}");
 

@@ -16,10 +16,6 @@
 //! where queues are worker threads and a "copy" is a `memcpy`, so there is
 //! little to overlap. Exits non-zero if an element is wrong.
 
-// `offload::Error` is large (it carries the driver's texts); it is what
-// every fallible step here returns.
-#![allow(clippy::result_large_err)]
-
 use offload::prelude::*;
 
 /// `y[i] = x[i]² + 1`: the work done on each chunk.

@@ -20,10 +20,6 @@
 //! those buffers, so the kernel that reads `C` afterwards, and the host's
 //! `to_vec`, wait for the SGEMM.
 
-// `offload::Error` is large (it carries the driver's texts); it is what
-// every fallible step here returns.
-#![allow(clippy::result_large_err)]
-
 use offload::prelude::*;
 
 /// `out[i] = max(c[i] + bias[i mod n], 0)` for a row-major `c` of `n`

@@ -234,7 +234,6 @@ macro_rules! kernels {
         )*
         /// Every kernel: name, operation, launcher.
         #[offload::host]
-        #[allow(clippy::result_large_err)]
         pub const KERNELS: &[(&str, Op, Launch)] = &[
             $((stringify!($name), $op, |c, u, b, w, p, o| $name(c, u, b, w, p, o)),)*
         ];

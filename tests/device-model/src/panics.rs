@@ -71,9 +71,10 @@ mod host {
             Ok(()) => return Err(format!("{what}: the launch succeeded")),
         };
         let text = e.to_string();
-        let offload::Error::KernelPanic { kernel: k, message: m, location, block: b, thread: t } = &e else {
+        let offload::Error::KernelPanic(p) = &e else {
             return Err(format!("{what}: not a KernelPanic: {text}"));
         };
+        let offload::error::KernelPanic { kernel: k, message: m, location, block: b, thread: t } = &**p;
         let want_loc = format!("panics.rs:{}:", line_of(mark));
         // Optimized GPU builds keep only literal messages (see offload's
         // device panic handler); a message with arguments becomes a note.

@@ -88,7 +88,7 @@ pub fn check() -> Result<String, String> {
         ("reduce_sum inside `if lane < 16`", reduce_in_branch(one_warp(), &mut out)),
     ] {
         match r {
-            Err(offload::Error::Divergence { reason, block, .. }) if reason == HALF_WARP && block == "(0, 0, 0)" => {}
+            Err(offload::Error::Divergence(d)) if d.reason == HALF_WARP && d.block == "(0, 0, 0)" => {}
             Err(e) => return Err(format!("{name}: {e}")),
             Ok(()) => return Err(format!("{name}: no error")),
         }
@@ -99,7 +99,7 @@ pub fn check() -> Result<String, String> {
         .replace("0-15", "0-7")
         .replace("16-31", "8-31");
     match ballot_after_return(one_warp(), &mut out) {
-        Err(offload::Error::Divergence { reason, .. }) if reason == want => {}
+        Err(offload::Error::Divergence(d)) if d.reason == want => {}
         r => return Err(format!("ballot after a return: {r:?}")),
     }
 

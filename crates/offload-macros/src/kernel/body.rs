@@ -3,6 +3,7 @@
 //! mappings need, and the parameters of its body as the kernel code sees
 //! them (a `&mut [T]` / `&mut T` is an `offload::DisjointSlice<T>` there).
 
+use super::attr::{Extent, Shape};
 use super::check::Kernel;
 use super::param::{Mapping, Param};
 use super::types::mentions;
@@ -27,6 +28,8 @@ pub(super) struct Body<'a> {
     pub(super) where_clause: Option<WhereClause>,
     /// The body's parameters.
     pub(super) params: Vec<TokenStream>,
+    /// The body's block ([`block`]).
+    pub(super) block: TokenStream,
 }
 
 impl Body<'_> {
@@ -52,7 +55,8 @@ pub(super) fn of(k: &Kernel) -> Body<'_> {
         sym: symbol::kernel(name),
         type_params,
         where_clause,
-        params: k.params.iter().map(body_param).collect(),
+        params: k.params.iter().map(|p| body_param(p, k.shape_of(&p.name))).collect(),
+        block: block(k),
     }
 }
 
@@ -96,8 +100,9 @@ fn bounded_where(k: &Kernel, type_params: &[Ident]) -> WhereClause {
 }
 
 /// A parameter of the body: `&mut` mappings become `DisjointSlice`s (with
-/// the reference's lifetime, else `'_`), the rest keep the written type.
-fn body_param(p: &Param) -> TokenStream {
+/// the reference's lifetime, else `'_`), or `DisjointSliceNd`s where the
+/// kernel declares a `shape`; the rest keep the written type.
+fn body_param(p: &Param, shape: Option<&Shape>) -> TokenStream {
     let n = &p.name;
     let ty = &p.ty;
     let lt = p
@@ -106,10 +111,63 @@ fn body_param(p: &Param) -> TokenStream {
         .map(|l| quote!(#l))
         .unwrap_or_else(|| quote!('_));
     match &p.mapping {
+        Mapping::SliceToFrom(elem) if shape.is_some() => {
+            let n_dims = shape.map_or(0, |s| s.extents.len());
+            quote_spanned!(ty.span()=> mut #n: ::offload::DisjointSliceNd<#lt, #elem, #n_dims>)
+        }
         Mapping::SliceToFrom(elem) | Mapping::RefToFrom(elem) => {
             quote_spanned!(ty.span()=> mut #n: ::offload::DisjointSlice<#lt, #elem>)
         }
         _ if p.mutable => quote!(mut #n: #ty),
         _ => quote!(#n: #ty),
     }
+}
+
+/// The user's block, with the parameters that are extents of a `shape`
+/// marked used: the view carries them (`extents()`), so a body need not
+/// read them, and rustc's `unused_variables` would blame it.
+fn block(k: &Kernel) -> TokenStream {
+    let block = &k.func.block;
+    let names: Vec<&Ident> = k
+        .shapes
+        .iter()
+        .flat_map(|s| &s.extents)
+        .filter_map(|e| match e {
+            Extent::Param(n) => Some(n),
+            Extent::Lit(_) => None,
+        })
+        .collect();
+    if names.is_empty() {
+        return quote!(#block);
+    }
+    quote!({ let _ = (#(&#names,)*); #block })
+}
+
+/// One extent of `shape` as a `usize` expression, spanned at its token (a
+/// parameter that is not an unsigned integer is an error there).
+fn extent(e: &Extent) -> TokenStream {
+    match e {
+        Extent::Param(n) => quote_spanned!(n.span()=> ::offload::__private::extent(#n)),
+        Extent::Lit(l) => quote_spanned!(l.span()=> (#l as usize)),
+    }
+}
+
+/// `shape`'s extents as an array expression, `[usize; N]`, x first.
+pub(super) fn extents(shape: &Shape) -> TokenStream {
+    let es = shape.extents.iter().map(extent);
+    quote!([#(#es),*])
+}
+
+/// `shape`'s extents with their labels (the parameter's name or the
+/// literal), for the launcher's check: `&[("w", w as usize), …]`.
+pub(super) fn labeled_extents(shape: &Shape) -> TokenStream {
+    let es = shape.extents.iter().map(|e| {
+        let label = match e {
+            Extent::Param(n) => n.to_string(),
+            Extent::Lit(l) => l.to_string(),
+        };
+        let value = extent(e);
+        quote!((#label, #value))
+    });
+    quote!(&[#(#es),*])
 }

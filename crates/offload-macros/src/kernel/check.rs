@@ -1,8 +1,8 @@
 //! The rules a kernel's signature must follow, checked all at once: every
 //! violation is a `syn::Error` on the offending token.
 
-use super::attr;
-use super::param::{self, Param};
+use super::attr::{self, Extent, Shape};
+use super::param::{self, Mapping, Param};
 use crate::ctxt::Ctxt;
 use proc_macro2::TokenStream;
 use syn::{GenericParam, Ident, ItemFn, ReturnType, Signature, Type};
@@ -15,6 +15,16 @@ pub(super) struct Kernel {
     pub(super) params: Vec<Param>,
     /// `#[kernel(same_len(a, b, …))]`: slice parameters of equal length.
     pub(super) same_len: Vec<Ident>,
+    /// `#[kernel(shape(out = (w, h)))]`: `&mut [T]` parameters that hold a
+    /// 2-D or 3-D array.
+    pub(super) shapes: Vec<Shape>,
+}
+
+impl Kernel {
+    /// The shape declared for parameter `name`, if any.
+    pub(super) fn shape_of(&self, name: &Ident) -> Option<&Shape> {
+        self.shapes.iter().find(|s| s.name == *name)
+    }
 }
 
 /// Checks the attribute's arguments `attr` and the function `func`.
@@ -22,12 +32,13 @@ pub(super) struct Kernel {
 /// # Errors
 /// Every problem found, combined, in source order of the checks: the
 /// attribute, the signature's qualifiers, generics and return type, each
-/// parameter, clashes with generated names, `same_len`'s names.
+/// parameter, clashes with generated names, `same_len`'s names, `shape`'s
+/// names.
 pub(super) fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
     let mut cx = Ctxt::new();
-    let same_len = attr::parse(attr).unwrap_or_else(|e| {
+    let args = attr::parse(attr).unwrap_or_else(|e| {
         cx.push(e);
-        Vec::new()
+        attr::Args::default()
     });
     signature(&mut cx, &func.sig);
     let params: Vec<Param> = func
@@ -38,13 +49,10 @@ pub(super) fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
         .filter_map(|(i, input)| param::classify(&mut cx, i, input))
         .collect();
     reserved_names(&mut cx, &params);
-    same_len_names(&mut cx, &same_len, &params);
+    same_len_names(&mut cx, &args.same_len, &params);
+    shapes(&mut cx, &args.shapes, &params);
     cx.check()?;
-    Ok(Kernel {
-        func,
-        params,
-        same_len,
-    })
+    Ok(Kernel { func, params, same_len: args.same_len, shapes: args.shapes })
 }
 
 /// What a kernel's signature cannot have: `const`, `async`, `unsafe`, an
@@ -126,6 +134,44 @@ fn same_len_names(cx: &mut Ctxt, names: &[Ident], params: &[Param]) {
     }
 }
 
+/// Each name in `shape(…)` must be a `&mut [T]` parameter, and each extent
+/// a by-value parameter or a literal: a value every thread of the launch
+/// shares, so that all threads' views agree on who owns what.
+fn shapes(cx: &mut Ctxt, shapes: &[Shape], params: &[Param]) {
+    for s in shapes {
+        match params.iter().find(|p| p.name == s.name) {
+            Some(p) if matches!(p.mapping, Mapping::SliceToFrom(_)) => {}
+            Some(_) => cx.error_spanned_by(
+                &s.name,
+                format!(
+                    "`shape` declares the array a `&mut [T]` parameter holds: `{}` is not a `&mut [T]` parameter",
+                    s.name
+                ),
+            ),
+            None => cx.error_spanned_by(&s.name, format!("`shape`: the kernel has no parameter `{}`", s.name)),
+        }
+        for e in &s.extents {
+            let Extent::Param(n) = e else { continue };
+            match params.iter().find(|p| p.name == *n) {
+                Some(p) if matches!(p.mapping, Mapping::Value) => {}
+                Some(_) => cx.error_spanned_by(
+                    n,
+                    format!(
+                        "an extent of `shape` is a by-value integer parameter (or a literal): `{n}` is a reference"
+                    ),
+                ),
+                None => cx.error_spanned_by(
+                    n,
+                    format!(
+                        "`shape`: the kernel has no parameter `{n}`; extents are by-value integer parameters or \
+                         literals, which every thread of the launch shares"
+                    ),
+                ),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +204,21 @@ mod tests {
         .unwrap();
         let e = check("same_len(a)".parse().unwrap(), f).err().unwrap();
         assert_eq!(e.into_iter().count(), 8);
+    }
+
+    #[test]
+    fn shapes_name_a_mut_slice_and_extents_name_values() {
+        let f: ItemFn = syn::parse_str("fn k(w: u32, h: usize, x: &[f32], r: &u32, out: &mut [f32]) {}").unwrap();
+        let check = |a: &str| check(a.parse().unwrap(), f.clone());
+        let k = check("shape(out = (w, h))").unwrap_or_else(|e| panic!("{e}"));
+        assert!(k.shape_of(&k.params[4].name).is_some() && k.shape_of(&k.params[0].name).is_none());
+        assert!(check("same_len(x, out), shape(out = (w, 4, h))").is_ok());
+        let errors = |a: &str| -> Vec<String> { check(a).err().unwrap().into_iter().map(|e| e.to_string()).collect() };
+        let e = errors("shape(x = (w, h), nope = (w, h), out = (r, z))");
+        assert_eq!(e.len(), 4, "{e:?}");
+        assert!(e[0].contains("`x` is not a `&mut [T]` parameter"), "{e:?}");
+        assert!(e[1].contains("no parameter `nope`"), "{e:?}");
+        assert!(e[2].contains("`r` is a reference"), "{e:?}");
+        assert!(e[3].contains("no parameter `z`"), "{e:?}");
     }
 }

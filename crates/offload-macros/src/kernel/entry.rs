@@ -1,12 +1,14 @@
 //! The device side of a kernel (`target_arch = "nvptx64"` or `"amdgpu"`):
-//! the body, as an ordinary `fn` of the kernel's name, and exactly one
-//! exported entry point per instantiation (`__private::kernel_entry!`:
+//! the body, as an ordinary `fn` named `__offload_body_<kernel>`, exactly
+//! one exported entry point per instantiation (`__private::kernel_entry!`:
 //! `extern "gpu-kernel"`, with the deterministic symbol) whose parameters
 //! are the mapped arguments (a slice is a pointer and a length) and which
-//! calls the body.
+//! calls the body, and under the kernel's own name a function that no call
+//! type-checks ([`stub`]: a kernel cannot call another).
 
 use super::align::{self, Place};
-use super::body::Body;
+use super::attr::Shape;
+use super::body::{self, Body};
 use super::instances;
 use super::param::{Mapping, Param};
 use super::types::substitute;
@@ -25,9 +27,10 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         &func.vis,
         b.name,
         &func.sig.generics,
-        &func.block,
+        &b.block,
     );
     let (params, where_clause) = (&b.params, &b.where_clause);
+    let body_name = format_ident!("__offload_body_{}", name);
     let mut list = instances::Instances::default();
     if b.generic() {
         list = instances::read(&b.sym, name, b.type_params.len());
@@ -64,14 +67,15 @@ pub(super) fn generate(b: &Body) -> TokenStream {
                     b,
                     &subst,
                     &inst.symbol,
-                    quote!(#name::<#(#types),*>),
+                    quote!(#body_name::<#(#types),*>),
                     inst.test_only,
                 )
             })
             .collect()
     } else {
-        vec![entry(b, &[], &b.sym, quote!(#name), false)]
+        vec![entry(b, &[], &b.sym, quote!(#body_name), false)]
     };
+    let stub = stub(b);
     quote! {
         #instance_errors
         #track
@@ -81,9 +85,31 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         // Inlined into both copies of the entry point's body, the 1-D one
         // and the general one.
         #[inline(always)]
-        #vis fn #name #generics (#(#params),*) #where_clause #body
+        #[doc(hidden)]
+        #vis fn #body_name #generics (#(#params),*) #where_clause #body
 
+        #stub
         #(#entries)*
+    }
+}
+
+/// What the kernel's name means in the device pass: a function that no
+/// call type-checks, with the launcher's arity (the launch configuration,
+/// then the kernel's parameters), so that a kernel calling or launching
+/// another kernel is an error naming the rule there too, as on the host
+/// (where the name is the launcher, `IntoLaunchConfig`'s message). The
+/// entry points call the body under a hidden name.
+fn stub(b: &Body) -> TokenStream {
+    let func = &b.kernel.func;
+    let (vis, name) = (&func.vis, b.name);
+    let cfgs = func.attrs.iter().filter(|a| a.path().is_ident("cfg"));
+    let args: Vec<Ident> = (0..b.kernel.params.len()).map(|i| format_ident!("__A{}", i)).collect();
+    quote! {
+        #(#cfgs)*
+        #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+        #[doc(hidden)]
+        #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
+        #vis fn #name<__C: ::offload::__private::KernelCannotLaunch, #(#args),*>(_: __C, #(_: #args),*) {}
     }
 }
 
@@ -100,7 +126,7 @@ fn entry(
     let entry = format_ident!("__offload_entry_{}", b.name);
     let mut parts = Parts::default();
     for p in &b.kernel.params {
-        parts.param(p, subst);
+        parts.param(p, subst, b.kernel.shape_of(&p.name));
     }
     parts.same_len(&b.kernel.same_len);
     let Parts {
@@ -140,8 +166,8 @@ struct Parts {
 
 impl Parts {
     /// Parameter `p`, with the types of `subst` in place of the type
-    /// parameters.
-    fn param(&mut self, p: &Param, subst: &[(Ident, Type)]) {
+    /// parameters; `shape`, the array it holds if the kernel declares one.
+    fn param(&mut self, p: &Param, subst: &[(Ident, Type)], shape: Option<&Shape>) {
         let n = &p.name;
         let ptr = format_ident!("{}__ptr", n);
         let len = format_ident!("{}__len", n);
@@ -181,10 +207,21 @@ impl Parts {
                 let elem = substitute(elem, subst);
                 self.params.push(quote!(#ptr: *mut #elem));
                 self.params.push(quote!(#len: usize));
-                // SAFETY: the launcher mapped `len` elements at `ptr` to and from
-                // the device, exclusively for this launch.
-                self.args
-                    .push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, #len) }));
+                if let Some(shape) = shape {
+                    let extents = body::extents(shape);
+                    // SAFETY: the launcher mapped `len` elements at `ptr` to and
+                    // from the device, exclusively for this launch, and checked
+                    // that the extents, by-value arguments or literals that
+                    // every thread shares, multiply to `len`.
+                    self.args.push(quote!(unsafe {
+                        ::offload::__private::disjoint_nd_from_raw(#ptr, #len, #extents)
+                    }));
+                } else {
+                    // SAFETY: the launcher mapped `len` elements at `ptr` to and
+                    // from the device, exclusively for this launch.
+                    self.args
+                        .push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, #len) }));
+                }
                 self.checks.push(
                     quote_spanned!(span=> ::offload::__private::assert_device_copy::<#elem>();),
                 );

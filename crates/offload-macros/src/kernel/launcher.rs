@@ -1,11 +1,12 @@
 //! The host side of a kernel: a launcher of the kernel's name taking
-//! `(launch: impl Into<LaunchConfig>, <the user's parameters>)` and
+//! `(launch: impl IntoLaunchConfig, <the user's parameters>)` and
 //! returning `offload::Result<()>`. It maps the arguments by type and either
 //! launches the device entry point or runs the body on the CPU (the host
 //! fallback), once per simulated GPU thread.
 
 use super::align::{self, Place};
-use super::body::Body;
+use super::attr::Shape;
+use super::body::{self, Body};
 use super::param::{Mapping, Param};
 use super::types::mentions;
 use proc_macro2::{Span, TokenStream};
@@ -17,11 +18,11 @@ use syn::Ident;
 /// kernel, its instance marker.
 pub(super) fn generate(b: &Body) -> TokenStream {
     let func = &b.kernel.func;
-    let (attrs, vis, name, generics, body) = (&func.attrs, &func.vis, b.name, &func.sig.generics, &func.block);
+    let (attrs, vis, name, generics, body) = (&func.attrs, &func.vis, b.name, &func.sig.generics, &b.block);
     let (body_params, where_clause, sym) = (&b.params, &b.where_clause, &b.sym);
     let mut parts = Parts::default();
     for p in &b.kernel.params {
-        parts.param(p, &b.type_params);
+        parts.param(p, &b.type_params, b.kernel.shape_of(&p.name));
     }
     let Parts { prep, specs, call_args, user_params, shared_params, pass } = parts;
     let same_len_check = same_len_check(&b.kernel.same_len);
@@ -55,7 +56,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         /// launch has finished (`offload::__private::launch_to`).
         unsafe fn #shared #generics (
             #target_ident: ::offload::__private::Target<'_>,
-            #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
+            #launch_ident: impl ::offload::IntoLaunchConfig,
             #(#shared_params),*
         ) -> ::offload::Result<()> #where_clause {
             #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
@@ -78,7 +79,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
                 ::offload::__private::launch_to(
                     #target_ident,
                     __offload_kernel,
-                    ::core::convert::Into::into(#launch_ident),
+                    ::offload::IntoLaunchConfig::into_launch_config(#launch_ident),
                     __offload_args,
                     __offload_host,
                 )
@@ -89,7 +90,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
         #[allow(clippy::too_many_arguments, clippy::needless_lifetimes #generic_lints)]
         #vis fn #name #generics (
-            #launch_ident: impl ::core::convert::Into<::offload::LaunchConfig>,
+            #launch_ident: impl ::offload::IntoLaunchConfig,
             #(#user_params),*
         ) -> ::offload::Result<()> #where_clause {
             // SAFETY: a blocking launch returns after the kernel has
@@ -193,7 +194,7 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
             #[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]
             pub fn on<#q_lt, #(#lifetimes,)* #(#types,)* #q_ty: ::offload::Enqueue<#q_lt> + ?::core::marker::Sized>(
                 #q_arg: &#q_lt #q_ty,
-                #cfg_arg: impl ::core::convert::Into<::offload::LaunchConfig>,
+                #cfg_arg: impl ::offload::IntoLaunchConfig,
                 #(#params),*
             ) -> ::offload::Result<()> #wc {
                 #(#unwrap)*
@@ -237,8 +238,9 @@ impl Parts {
     /// Parameter `p` of a kernel with type parameters `type_params`. Slice
     /// parameters take anything that implements `SliceArg<T>` /
     /// `SliceArgMut<T>` (slices, Vec, arrays, DeviceBuffer); the rest keep
-    /// the user's type.
-    fn param(&mut self, p: &Param, type_params: &[Ident]) {
+    /// the user's type. `shape`: the array a `&mut [T]` holds, if the
+    /// kernel declares one.
+    fn param(&mut self, p: &Param, type_params: &[Ident], shape: Option<&Shape>) {
         let n = &p.name;
         let ty = &p.ty;
         let lt = p.lifetime.clone().map(|l| quote!(#l));
@@ -282,11 +284,7 @@ impl Parts {
                 self.pass.push(quote_spanned!(ty.span()=> ::offload::SliceArgMut::<#elem>::map_inout(#n)));
                 self.prep.push(quote!(let #mapped = #n;));
                 self.specs.push(quote!(#mapped.spec()));
-                // SAFETY: only the host fallback calls the closure, once per
-                // simulated GPU thread, while the launch holds the exclusive
-                // borrow `#mapped` came from; `DisjointSlice` gives each thread
-                // only the elements it owns.
-                self.call_args.push(quote!(unsafe { #mapped.disjoint() }));
+                self.slice_to_from_view(n, &mapped, shape);
             }
             Mapping::RefToFrom(_) => {
                 self.user_params.push(quote!(#n: #ty));
@@ -299,6 +297,30 @@ impl Parts {
                 self.call_args.push(quote!(unsafe { #mapped.disjoint() }));
             }
         }
+    }
+
+    /// The host fallback's view of `&mut [T]` parameter `n`, mapped as
+    /// `mapped`: a `DisjointSlice`, or with a `shape`, the launcher's check
+    /// of the extents and a `DisjointSliceNd`.
+    fn slice_to_from_view(&mut self, n: &Ident, mapped: &Ident, shape: Option<&Shape>) {
+        let Some(shape) = shape else {
+            // SAFETY: only the host fallback calls the closure, once per
+            // simulated GPU thread, while the launch holds the exclusive
+            // borrow `#mapped` came from; `DisjointSlice` gives each thread
+            // only the elements it owns.
+            self.call_args.push(quote!(unsafe { #mapped.disjoint() }));
+            return;
+        };
+        let name = n.to_string();
+        let labeled = body::labeled_extents(shape);
+        self.prep.push(quote! {
+            ::offload::__private::check_shape(__offload_kernel, #name, #mapped.len(), #labeled)?;
+        });
+        let extents = body::extents(shape);
+        // SAFETY: as for `disjoint`, and `check_shape` returned before
+        // the launch unless the extents, which every thread shares,
+        // multiply to the slice's length.
+        self.call_args.push(quote!(unsafe { #mapped.disjoint_nd(#extents) }));
     }
 }
 

@@ -26,6 +26,12 @@ fn twice(a: &[f32], b: &[f32]) {}
 #[kernel(same_len(a, s, r, z))]
 fn not_slices(a: &[f32], s: f32, r: &f32) {}
 
+#[kernel(shape(a = (w, h), s = (w, r), nope = (w, h)))]
+fn bad_shapes(a: &[f32], s: &mut [f32], w: u32, h: u32, r: &u32) {}
+
+#[kernel(shape(s = (w, h, d, e)))]
+fn four_extents(s: &mut [f32], w: u32, h: u32) {}
+
 #[kernel(same_length(a, b))]
 fn other_word(a: &[f32], b: &[f32]) {}
 

@@ -29,6 +29,13 @@ fn add(a: &[f32], b: &'static [f32], out: &mut [f32]) {
 #[kernel(same_len(x, y,))]
 fn two(x: &[u8], y: &mut [u8]) {}
 
+#[kernel(same_len(a, img), shape(img = (w, h), vol = (w, 4, d)))]
+fn shaped(w: u32, h: usize, d: u64, a: &[f32], img: &mut [f32], vol: &mut [u8]) {
+    if let Some(([x, y], p)) = img.at_thread() {
+        *p = a[x + y];
+    }
+}
+
 #[kernel]
 fn r#type(r#in: [f32; 4], out: &mut [[f32; 4]]) {}
 

@@ -89,6 +89,40 @@ impl From<(Dim3, Dim3)> for LaunchConfig {
     }
 }
 
+/// What a kernel's launcher takes as its first argument: a [`LaunchConfig`],
+/// or `(grid, block)` as two [`Dim3`]s. Implement it for a type of your own
+/// to pass that directly.
+///
+/// A call whose first argument is something else is usually a kernel
+/// calling another kernel: inside a kernel, another kernel's name is its
+/// host launcher, and a GPU thread cannot launch kernels. The error says
+/// so.
+#[diagnostic::on_unimplemented(
+    message = "a kernel cannot call or launch another kernel, and a launcher's first argument is a launch \
+               configuration: `{Self}` is not one",
+    label = "not a launch configuration",
+    note = "inside a kernel, another kernel's name is its host launcher: move the code both kernels need into a \
+            plain `fn` and call that from both",
+    note = "from host code, launch with `kernel(LaunchConfig::for_len(n), args…)` or \
+            `kernel(LaunchConfig::new(grid, block), args…)`"
+)]
+pub trait IntoLaunchConfig {
+    /// The configuration.
+    fn into_launch_config(self) -> LaunchConfig;
+}
+
+impl IntoLaunchConfig for LaunchConfig {
+    fn into_launch_config(self) -> LaunchConfig {
+        self
+    }
+}
+
+impl IntoLaunchConfig for (Dim3, Dim3) {
+    fn into_launch_config(self) -> LaunchConfig {
+        LaunchConfig::new(self.0, self.1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,23 @@ use crate::device::thread::{global_index, global_size};
 /// - one element per thread: [`at_thread`](Self::at_thread);
 /// - a grid-stride loop (`for (i = gid; i < n; i += stride)`):
 ///   [`grid_stride`](Self::grid_stride);
-/// - any owned index: [`get_mut`](Self::get_mut).
+/// - any owned index: [`get_mut`](Self::get_mut), or
+///   [`get_mut_if_owned`](Self::get_mut_if_owned) where the thread does not
+///   know whether it owns the element (`if let Some(c) =
+///   count.get_mut_if_owned(0)`: "the owner of element 0").
+///
+/// Ownership follows the launch, not the data: in a 2-D launch whose
+/// x-extent (`gridDim.x * blockDim.x`) is not the row length of the array
+/// the slice holds, the thread at `(x, y)` does not own element `y·w + x`.
+/// Declare the array's shape instead (`#[kernel(shape(out = (w, h)))]`):
+/// the kernel then gets a [`DisjointSliceNd`](crate::DisjointSliceNd), whose
+/// ownership follows the array's coordinates.
+///
+/// **A wrong index is loud in debug builds.** [`get_mut`](Self::get_mut) of
+/// an element that another thread owns panics, naming the owner's block and
+/// thread, in builds with debug assertions (the dev profile; on the GPU the
+/// launch returns `Error::KernelPanic`); without them it returns `None`, as
+/// `get_mut_if_owned` always does.
 ///
 /// Any other pattern (threads writing a contiguous chunk, a scatter, a
 /// reduction into one element) goes through [`as_mut_ptr`](Self::as_mut_ptr)
@@ -98,9 +114,34 @@ impl<'a, T> DisjointSlice<'a, T> {
         }
     }
 
-    /// Element `i` if this thread owns it, else `None`.
+    /// Element `i`, which this thread owns; `None` if `i` is out of bounds.
+    ///
+    /// # Panics
+    /// With debug assertions, if another thread owns element `i`: the
+    /// message names that thread and its block (a kernel whose indices do
+    /// not follow the ownership rule loses writes otherwise). Without debug
+    /// assertions it returns `None` then. Use
+    /// [`get_mut_if_owned`](Self::get_mut_if_owned) when not owning the
+    /// element is expected.
     #[inline(always)]
+    #[track_caller]
     pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        if self.owns(i) {
+            // SAFETY: in bounds and owned by this thread; see `at_thread`.
+            Some(unsafe { &mut *self.ptr.add(i) })
+        } else {
+            #[cfg(debug_assertions)]
+            if i < self.len {
+                crate::device::owner::not_owned_1d(i, self.stride);
+            }
+            None
+        }
+    }
+
+    /// Element `i` if this thread owns it, else `None` (out of bounds, or
+    /// another thread's element), never a panic.
+    #[inline(always)]
+    pub fn get_mut_if_owned(&mut self, i: usize) -> Option<&mut T> {
         if self.owns(i) {
             // SAFETY: in bounds and owned by this thread; see `at_thread`.
             Some(unsafe { &mut *self.ptr.add(i) })

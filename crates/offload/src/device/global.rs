@@ -184,11 +184,11 @@ impl<T: MapElem> DeviceGlobal<T> {
         f: impl FnOnce(&dyn crate::runtime::Backend, u64, usize) -> crate::Result<()>,
     ) -> crate::Result<()> {
         if crate::runtime::host::in_host_kernel() {
-            return Err(crate::Error::InvalidLaunch {
+            return Err(crate::Error::from(crate::error::InvalidLaunch {
                 kernel: self.symbol.into(),
                 reason: "a DeviceGlobal was read or written by host code inside a kernel body; kernels use `with()`"
                     .into(),
-            });
+            }));
         }
         let backend = crate::runtime::device::current_device()?.backend()?;
         // No kernel of the host fallback runs while this is held.

@@ -47,6 +47,8 @@
 //! `min`/`max` return the other operand when one is NaN (CUDA `fminf`,
 //! Rust `f32::min`); `round` rounds half away from zero (CUDA `roundf`).
 
+pub mod methods;
+
 mod sealed {
     pub trait Sealed {}
 }

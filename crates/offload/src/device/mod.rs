@@ -6,6 +6,8 @@
 //! | --- | --- |
 //! | `thread`, `dim` | thread, block and grid indices and extents |
 //! | `disjoint` | [`DisjointSlice`](crate::DisjointSlice), the per-thread view of a `&mut [T]` |
+//! | `disjoint_nd` | [`DisjointSliceNd`](crate::DisjointSliceNd), the same for a 2-D or 3-D array, owned by coordinates |
+//! | `owner` | the debug-build panic naming the thread that owns an element |
 //! | `shared` | shared memory and `sync_threads` |
 //! | `warp` | warp shuffles, votes and reductions |
 //! | `atomic` | atomics on global and shared memory |
@@ -33,8 +35,11 @@ pub(crate) mod config;
 pub(crate) mod device_copy;
 pub(crate) mod dim;
 pub(crate) mod disjoint;
+pub(crate) mod disjoint_nd;
 pub(crate) mod global;
 pub mod math;
+#[cfg_attr(not(debug_assertions), allow(dead_code))]
+mod owner;
 #[cfg(not(target_arch = "amdgpu"))]
 pub mod print;
 #[cfg(not(target_arch = "amdgpu"))]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::runtime::queue::track::Resource;
 use crate::runtime::spec::{ArgKind, ArgSpec};
-use crate::{DeviceBuffer, DeviceCopy, DisjointSlice, MapElem};
+use crate::{DeviceBuffer, DeviceCopy, DisjointSlice, DisjointSliceNd, MapElem};
 
 /// Accepted where a kernel takes `&[T]`. Implemented for `[T]`, `Vec<T>`,
 /// `[T; N]`, `Box<[T]>`, [`DeviceBuffer<T>`], [`PinnedBuffer<T>`](crate::PinnedBuffer)
@@ -206,6 +206,18 @@ impl<'a, T: DeviceCopy> MapInOut<'a, T> {
         // SAFETY: `ptr`/`len` come from an exclusive borrow held for `'a`;
         // the caller upholds the one-per-thread rule.
         unsafe { DisjointSlice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The view of one simulated GPU thread, of an argument declared as an
+    /// array with `extents` (`#[kernel(shape(…))]`).
+    ///
+    /// # Safety
+    /// As [`disjoint`](Self::disjoint), with the same `extents` for every
+    /// thread of the launch, whose product is `len` (`check_shape`).
+    pub unsafe fn disjoint_nd<const N: usize>(self, extents: [usize; N]) -> DisjointSliceNd<'a, T, N> {
+        // SAFETY: `ptr` holds `len` elements, exclusively for `'a`; the
+        // caller upholds the one-per-thread rule and the extents.
+        unsafe { DisjointSliceNd::from_raw_parts(self.ptr, extents) }
     }
 }
 

@@ -141,7 +141,7 @@ impl Unusable {
     pub(crate) fn into_error(self) -> Error {
         match self {
             Unusable::Failed(e) => e,
-            other => Error::NoDevice { reason: other.reason() },
+            other => Error::NoDevice { reason: other.reason().into() },
         }
     }
 

@@ -50,10 +50,10 @@ unsafe impl<T: DeviceCopy> Send for DeviceBuffer<T> {}
 unsafe impl<T: DeviceCopy> Sync for DeviceBuffer<T> {}
 
 fn bytes_of<T>(len: usize) -> Result<usize> {
-    len.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| Error::Memory {
+    len.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| Error::from(crate::error::Memory {
         op: "allocate",
         reason: std::format!("{len} elements of {} bytes overflow usize", core::mem::size_of::<T>()),
-    })
+    }))
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {
@@ -119,10 +119,10 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
     fn check_len(&self, other: usize, op: &'static str) -> Result<()> {
         if other != self.len {
-            return Err(Error::Memory {
+            return Err(Error::from(crate::error::Memory {
                 op,
                 reason: std::format!("the buffer has {} elements but the slice has {other}", self.len),
-            });
+            }));
         }
         Ok(())
     }

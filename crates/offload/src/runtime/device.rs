@@ -231,13 +231,13 @@ impl Device {
             return Ok(());
         }
         if !self.can_access_peer(peer) {
-            return Err(Error::Memory {
+            return Err(Error::from(crate::error::Memory {
                 op: "enable peer access",
                 reason: format!(
                     "{self} cannot access the memory of {peer} (cuDeviceCanAccessPeer says no, or one of them is the \
                      host); copy between them with `Queue::memcpy_peer` instead"
                 ),
-            });
+            }));
         }
         let (mine, theirs) = (self.backend()?, peer.backend()?);
         if let (super::Concrete::Cuda(a), super::Concrete::Cuda(b)) = (mine.concrete(), theirs.concrete()) {
@@ -357,7 +357,7 @@ pub(crate) fn check_buffer(op: &str, argument: &'static str, device: Device, buf
 }
 
 fn wrong_device(op: String, argument: &'static str, device: Device, buffer_device: Device) -> Error {
-    Error::WrongDevice { op, argument, device, buffer_device }
+    Error::from(crate::error::WrongDevice { op, argument, device, buffer_device })
 }
 
 /// The devices as an error lists them: `cuda:0: NVIDIA H200 (sm_90,

@@ -194,19 +194,19 @@ impl Host {
         // inner launch here would also reset this worker's simulated-thread
         // state (`thread_idx()`, barriers) under the outer kernel.
         if IN_KERNEL.with(|k| k.get()) {
-            return Err(Error::InvalidLaunch {
+            return Err(Error::from(crate::error::InvalidLaunch {
                 kernel: kernel.path(),
                 reason: "it was launched from inside a kernel body (host-only code on the host fallback); \
                          a GPU thread cannot launch kernels through offload: launch it after the outer kernel returns"
                     .into(),
-            });
+            }));
         }
         let (shared_limit, limit_source) = (self.shared_limit.0, &self.shared_limit.1);
         if cfg.shared_mem_bytes > shared_limit {
-            return Err(Error::InvalidLaunch {
+            return Err(Error::from(crate::error::InvalidLaunch {
                 kernel: kernel.path(),
                 reason: limits::dynamic_shared_reason(cfg.shared_mem_bytes, shared_limit, None, limit_source),
-            });
+            }));
         }
         Ok(())
     }
@@ -234,14 +234,15 @@ impl Backend for Host {
         if bytes == 0 {
             return Ok(ALIGN as u64);
         }
-        let layout = std::alloc::Layout::from_size_align(bytes, ALIGN).map_err(|_| Error::Memory {
+        let layout = std::alloc::Layout::from_size_align(bytes, ALIGN).map_err(|_| Error::from(crate::error::Memory {
             op: "allocate",
             reason: format!("{bytes} bytes is more than one allocation can hold (isize::MAX rounded to {ALIGN})"),
-        })?;
+        }))?;
         // SAFETY: `layout` has a non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
         if p.is_null() {
-            return Err(Error::Memory { op: "allocate", reason: format!("the host is out of memory for {bytes} bytes") });
+            let reason = format!("the host is out of memory for {bytes} bytes");
+            return Err(Error::from(crate::error::Memory { op: "allocate", reason }));
         }
         Ok(p as u64)
     }
@@ -330,15 +331,15 @@ impl Backend for Host {
                             Some(r) => (r.message, r.location),
                             None => ("<panic message unavailable>".into(), "<unknown>".into()),
                         };
-                        Error::KernelPanic {
+                        Error::from(crate::error::KernelPanic {
                             kernel: kernel.path(),
                             message,
                             location,
                             block: fmt3(block),
                             thread: fmt3(thread),
-                        }
+                        })
                     }
-                    Err(BlockFailure::NoStack { error }) => Error::Memory {
+                    Err(BlockFailure::NoStack { error }) => Error::from(crate::error::Memory {
                         op: "allocate the stack of a simulated GPU thread on the host fallback",
                         reason: format!(
                             "kernel `{}` needs one stack of {} KiB (OFFLOAD_HOST_STACK_KIB) for each thread of a \
@@ -348,30 +349,32 @@ impl Backend for Host {
                             kernel.path(),
                             stack_size / 1024
                         ),
-                    },
+                    }),
                     Err(BlockFailure::Divergence { reason }) => {
-                        Error::Divergence { kernel: kernel.path(), block: fmt3(block), reason }
+                        Error::from(crate::error::Divergence { kernel: kernel.path(), block: fmt3(block), reason })
                     }
-                    Err(BlockFailure::Aborted { abort: Abort::StackOverflow, thread }) => Error::StackOverflow {
-                        kernel: kernel.path(),
-                        block: fmt3(block),
-                        thread: fmt3(thread),
-                        detail: format!(
-                            "the host fallback's stack of {} KiB per simulated GPU thread is exhausted (recursion too \
-                             deep?); recurse less deeply, or raise OFFLOAD_HOST_STACK_KIB",
-                            stack_size / 1024
-                        ),
-                    },
+                    Err(BlockFailure::Aborted { abort: Abort::StackOverflow, thread }) => {
+                        Error::from(crate::error::StackOverflow {
+                            kernel: kernel.path(),
+                            block: fmt3(block),
+                            thread: fmt3(thread),
+                            detail: format!(
+                                "the host fallback's stack of {} KiB per simulated GPU thread is exhausted (recursion \
+                                 too deep?); recurse less deeply, or raise OFFLOAD_HOST_STACK_KIB",
+                                stack_size / 1024
+                            ),
+                        })
+                    }
                     Err(BlockFailure::Aborted { abort: Abort::SharedMemory { static_bytes, dynamic }, .. }) => {
-                        Error::InvalidLaunch {
-                        kernel: kernel.path(),
+                        Error::from(crate::error::InvalidLaunch {
+                            kernel: kernel.path(),
                             reason: limits::dynamic_shared_reason(
                                 dynamic,
                                 shared_limit,
                                 Some(static_bytes),
                                 limit_source,
                             ),
-                        }
+                        })
                     }
                 };
                 let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());

@@ -37,10 +37,10 @@ impl HostQueue {
                     // would be a bug of offload, but must not leave
                     // waiters blocked forever.
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(op)).unwrap_or_else(|_| {
-                        Err(Error::Queue {
+                        Err(Error::from(crate::error::Queue {
                             op: "run a queued operation",
                             reason: "the host queue's operation panicked outside a kernel (a bug of offload)".into(),
-                        })
+                        }))
                     });
                     if let Err(e) = r {
                         p.fail(e);
@@ -48,10 +48,10 @@ impl HostQueue {
                     p.advance(seq);
                 }
             })
-            .map_err(|e| Error::Queue {
+            .map_err(|e| Error::from(crate::error::Queue {
                 op: "create a queue",
                 reason: format!("the host fallback could not start the queue's worker thread: {e}"),
-            })?;
+            }))?;
         Ok(HostQueue {
             tx: Mutex::new(Some(tx)),
             worker: Mutex::new(Some(worker)),
@@ -69,10 +69,10 @@ impl HostQueue {
             // `&Queue` excludes): nothing will run it; say so and let
             // waiters go.
             _ => {
-                self.progress.fail(Error::Queue {
+                self.progress.fail(Error::from(crate::error::Queue {
                     op: "enqueue",
                     reason: "the queue's worker thread has stopped".into(),
-                });
+                }));
                 self.progress.advance(seq);
             }
         }

@@ -22,7 +22,7 @@ pub fn launch(
     host: &(dyn Fn() + Sync),
 ) -> Result<()> {
     if let Err(reason) = cfg.validate() {
-        return Err(Error::InvalidLaunch { kernel: kernel.path(), reason });
+        return Err(Error::from(crate::error::InvalidLaunch { kernel: kernel.path(), reason }));
     }
     if cfg.threads() == 0 {
         return Ok(());
@@ -64,8 +64,10 @@ pub fn launch(
 /// "panic" is [`Error::Divergence`], with the text the host fallback gives.
 pub(crate) fn divergence_from_record(e: Error) -> Error {
     match e {
-        Error::KernelPanic { kernel, message, block, .. } if message.starts_with(crate::report::divergence::PREFIX) => {
-            Error::Divergence { kernel, block, reason: message[crate::report::divergence::PREFIX.len()..].into() }
+        Error::KernelPanic(p) if p.message.starts_with(crate::report::divergence::PREFIX) => {
+            let crate::error::KernelPanic { kernel, message, block, .. } = *p;
+            let reason = message[crate::report::divergence::PREFIX.len()..].into();
+            Error::from(crate::error::Divergence { kernel, block, reason })
         }
         e => e,
     }
@@ -81,7 +83,7 @@ pub(crate) fn divergence_from_record(e: Error) -> Error {
 pub fn check_same_len(kernel: &KernelInfo, names: &[&str], lens: &[usize]) -> Result<()> {
     for (name, &len) in names.iter().zip(lens).skip(1) {
         if len != lens[0] {
-            return Err(Error::InvalidLaunch {
+            return Err(Error::from(crate::error::InvalidLaunch {
                 kernel: kernel.path(),
                 reason: format!(
                     "the kernel declares `same_len({})`, but `{}` has {} elements and `{name}` has {len}",
@@ -89,8 +91,35 @@ pub fn check_same_len(kernel: &KernelInfo, names: &[&str], lens: &[usize]) -> Re
                     names[0],
                     lens[0]
                 ),
-            });
+            }));
         }
     }
     Ok(())
+}
+
+/// The check of `#[kernel(shape(name = (e0, e1[, e2])))]`, made by the
+/// launcher before anything is mapped: the extents, `(label, value)` each,
+/// multiply to the slice's `len`, so that every element of the array is an
+/// element of the slice and each thread's view reaches only those.
+///
+/// # Errors
+/// [`Error::InvalidLaunch`](Error::InvalidLaunch) naming the slice, its
+/// length and the extents.
+pub fn check_shape(kernel: &KernelInfo, name: &str, len: usize, extents: &[(&str, usize)]) -> Result<()> {
+    let product = extents.iter().try_fold(1usize, |p, &(_, e)| p.checked_mul(e));
+    if product == Some(len) {
+        return Ok(());
+    }
+    let labels: std::vec::Vec<&str> = extents.iter().map(|&(l, _)| l).collect();
+    let values: std::vec::Vec<std::string::String> = extents.iter().map(|(l, e)| format!("{l} = {e}")).collect();
+    let product = product.map_or_else(|| "more than usize::MAX".into(), |p| format!("{p}"));
+    Err(Error::from(crate::error::InvalidLaunch {
+        kernel: kernel.path(),
+        reason: format!(
+            "the kernel declares `shape({name} = ({}))`, but `{name}` has {len} elements and {} make {product}: \
+             pass a slice of exactly the array's elements",
+            labels.join(", "),
+            values.join(", "),
+        ),
+    }))
 }

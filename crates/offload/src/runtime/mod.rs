@@ -31,7 +31,7 @@ mod backend;
 mod buffer;
 pub(crate) mod cuda;
 pub(crate) mod device;
-pub(crate) mod error;
+pub mod error;
 pub(crate) mod host;
 pub(crate) mod host_queue;
 mod images;

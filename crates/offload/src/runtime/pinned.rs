@@ -64,9 +64,11 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     /// runtime's selection errors (see [`current_device`]).
     pub fn zeroed(len: usize) -> Result<Self> {
         let device = allocator(current_device()?);
-        let bytes = len.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| Error::Memory {
-            op: "allocate pinned memory",
-            reason: std::format!("{len} elements of {} bytes overflow usize", core::mem::size_of::<T>()),
+        let bytes = len.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| {
+            Error::from(crate::error::Memory {
+                op: "allocate pinned memory",
+                reason: std::format!("{len} elements of {} bytes overflow usize", core::mem::size_of::<T>()),
+            })
         })?;
         let ptr = if bytes == 0 {
             NonNull::dangling()
@@ -74,8 +76,9 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
             let p = device.backend()?.alloc_pinned(bytes)? as *mut T;
             // Both backends return memory aligned to at least 256 bytes
             // (cuMemHostAlloc: page-aligned).
-            NonNull::new(p)
-                .ok_or_else(|| Error::Memory { op: "allocate pinned memory", reason: "null pointer".into() })?
+            NonNull::new(p).ok_or_else(|| {
+                Error::from(crate::error::Memory { op: "allocate pinned memory", reason: "null pointer".into() })
+            })?
         };
         Ok(PinnedBuffer { ptr, len, device, tracker: Tracker::default(), _elem: PhantomData })
     }

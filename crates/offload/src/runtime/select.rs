@@ -162,7 +162,7 @@ fn make_devices(gpus: &[Gpu], hosts: u32) -> Vec<Device> {
 pub(crate) fn choose(setting: Setting, text: &str, devices: &[Device], no_gpu: Option<&Unusable>) -> Result<Device> {
     let of = |kind| devices.iter().copied().filter(move |d| d.kind() == kind);
     let (mut gpus, mut hosts) = (of(super::BackendKind::Cuda), of(super::BackendKind::Host));
-    let no_such = || Error::NoSuchDevice { requested: text.into(), available: devices.to_vec() };
+    let no_such = || Error::from(crate::error::NoSuchDevice { requested: text.into(), available: devices.to_vec() });
     let why_none = || no_gpu.map_or_else(|| String::from("the CUDA driver reports no GPU"), Unusable::reason);
     match setting {
         Setting::Auto => {
@@ -180,8 +180,8 @@ pub(crate) fn choose(setting: Setting, text: &str, devices: &[Device], no_gpu: O
             hosts.next().ok_or_else(no_such)
         }
         Setting::Cuda(None) => match gpus.next() {
-            Some(gpu) => gpu.backend().map(|_| gpu).map_err(|e| Error::NoDevice { reason: std::format!("{e}") }),
-            None => Err(Error::NoDevice { reason: why_none() }),
+            Some(gpu) => gpu.backend().map(|_| gpu).map_err(|e| Error::NoDevice { reason: std::format!("{e}").into() }),
+            None => Err(Error::NoDevice { reason: why_none().into() }),
         },
         Setting::Cuda(Some(n)) => {
             let gpu = gpus.find(|d| d.ordinal() == n).ok_or_else(no_such)?;
@@ -258,7 +258,7 @@ mod tests {
         let d = fake(1);
         for (setting, text) in [(Setting::Cuda(Some(2)), "cuda:2"), (Setting::Host(Some(1)), "host:1")] {
             let e = choose(setting, text, &d, None).unwrap_err();
-            assert_eq!(e, Error::NoSuchDevice { requested: text.into(), available: d.clone() });
+            assert_eq!(e, Error::from(crate::error::NoSuchDevice { requested: text.into(), available: d.clone() }));
             let msg = std::format!("{e}");
             assert!(msg.starts_with(&std::format!("OFFLOAD_DEVICE={text} names no device of this process")), "{msg}");
             assert!(msg.contains("cuda:0: GPU A (sm_80, 40.0 GiB); cuda:1: GPU B (sm_90, 80.0 GiB); host: host CPU"));

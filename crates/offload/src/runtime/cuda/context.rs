@@ -223,7 +223,7 @@ fn embedded_image(
         } else {
             format!("every device image in this binary is corrupted{skipped}; rebuild it with `cargo offload build`")
         };
-        return Err(Unusable::Failed(Error::NoImage { device: device.into(), reason }));
+        return Err(Unusable::Failed(Error::from(crate::error::NoImage { device: device.into(), reason })));
     }
     let chosen = probe::choose_image(all, major, minor, device, &skipped).map_err(Unusable::Failed)?;
     Ok((all, chosen))
@@ -279,9 +279,9 @@ fn load_module(image: &Image<'_>) -> Result<sys::CUmodule> {
         Err(e) => {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let mut err = driver_error("cuModuleLoadDataEx", None, e);
-            if let Error::Driver { log: slot, .. } = &mut err {
+            if let Error::Driver(d) = &mut err {
                 let text = String::from_utf8_lossy(&log[..end]).into_owned();
-                *slot = Some(format!("while loading the {} for {}: {}", image.kind, image.arch, text));
+                d.log = Some(format!("while loading the {} for {}: {}", image.kind, image.arch, text));
             }
             Err(err)
         }
@@ -311,16 +311,16 @@ impl State {
                 Ok(function)
             }
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND && !kernel.instance.is_empty() => {
-                Err(Error::InstanceNotBuilt {
+                Err(Error::from(crate::error::InstanceNotBuilt {
                     kernel: format!("{}::{}", kernel.module_path, kernel.name),
                     instance: kernel.instance.into(),
-                })
+                }))
             }
-            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(Error::KernelNotFound {
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => Err(Error::from(crate::error::KernelNotFound {
                 kernel: kernel.path(),
                 symbol: kernel.symbol.into(),
                 available: self.kernels.clone(),
-            }),
+            })),
             Err(e) => Err(driver_error("cuModuleGetFunction", Some(&kernel.path()), e)),
         }
     }
@@ -342,7 +342,7 @@ impl State {
         }
         let limit = self.shared_optin.saturating_sub(function.static_shared);
         if bytes > limit {
-            return Err(Error::InvalidLaunch {
+            return Err(Error::from(crate::error::InvalidLaunch {
                 kernel: kernel.path(),
                 reason: limits::dynamic_shared_reason(
                     bytes,
@@ -350,7 +350,7 @@ impl State {
                     Some(function.static_shared),
                     "this GPU's opt-in limit (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
                 ),
-            });
+            }));
         }
         // SAFETY: `function.f` belongs to the loaded module; the value is
         // within the device's limit (checked above).
@@ -427,7 +427,7 @@ impl State {
         self.cache.bytes = 0;
         let err = recover::failed_launch_error(self.panic.as_ref(), kernel, e, self.stack_bytes);
         if let Err(rebuild) = self.rebuild() {
-            return Error::Driver {
+            return Error::from(crate::error::Driver {
                 op: "rebuilding the CUDA context after a failed kernel",
                 kernel: Some(kernel.into()),
                 code: 0,
@@ -437,7 +437,7 @@ impl State {
                      until the process ends: restart the program"
                 ),
                 log: None,
-            };
+            });
         }
         err
     }

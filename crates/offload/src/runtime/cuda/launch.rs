@@ -120,7 +120,7 @@ impl Backend for Cuda {
         // whole context. A failure is reported by the copy that follows.
         // SAFETY: synchronizes the current context.
         let _ = unsafe { sys::cuCtxSynchronize() };
-        let missing = |reason: String| Error::Memory { op: "copy a DeviceGlobal", reason };
+        let missing = |reason: String| Error::from(crate::error::Memory { op: "copy a DeviceGlobal", reason });
         let name = std::ffi::CString::new(symbol).map_err(|_| missing(format!("`{symbol}` is not a symbol name")))?;
         let mut addr: sys::CUdeviceptr = 0;
         let mut size = 0usize;

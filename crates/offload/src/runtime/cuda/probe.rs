@@ -96,14 +96,14 @@ pub(crate) fn choose_image(
 ) -> Result<Image<'static>, Error> {
     offload_image::select(all, offload_image::Device::Cuda { major, minor }).ok_or_else(|| {
         let have: Vec<String> = all.iter().map(|i| format!("{} for {}", i.kind, i.arch)).collect();
-        Error::NoImage {
+        Error::from(crate::error::NoImage {
             device: device.into(),
             reason: format!(
                 "the binary carries {}{skipped}, none of which runs on sm_{major}{minor}; rebuild with `cargo offload \
                  build --arch sm_{major}{minor}` (several `--arch` for GPUs of several architectures)",
                 have.join(", ")
             ),
-        }
+        })
     })
 }
 

@@ -128,7 +128,7 @@ pub(crate) fn install_stack_floor(
         return Err(Error::BadImage(format!(
             "the device image has the stack probe `{PROBE_KERNEL}` but no 8-byte global `{FLOOR_GLOBAL}` for its \
              recursion checks; rebuild with `cargo offload`"
-        )));
+        ).into()));
     }
     let launch = |op: &'static str, e: DriverError| driver_error(op, Some(PROBE_KERNEL), e);
     // SAFETY: allocating has no preconditions beyond a current context.
@@ -195,7 +195,7 @@ impl Recorded {
     pub(crate) fn into_error(self, kernel: &str, stack_bytes: usize) -> Error {
         let Recorded { message, file, line, column, block, thread } = self;
         if message == STACK_OVERFLOW {
-            return Error::StackOverflow {
+            return Error::from(crate::error::StackOverflow {
                 kernel: kernel.to_string(),
                 block,
                 thread,
@@ -203,10 +203,10 @@ impl Recorded {
                     "the recursion in `{file}` would go past the end of the {stack_bytes}-byte stack of each GPU \
                      thread (CU_LIMIT_STACK_SIZE); recurse less deeply, or raise OFFLOAD_CUDA_STACK_BYTES"
                 ),
-            };
+            });
         }
         let location = format!("{file}:{line}:{column}");
-        Error::KernelPanic { kernel: kernel.to_string(), message, location, block, thread }
+        Error::from(crate::error::KernelPanic { kernel: kernel.to_string(), message, location, block, thread })
     }
 }
 

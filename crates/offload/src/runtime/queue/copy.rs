@@ -53,10 +53,10 @@ impl CopyOp {
 /// The length check of every queued copy: equal element counts.
 pub(crate) fn check_len(op: &'static str, src: usize, dst: usize) -> Result<()> {
     if src != dst {
-        return Err(Error::Memory {
+        return Err(Error::from(crate::error::Memory {
             op,
             reason: std::format!("the source has {src} elements but the destination has {dst}; nothing was enqueued"),
-        });
+        }));
     }
     Ok(())
 }
@@ -87,12 +87,12 @@ pub(crate) unsafe fn enqueue(
     }
     if capturing {
         if copy.dir != Dir::DtoD || scoped {
-            return Err(Error::Queue {
+            return Err(Error::from(crate::error::Queue {
                 op: "capture a copy",
                 reason: "a graph captures copies between DeviceBuffers only (`memcpy_dtod`): host memory, pinned \
                          included, cannot be kept borrowed by a graph"
                     .into(),
-            });
+            }));
         }
         graph::note_copy(queue, keep);
     } else {
@@ -234,15 +234,18 @@ impl Queue {
 /// A GPU's primary context, as an integer (see [`Dir::Peer`]), starting it.
 fn context(gpu: Device) -> Result<usize> {
     gpu.backend()?;
-    gpu.cu_context().map(|c| c as usize).ok_or_else(|| Error::Queue {
-        op: "enqueue a copy between devices",
-        reason: std::format!("{gpu} has no CUDA context"),
+    gpu.cu_context().map(|c| c as usize).ok_or_else(|| {
+        Error::from(crate::error::Queue {
+            op: "enqueue a copy between devices",
+            reason: std::format!("{gpu} has no CUDA context"),
+        })
     })
 }
 
 /// How a queue on `queue` copies from memory of `from` to memory of `to`.
 fn peer_dir(queue: Device, from: Device, to: Device) -> Result<Dir> {
-    let refuse = |reason: std::string::String| Error::Queue { op: "enqueue a copy between devices", reason };
+    let refuse =
+        |reason: std::string::String| Error::from(crate::error::Queue { op: "enqueue a copy between devices", reason });
     if queue != from && queue != to {
         return Err(refuse(std::format!(
             "the queue is on {queue} but the copy goes from {from} to {to}: enqueue it on a queue of either"

@@ -203,7 +203,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         Dest::Scope(s) => &s.queue,
     };
     if let Err(reason) = cfg.validate() {
-        return Err(Error::InvalidLaunch { kernel: kernel.path(), reason });
+        return Err(Error::from(crate::error::InvalidLaunch { kernel: kernel.path(), reason }));
     }
     if cfg.threads() == 0 {
         return Ok(());
@@ -226,14 +226,14 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
     let capturing = super::graph::is_capturing(queue);
     if capturing {
         if let Dest::Scope(_) = target {
-            return Err(Error::Queue {
+            return Err(Error::from(crate::error::Queue {
                 op: "capture a launch",
                 reason: std::format!(
                     "kernel `{}` was launched in a scope on a queue being captured: a graph cannot keep host memory \
                      borrowed; launch it with `kernel::on(g, …)` and DeviceBuffers",
                     kernel.path()
                 ),
-            });
+            }));
         }
         super::graph::note_launch(queue, kernel, buffers.clone());
     } else {

@@ -71,12 +71,12 @@ pub(crate) fn is_capturing(queue: &QueueInner) -> bool {
 /// invalidates the capture).
 pub(crate) fn refuse_in_capture(queue: &QueueInner, op: &'static str) -> Result<()> {
     if CAPTURING.with(|c| c.get()) || is_capturing(queue) {
-        return Err(Error::Queue {
+        return Err(Error::from(crate::error::Queue {
             op,
             reason: "inside `Queue::capture` only queued launches and `memcpy_dtod` on the captured queue are allowed \
                      (CUDA forbids synchronizing during stream capture); do it before or after the capture"
                 .into(),
-        });
+        }));
     }
     Ok(())
 }
@@ -86,12 +86,12 @@ pub(crate) fn refuse_in_capture(queue: &QueueInner, op: &'static str) -> Result<
 /// captured stream with another, which CUDA forbids).
 pub(crate) fn refuse_other_queue_in_capture(op: &'static str) -> Result<()> {
     if CAPTURING.with(|c| c.get()) {
-        return Err(Error::Queue {
+        return Err(Error::from(crate::error::Queue {
             op,
             reason: "inside `Queue::capture` only the captured queue takes work; enqueue on other queues before or \
                      after the capture"
                 .into(),
-        });
+        }));
     }
     Ok(())
 }
@@ -99,13 +99,13 @@ pub(crate) fn refuse_other_queue_in_capture(op: &'static str) -> Result<()> {
 /// [`Error::InvalidLaunch`] for a blocking launch inside a capture.
 pub(crate) fn refuse_blocking_in_capture(kernel: &KernelInfo) -> Result<()> {
     if CAPTURING.with(|c| c.get()) {
-        return Err(Error::InvalidLaunch {
+        return Err(Error::from(crate::error::InvalidLaunch {
             kernel: kernel.path(),
             reason:
                 "a blocking launch inside `Queue::capture` (it would synchronize, which CUDA forbids during stream \
                      capture): use `kernel::on(g, …)` with the capture, or launch it before or after"
                     .into(),
-        });
+        }));
     }
     Ok(())
 }
@@ -113,12 +113,12 @@ pub(crate) fn refuse_blocking_in_capture(kernel: &KernelInfo) -> Result<()> {
 /// [`Error::Queue`] for a blocking copy inside a capture.
 pub(crate) fn refuse_copy_in_capture(op: &'static str) -> Result<()> {
     if CAPTURING.with(|c| c.get()) {
-        return Err(Error::Queue {
+        return Err(Error::from(crate::error::Queue {
             op,
             reason: "a blocking copy inside `Queue::capture` (CUDA forbids synchronous copies during stream capture): \
                      use `g.memcpy_dtod`, or copy before or after the capture"
                 .into(),
-        });
+        }));
     }
     Ok(())
 }
@@ -233,10 +233,10 @@ impl Queue {
         {
             let seq = self.inner.lock_submit();
             if is_capturing(&self.inner) {
-                return Err(Error::Queue {
+                return Err(Error::from(crate::error::Queue {
                     op: "capture a graph",
                     reason: "the queue is already being captured".into(),
-                });
+                }));
             }
             if let Imp::Cuda(c) = &self.inner.imp {
                 // A fence for the work before the capture: nothing can be
@@ -298,7 +298,7 @@ impl Graph {
     pub fn launch(&self, q: &Queue) -> Result<()> {
         refuse_in_capture(&q.inner, "launch a graph")?;
         if q.inner.device != self.device {
-            return Err(Error::Queue {
+            return Err(Error::from(crate::error::Queue {
                 op: "launch a graph",
                 reason: std::format!(
                     "the graph was captured on a queue of {}, and replays only there, not on {}: capture it again on \
@@ -307,7 +307,7 @@ impl Graph {
                     q.inner.device,
                     q.inner.device
                 ),
-            });
+            }));
         }
         let _replays = REPLAYS.write().unwrap_or_else(|e| e.into_inner());
         let queue = &q.inner;

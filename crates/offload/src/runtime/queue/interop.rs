@@ -91,11 +91,11 @@ impl Queue {
     pub fn external<R>(&self, uses: &mut [BufferUse<'_>], f: impl FnOnce(sys::CUstream) -> Result<R>) -> Result<R> {
         graph::refuse_in_capture(&self.inner, "run external work on a queue")?;
         let Imp::Cuda(c) = &self.inner.imp else {
-            return Err(Error::Queue {
+            return Err(Error::from(crate::error::Queue {
                 op: "run external work on a queue",
                 reason: "the host fallback runs kernels: there is no CUDA stream (check `Queue::cu_stream` first)"
                     .into(),
-            });
+            }));
         };
         let _replays = graph::hold();
         let buffers: Vec<(&Tracker, bool)> = uses.iter().map(|u| (u.tracker, u.write)).collect();

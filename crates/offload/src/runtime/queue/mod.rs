@@ -461,14 +461,17 @@ impl Event {
                     } else {
                         -((a - b).as_secs_f64() as f32 * 1e3)
                     }),
-                    _ => Err(Error::Queue { op: "time events", reason: String::from("an event was never reached") }),
+                    _ => Err(Error::from(crate::error::Queue {
+                        op: "time events",
+                        reason: String::from("an event was never reached"),
+                    })),
                 }
             }
             (Timing::Cuda(a), Timing::Cuda(b)) => runtime::cuda::queue::elapsed_ms(a, b),
-            _ => Err(Error::Queue {
+            _ => Err(Error::from(crate::error::Queue {
                 op: "time events",
                 reason: String::from("the events were recorded on queues of two devices: time events of one device"),
-            }),
+            })),
         }
     }
 }

@@ -75,16 +75,16 @@ impl TimedEvent {
 pub(crate) fn elapsed_ms(a: &TimedEvent, b: &TimedEvent) -> Result<f32> {
     let cuda = a.0.cuda;
     if !core::ptr::eq(cuda, b.0.cuda) {
-        return Err(Error::Queue {
+        return Err(Error::from(crate::error::Queue {
             op: "time events",
             reason: "the events were recorded on queues of two devices: time events of one device".into(),
-        });
+        }));
     }
     if a.0.generation != cuda.generation() || b.0.generation != cuda.generation() {
-        return Err(Error::Queue {
+        return Err(Error::from(crate::error::Queue {
             op: "time events",
             reason: "the CUDA context was rebuilt after a fault since the events were recorded".into(),
-        });
+        }));
     }
     cuda.set_current()?;
     // SAFETY: both events belong to the current context and have completed

@@ -85,7 +85,10 @@ impl CudaQueue {
         let raw =
             unsafe { result::stream::end_capture(stream) }.map_err(|e| driver_error("cuStreamEndCapture", None, e))?;
         if raw.is_null() {
-            return Err(Error::Queue { op: "capture a graph", reason: "the driver returned no graph".into() });
+            return Err(Error::from(crate::error::Queue {
+                op: "capture a graph",
+                reason: "the driver returned no graph".into(),
+            }));
         }
         Ok(CapturedGraph { raw, generation: self.cuda.generation(), cuda: self.cuda })
     }
@@ -93,11 +96,11 @@ impl CudaQueue {
     /// Enqueues a replay (`cuGraphLaunch`); the caller holds the submit lock.
     pub(crate) fn launch_graph(&self, g: &CudaGraph) -> Result<()> {
         if g.graph.generation != self.cuda.generation() {
-            return Err(Error::Queue {
+            return Err(Error::from(crate::error::Queue {
                 op: "launch a graph",
                 reason: "the CUDA context was rebuilt after a fault since the graph was captured; capture it again"
                     .into(),
-            });
+            }));
         }
         let stream = self.stream()?;
         // SAFETY: an exec of the current context; the memory its nodes use

@@ -154,10 +154,10 @@ impl CudaQueue {
                 ArgKind::Value { .. } => continue,
                 ArgKind::Host { ptr, bytes, atomic, writeback, len, pass_len } if bytes > 0 => {
                     let Some(scope) = scope else {
-                        return Err(Error::Queue {
+                        return Err(Error::from(crate::error::Queue {
                             op: "enqueue a launch",
                             reason: format!("kernel `{}` got host memory outside a scope", kernel.path()),
-                        });
+                        }));
                     };
                     // SAFETY: `ptr` is valid for `bytes` until the scope
                     // ends (the scope's borrow); the context is current.
@@ -465,7 +465,7 @@ impl Cuda {
         st.cache.bytes = 0;
         match st.rebuild() {
             Ok(()) => err,
-            Err(rebuild) => Error::Driver {
+            Err(rebuild) => Error::from(crate::error::Driver {
                 op: "rebuilding the CUDA context after a failed kernel",
                 kernel: Some(kernel.into()),
                 code: 0,
@@ -475,7 +475,7 @@ impl Cuda {
                      until the process ends: restart the program"
                 ),
                 log: None,
-            },
+            }),
         }
     }
 }
