@@ -18,8 +18,8 @@
 //! | `jacobi` | one Jacobi step per launch, one element per thread of a 2-D launch | rows in parallel |
 //!
 //! Each case runs once untimed and checked (every element of ours equal
-//! to the CPU code's; the dot product within 1e-4 of an f64 sum, both
-//! sides), then `--reps` times each, alternating which goes first. It
+//! to the CPU code's; the dot product against an f64 sum: ours within
+//! 1e-5, rayon's, which adds long runs of f32 in order, within 1e-2), then `--reps` times each, alternating which goes first. It
 //! prints the median times and the ratio ours/rayon as speeds (rayon's
 //! time / ours: higher is better, 1 is parity) with the target.
 //! `--threads N` sets both `OFFLOAD_HOST_THREADS` and rayon's pool;

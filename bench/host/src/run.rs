@@ -163,8 +163,11 @@ fn dot(a: &Args) -> R<Outcome> {
     };
     let want: f64 = x.iter().zip(&y).map(|(&p, &q)| p as f64 * q as f64).sum();
     let (got, theirs) = (ours()?, rayon_ref::dot(&x, &y));
+    // Ours sums 256 terms per thread and then trees of 32, 8 and 1024
+    // values (1e-5 as examples/06-warp checks); rayon's `sum` adds long
+    // runs in order (about 1e-3 at 2^26 terms).
     let rel = |v: f32| ((v as f64 - want) / want).abs();
-    let valid = rel(got) < 1e-4 && rel(theirs) < 1e-4;
+    let valid = rel(got) < 1e-5 && rel(theirs) < 1e-2;
     if !valid {
         eprintln!("error: dot: ours {got}, rayon's {theirs}, f64 sum {want}");
     }

@@ -17,26 +17,13 @@ use syn::Ident;
 /// kernel, its instance marker.
 pub(super) fn generate(b: &Body) -> TokenStream {
     let func = &b.kernel.func;
-    let (attrs, vis, name, generics, body) = (
-        &func.attrs,
-        &func.vis,
-        b.name,
-        &func.sig.generics,
-        &func.block,
-    );
+    let (attrs, vis, name, generics, body) = (&func.attrs, &func.vis, b.name, &func.sig.generics, &func.block);
     let (body_params, where_clause, sym) = (&b.params, &b.where_clause, &b.sym);
     let mut parts = Parts::default();
     for p in &b.kernel.params {
         parts.param(p, &b.type_params);
     }
-    let Parts {
-        prep,
-        specs,
-        call_args,
-        user_params,
-        shared_params,
-        pass,
-    } = parts;
+    let Parts { prep, specs, call_args, user_params, shared_params, pass } = parts;
     let same_len_check = same_len_check(&b.kernel.same_len);
     let launch_ident = Ident::new("__offload_launch", Span::mixed_site());
     let base_info = kernel_info(&name.to_string(), sym);
@@ -54,11 +41,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
     // (`bounded_where`), which the user may also have written inline
     // (`fn k<T: Copy>`): clippy's `multiple_bound_locations` would blame the
     // user for the macro's clause.
-    let generic_lints = if b.generic() {
-        quote!(, clippy::multiple_bound_locations)
-    } else {
-        quote!()
-    };
+    let generic_lints = if b.generic() { quote!(, clippy::multiple_bound_locations) } else { quote!() };
     quote! {
         // The launch itself, shared by the blocking launcher and the queued
         // form (`#name::on`); at module level, so that the body's paths
@@ -75,6 +58,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
             #(#shared_params),*
         ) -> ::offload::Result<()> #where_clause {
             #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
+            #[inline(always)]
             fn __offload_body #generics (#(#body_params),*) #where_clause #body
 
             static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo = #base_info;
@@ -88,7 +72,10 @@ pub(super) fn generate(b: &Body) -> TokenStream {
             #(#prep)*
             #same_len_check
             let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
-            let __offload_host = move || __offload_body(#(#call_args),*);
+            // The host fallback runs a block's threads in a loop with the
+            // body inlined (`offload::__private::host_threads`).
+            let __offload_host =
+                ::offload::__private::host_threads(#[inline(always)] move || __offload_body(#(#call_args),*));
             // SAFETY: the caller's contract.
             unsafe {
                 ::offload::__private::launch_to(
@@ -175,13 +162,12 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
     let lifetimes = generics.lifetimes();
     let types = generics.type_params();
     let type_args = &b.type_params;
-    let mut wc = b.where_clause.clone().unwrap_or_else(|| syn::WhereClause {
-        where_token: Default::default(),
-        predicates: Default::default(),
-    });
+    let mut wc = b
+        .where_clause
+        .clone()
+        .unwrap_or_else(|| syn::WhereClause { where_token: Default::default(), predicates: Default::default() });
     if host_refs {
-        wc.predicates
-            .push(syn::parse_quote!(#memory: ::offload::__private::HostReferences));
+        wc.predicates.push(syn::parse_quote!(#memory: ::offload::__private::HostReferences));
     }
     let names: Vec<&Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
     let cfgs: Vec<&syn::Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
@@ -265,31 +251,23 @@ impl Parts {
                 self.user_params.push(quote!(#n: #ty));
                 self.shared_params.push(quote!(#n: #ty));
                 self.pass.push(quote!(#n));
-                self.specs
-                    .push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::value(&#n)));
+                self.specs.push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::value(&#n)));
                 self.call_args.push(quote!(#n));
                 // The same limit on the host, so that the error does not
                 // depend on the pass (an inline constant where the type
                 // mentions the kernel's type parameters).
-                let place = if mentions(ty, type_params) {
-                    Place::Inline
-                } else {
-                    Place::Item
-                };
+                let place = if mentions(ty, type_params) { Place::Inline } else { Place::Item };
                 self.prep.push(align::check(n, ty, ty, ty.span(), place));
             }
             Mapping::RefTo(_) => {
                 self.user_params.push(quote!(#n: #ty));
                 self.shared_params.push(quote!(#n: #ty));
                 self.pass.push(quote!(#n));
-                self.specs
-                    .push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::reference(#n)));
+                self.specs.push(quote_spanned!(ty.span()=> ::offload::__private::ArgSpec::reference(#n)));
                 self.call_args.push(quote!(#n));
             }
             Mapping::SliceTo(elem) => {
-                self.user_params.push(
-                    quote_spanned!(ty.span()=> #n: &#lt (impl ::offload::SliceArg<#elem> + ?Sized)),
-                );
+                self.user_params.push(quote_spanned!(ty.span()=> #n: &#lt (impl ::offload::SliceArg<#elem> + ?Sized)));
                 let lt = lt.clone().unwrap_or_else(|| quote!('_));
                 self.shared_params.push(quote!(#n: ::offload::__private::MapIn<#lt, #elem>));
                 self.pass.push(quote_spanned!(ty.span()=> ::offload::SliceArg::<#elem>::map_in(#n)));

@@ -109,6 +109,15 @@ pub(crate) mod imp {
         CTX.with(|c| c.get())
     }
 
+    /// Sets `threadIdx` of the simulated thread this OS thread runs (the
+    /// host scheduler's loop over a block's threads: one 12-byte store).
+    #[inline(always)]
+    pub(crate) fn set_thread_idx(t: Dim3) {
+        // SAFETY: the cell belongs to this OS thread, and no reference into
+        // it lives (it is only read and written by copy, `get`/`set`).
+        CTX.with(|c| unsafe { (*c.as_ptr()).thread = t });
+    }
+
     #[inline]
     pub fn thread_idx() -> Dim3 {
         get().thread
@@ -128,7 +137,7 @@ pub(crate) mod imp {
 }
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub(crate) use imp::{ThreadCtx, CTX};
+pub(crate) use imp::{set_thread_idx, ThreadCtx, CTX};
 
 /// This thread's index within its block (`threadIdx`), each component
 /// `< block_dim()`.

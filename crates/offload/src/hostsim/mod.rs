@@ -5,11 +5,15 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | `block` | the scheduler: runs a block's threads, releases barriers and warps, finds divergence |
+//! | `block` | the scheduler: runs a block's threads, releases barriers and warps |
+//! | `threads` | the plain loop over a block's threads that a runner executes, the kernel's body inlined |
+//! | `state` | the block state that the scheduler and the threads share, and the thread-locals that find it |
+//! | `deadlock` | why a block whose threads all wait cannot proceed (divergence) |
 //! | `entry` | what the device API calls on the host: `sync_threads`, warp collectives, shared memory |
 //! | `collective` | the results of a warp collective from its lanes' inputs |
 //! | `arena` | a block's shared memory |
 //! | `failure` | why a block did not complete |
+//! | `stack` | the simulated threads' coroutine stacks, colored for the cache |
 //! | `stack_guard` | a simulated GPU thread's stack overflow as an error of the launch |
 //!
 //! Who calls whom: the host backend (`runtime::host`) creates an
@@ -22,6 +26,10 @@
 pub(crate) mod arena;
 pub(crate) mod block;
 pub(crate) mod collective;
+mod deadlock;
 pub(crate) mod entry;
 pub(crate) mod failure;
+mod stack;
 pub(crate) mod stack_guard;
+mod state;
+pub(crate) mod threads;

@@ -101,12 +101,16 @@ pub(crate) fn set_kernel(k: Option<KernelName>) {
 }
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
+    static PAGE: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+    match PAGE.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            // SAFETY: sysconf has no preconditions.
+            let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            let p = if p > 0 { p as usize } else { 4096 };
+            PAGE.store(p, core::sync::atomic::Ordering::Relaxed);
+            p
+        }
+        p => p,
     }
 }
 

@@ -10,8 +10,8 @@ use super::spec::{ArgSpec, KernelInfo};
 use crate::device::config::LaunchConfig;
 
 /// Launches `kernel`: validates `cfg`, then runs it on the selected backend.
-/// `host` runs the body once for the simulated thread set in the thread
-/// context; only the host fallback calls it.
+/// `host` runs the simulated threads of one runner of the host scheduler
+/// (`__private::host_threads`); only the host fallback calls it.
 pub fn launch(
     kernel: &'static KernelInfo,
     cfg: LaunchConfig,
