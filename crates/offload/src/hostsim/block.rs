@@ -117,6 +117,9 @@ impl Executor {
             wait: Vec::new(),
             input: Vec::new(),
             output: Vec::new(),
+            key: Vec::new(),
+            uniform: Vec::new(),
+            lanes: Vec::new(),
             next: Cell::new(0),
             sequencer: Cell::new(NO_RUNNER),
             current: Cell::new(NO_RUNNER),
@@ -137,6 +140,9 @@ impl Executor {
         b.wait.resize_with(n, || Cell::new(Wait::Done));
         b.input.resize_with(n, || Cell::new((WarpOp::Sync, 0, 0)));
         b.output.resize_with(n, || Cell::new(0));
+        b.key.resize_with(n, || Cell::new(0));
+        b.lanes.resize_with(n, || Cell::new(0));
+        b.uniform.resize_with(n.div_ceil(WARP as usize), || Cell::new(0));
         self.q.runner_of.resize(n, NO_RUNNER);
         self.q.warp_waiting.resize(n.div_ceil(WARP as usize), 0);
     }
@@ -281,7 +287,9 @@ impl Executor {
     fn resume(&mut self, b: &Block, rid: u32) -> Result<(), BlockFailure> {
         b.current.set(rid);
         let co = self.q.runners[rid as usize].as_mut().expect("a ready runner exists");
-        stack_guard::arm(self.q.guards[rid as usize]);
+        // SAFETY: `guards` is not changed while the runner runs (only
+        // `start_runner`, between resumes, adds to it).
+        unsafe { stack_guard::arm(&self.q.guards[rid as usize]) };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| co.resume(())));
         stack_guard::disarm();
         if stack_guard::take_tripped() {
@@ -354,6 +362,7 @@ impl Executor {
                 b.output[t].set(r);
                 b.wait[t].set(Wait::Running);
             }
+            super::reduce::snapshot(b, w, lanes.clone());
             // The warp runs next, lane 0 first.
             for t in lanes.clone().rev() {
                 q.ready.push(q.runner_of[t]);

@@ -11,7 +11,7 @@ use super::stack_guard;
 use super::state::{linear, Block, Wait, BLOCK, PRIVATE, YIELDER};
 use crate::device::thread::{set_thread_idx, CTX};
 
-fn current() -> Option<(&'static Block, usize)> {
+pub(super) fn current() -> Option<(&'static Block, usize)> {
     let b = BLOCK.with(|c| c.get());
     if b.is_null() {
         return None;
@@ -49,15 +49,20 @@ pub(crate) fn sync_threads() {
 /// thread alone.
 pub(crate) fn warp_collective(op: WarpOp, value: u64, arg: u32) -> u64 {
     match current() {
-        Some((b, t)) => {
-            stack_guard::check();
-            b.input[t].set((op, value, arg));
-            b.wait[t].set(Wait::Warp);
-            suspend(t);
-            b.output[t].get()
-        }
+        Some((b, t)) => meet(b, t, op, value, arg, 0),
         None => warp_result(op, &[(value, arg)], 0),
     }
+}
+
+/// Thread `t` of block `b` waits at warp collective `op` (`key`: the
+/// reduction it starts, or 0); returns its result.
+pub(super) fn meet(b: &Block, t: usize, op: WarpOp, value: u64, arg: u32, key: u64) -> u64 {
+    stack_guard::check();
+    b.input[t].set((op, value, arg));
+    b.key[t].set(key);
+    b.wait[t].set(Wait::Warp);
+    suspend(t);
+    b.output[t].get()
 }
 
 /// The shared memory of declaration `site` (`size` bytes, `align`): one

@@ -11,6 +11,7 @@
 //! | `deadlock` | why a block whose threads all wait cannot proceed (divergence) |
 //! | `entry` | what the device API calls on the host: `sync_threads`, warp collectives, shared memory |
 //! | `collective` | the results of a warp collective from its lanes' inputs |
+//! | `reduce` | warp reductions in one meeting of the warp, computed over the lanes' values |
 //! | `arena` | a block's shared memory |
 //! | `failure` | why a block did not complete |
 //! | `stack` | the simulated threads' coroutine stacks, colored for the cache |
@@ -29,6 +30,7 @@ pub(crate) mod collective;
 mod deadlock;
 pub(crate) mod entry;
 pub(crate) mod failure;
+pub(crate) mod reduce;
 mod stack;
 pub(crate) mod stack_guard;
 mod state;

@@ -32,6 +32,14 @@ pub(crate) struct Block {
     pub(super) input: Vec<Cell<(WarpOp, u64, u32)>>,
     /// Per thread released from a warp collective: its result.
     pub(super) output: Vec<Cell<u64>>,
+    /// Per thread waiting at the first shuffle of a warp reduction: which
+    /// reduction (`reduce::key`); 0 for any other collective.
+    pub(super) key: Vec<Cell<u64>>,
+    /// Per warp released from the first shuffle of a reduction that all its
+    /// lanes make with the same operands: the reduction's key (else 0), and
+    /// in `lanes` the lanes' values, in lane order (`reduce`).
+    pub(super) uniform: Vec<Cell<u64>>,
+    pub(super) lanes: Vec<Cell<u64>>,
     /// The first thread no runner has started.
     pub(super) next: Cell<u32>,
     /// The runner that starts the next thread when its thread returns.
