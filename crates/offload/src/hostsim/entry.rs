@@ -23,9 +23,14 @@ pub(super) fn current() -> Option<(&'static Block, usize)> {
     Some((b, t))
 }
 
-/// Suspends the calling GPU thread, linear index `t`, until the scheduler
-/// resumes it, then restores its `threadIdx`.
-fn suspend(t: usize) {
+/// Suspends the calling GPU thread, linear index `t` of block `b`, until
+/// the scheduler resumes it, then restores its `threadIdx`.
+fn suspend(b: &Block, t: usize) {
+    if b.sequencer.get() == b.current.get() {
+        // The runner's loop is at thread `t`: the scheduler starts the next
+        // runner after it (`threads`).
+        b.next.set(t as u32 + 1);
+    }
     let y = YIELDER.with(|c| c.get());
     let thread = CTX.with(|c| c.get()).thread;
     // SAFETY: `y` is the yielder of the running coroutine, set when it
@@ -41,7 +46,7 @@ pub(crate) fn sync_threads() {
     if let Some((b, t)) = current() {
         stack_guard::check();
         b.wait[t].set(Wait::Barrier);
-        suspend(t);
+        suspend(b, t);
     }
 }
 
@@ -61,7 +66,7 @@ pub(super) fn meet(b: &Block, t: usize, op: WarpOp, value: u64, arg: u32, key: u
     b.input[t].set((op, value, arg));
     b.key[t].set(key);
     b.wait[t].set(Wait::Warp);
-    suspend(t);
+    suspend(b, t);
     b.output[t].get()
 }
 

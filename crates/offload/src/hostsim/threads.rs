@@ -15,7 +15,7 @@
 
 use super::state::{Block, Wait, BLOCK};
 use crate::device::dim::Dim3;
-use crate::device::thread::{is_1d, set_thread_idx};
+use crate::device::thread::{is_1d, set_thread_idx, set_thread_x};
 
 /// The index of linear thread `t` in a block of `d` threads (x fastest).
 pub(super) fn unlinear(t: u32, d: Dim3) -> Dim3 {
@@ -31,6 +31,8 @@ pub(super) fn unlinear(t: u32, d: Dim3) -> Dim3 {
 /// gets its own copy of the loop, in which the body's geometry functions
 /// know that the y and z extents are 1: `global_index()` is then
 /// `blockIdx.x · blockDim.x + threadIdx.x`, with no test of the others.
+/// Both copies tell the optimizer the block's index and extents, which it
+/// then keeps in registers.
 #[inline(always)]
 pub(crate) fn run_threads<F: Fn()>(body: &F) {
     let b = BLOCK.with(|c| c.get());
@@ -41,39 +43,72 @@ pub(crate) fn run_threads<F: Fn()>(body: &F) {
     // SAFETY: non-null only while `Executor::run_block` runs this block on
     // this OS thread, which outlives the runner that calls this.
     let b = unsafe { &*b };
-    if is_1d(b.ctx.block_dim, b.ctx.grid_dim) {
-        threads(b, body, || {
-            // The body's geometry functions read these extents again: tell
-            // the optimizer what they are (`__private::assume_1d_launch`).
-            let (bd, gd) = (crate::block_dim(), crate::grid_dim());
-            // SAFETY: the launch is 1-D (tested above), and the thread
-            // context that these read holds its extents.
+    // The body reads the block's index and extents from the thread context
+    // (thread-local) again for every thread: stores through the kernel's
+    // pointers may alias it as far as the optimizer knows. Telling it,
+    // before each thread, what they are lets it use the values it has in
+    // registers and drop those loads.
+    let (bi, bd, gd) = (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim);
+    if is_1d(bd, gd) {
+        // A 1-D launch gets its own copy of the loop, in which the body's
+        // geometry functions know that the y and z extents are 1.
+        let (bx, bdx, gdx) = (bi.x, bd.x, gd.x);
+        threads_1d(b, body, || {
+            let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
+            // SAFETY: the thread context holds this block's index and the
+            // launch's extents, which is 1-D (tested above).
             unsafe {
-                core::hint::assert_unchecked(bd.y == 1 && bd.z == 1 && gd.y == 1 && gd.z == 1);
+                core::hint::assert_unchecked(i.x == bx && i.y == 0 && i.z == 0);
+                core::hint::assert_unchecked(d.x == bdx && d.y == 1 && d.z == 1);
+                core::hint::assert_unchecked(g.x == gdx && g.y == 1 && g.z == 1);
             }
         });
     } else {
-        threads(b, body, || {});
+        threads(b, body, || {
+            let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
+            // SAFETY: the thread context holds this block's index and the
+            // launch's extents.
+            unsafe { core::hint::assert_unchecked(i == bi && d == bd && g == gd) }
+        });
     }
 }
 
-/// The loop of [`run_threads`]; `hint` runs before each thread's body.
+/// The loop of [`run_threads`] for a 1-D launch: only `threadIdx.x`
+/// changes from one thread to the next. `hint` runs before each thread's
+/// body. (`b.next`, the first thread not started, is kept up to date by a
+/// thread that suspends, `entry::suspend`, and here at the end: the
+/// scheduler reads it only then.)
 #[inline(always)]
-fn threads<F: Fn(), H: Fn()>(b: &Block, body: &F, hint: H) {
-    let rid = b.current.get();
-    let (n, d) = (b.n, b.ctx.block_dim);
+fn threads_1d<F: Fn(), H: Fn()>(b: &Block, body: &F, hint: H) {
+    let (rid, n) = (b.current.get(), b.n);
     let mut t = b.next.get();
-    let mut idx = unlinear(t.min(n.saturating_sub(1)), d);
+    set_thread_idx(Dim3::new(t, 0, 0));
     while t < n {
-        // The scheduler starts the next runner at `next` if this thread
-        // suspends.
-        b.next.set(t + 1);
-        set_thread_idx(idx);
+        set_thread_x(t);
         hint();
         body();
         if b.sequencer.get() != rid {
             // The thread suspended (this runner lost the sequence) and has
             // now returned: so does the runner.
+            b.wait[t as usize].set(Wait::Done);
+            return;
+        }
+        t += 1;
+    }
+    b.next.set(n);
+}
+
+/// The loop of [`run_threads`] for any launch; see [`threads_1d`].
+#[inline(always)]
+fn threads<F: Fn(), H: Fn()>(b: &Block, body: &F, hint: H) {
+    let (rid, n, d) = (b.current.get(), b.n, b.ctx.block_dim);
+    let mut t = b.next.get();
+    let mut idx = unlinear(t.min(n.saturating_sub(1)), d);
+    while t < n {
+        set_thread_idx(idx);
+        hint();
+        body();
+        if b.sequencer.get() != rid {
             b.wait[t as usize].set(Wait::Done);
             return;
         }
@@ -88,6 +123,7 @@ fn threads<F: Fn(), H: Fn()>(b: &Block, body: &F, hint: H) {
             }
         }
     }
+    b.next.set(n);
 }
 
 #[cfg(test)]
