@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The table of a bench/host run: medians over rounds of the ratio ours/rayon
-(speed: rayon's time / ours) per case, for each build in raw.csv, with the
-issue's targets.
+"""The table of a bench/host run: per case the medians over rounds of ours and
+rayon's times, their ratio as speeds (rayon's time / ours), for each build in
+raw.csv, with the issue's targets.
 
     python3 bench/host/table.py DIR      # reads DIR/raw.csv, writes DIR/summary.md, prints it
 
@@ -40,21 +40,24 @@ def main(d):
     head += " target | met |"
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for case in ORDER:
-        r = med("offload", case, "ratio")
-        if r is None:
+        if med("offload", case, "seconds") is None:
             continue
+        # The ratio of the medians of the rounds' times (each a median of
+        # the run's timed repetitions).
+        r = med("rayon", case, "seconds") / med("offload", case, "seconds")
         valid = min(data.get(("offload", case, "valid"), [0]))
         cells = [case, sizes[case], f"{med('offload', case, 'seconds') * 1e3:.1f}",
                  f"{med('rayon', case, 'seconds') * 1e3:.1f}", f"{r:.3f}"]
         if before:
-            rb = med("offload_before", case, "ratio")
+            ob = med("offload_before", case, "seconds")
+            rb = med("rayon_before", case, "seconds") / ob if ob else None
             cells += [f"{med('offload_before', case, 'seconds') * 1e3:.1f}" if rb else "",
                       f"{med('rayon_before', case, 'seconds') * 1e3:.1f}" if rb else "", f"{rb:.3f}" if rb else ""]
         t = TARGETS[case]
         met = "INVALID" if valid < 1 else ("yes" if r >= t else "no")
         cells += [f"{t}", met]
         lines.append("| " + " | ".join(cells) + " |")
-    n = len(data.get(("offload", "triad", "ratio"), [])) or len(next(iter(data.values()), []))
+    n = max((len(v) for k, v in data.items() if k[0] == "offload" and k[2] == "seconds"), default=0)
     lines.append("")
     lines.append(f"Medians over {n} round(s); ratio = rayon's time / ours (higher is better, 1 is parity).")
     text = "\n".join(lines) + "\n"

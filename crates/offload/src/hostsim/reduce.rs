@@ -17,6 +17,7 @@
 //! does.
 
 use core::any::TypeId;
+use core::cell::Cell;
 use core::hash::{Hash, Hasher};
 use core::ops::Range;
 
@@ -25,11 +26,9 @@ use super::entry::{current, meet};
 use super::state::Block;
 
 /// The lanes' values at the first shuffle of a reduction that the whole
-/// warp makes: `vals[..n]`, in lane order.
-pub(crate) struct WarpValues {
-    vals: [u64; WARP as usize],
-    n: usize,
-}
+/// warp makes, in lane order: the block's copy, valid until the warp's next
+/// collective (which needs this lane first).
+pub(crate) type WarpValues = &'static [Cell<u64>];
 
 /// The key of the reduction that combines values of type `T` with `F`:
 /// equal for two lanes exactly when they run the same reduction (with
@@ -71,11 +70,7 @@ pub(crate) fn start(op: WarpOp, value: u64, arg: u32, key: u64) -> (u64, Option<
         return (r, None);
     }
     let lanes = (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize);
-    let mut vals = [0u64; WARP as usize];
-    for (v, t) in vals.iter_mut().zip(lanes.clone()) {
-        *v = b.lanes[t].get();
-    }
-    (r, Some(WarpValues { vals, n: lanes.len() }))
+    (r, Some(&b.lanes[lanes]))
 }
 
 /// The scheduler releases warp `w` (threads `lanes`): records whether all
@@ -102,23 +97,38 @@ pub(super) fn snapshot(b: &Block, w: usize, lanes: Range<usize>) {
 /// combines its value with lane `l ^ o`'s, `o` = 16, 8, 4, 2, 1), in a
 /// partial warp of `n` lanes a tree (lane `l` combines with lane `l + o`
 /// where that lane exists) whose lane 0 every lane gets. Only the 31
-/// combinations the result depends on are computed.
-pub(crate) fn lane_result(w: &WarpValues, lane: usize, op: impl Fn(u64, u64) -> u64) -> u64 {
-    let (mut v, n) = (w.vals, w.n);
-    let mut o = WARP as usize / 2;
+/// combinations the result depends on are computed (at most 16 values at
+/// a time).
+pub(crate) fn lane_result(w: &[Cell<u64>], lane: usize, op: impl Fn(u64, u64) -> u64) -> u64 {
+    const HALF: usize = WARP as usize / 2;
+    let n = w.len();
+    let mut v = [0u64; HALF];
     if n == WARP as usize {
+        // The first step, from the lanes' values, for the aligned group of
+        // 16 lanes holding `lane`: what the rest of the butterfly reads.
+        let base = lane & HALF;
+        for (j, v) in v.iter_mut().enumerate() {
+            *v = op(w[base + j].get(), w[(base + j) ^ HALF].get());
+        }
+        // Then within the group (index `j` is lane `base + j`): partners
+        // (`j ^ o`) lie outside the aligned group of `o` that is updated,
+        // so updating in place reads only this step's inputs.
+        let lane = lane - base;
+        let mut o = HALF / 2;
         while o > 0 {
-            // The aligned group of `o` lanes holding `lane`: what the rest
-            // of the butterfly reads. Partners (`j ^ o`) lie outside it, so
-            // updating in place reads only this step's inputs.
-            let base = lane & !(o - 1);
-            for j in base..base + o {
+            let group = lane & !(o - 1);
+            for j in group..group + o {
                 v[j] = op(v[j], v[j ^ o]);
             }
             o /= 2;
         }
         v[lane]
     } else {
+        // A tree to lane 0: step `o` combines lane `j < o` with `j + o`.
+        for (j, v) in v.iter_mut().enumerate().take(n) {
+            *v = if j + HALF < n { op(w[j].get(), w[j + HALF].get()) } else { w[j].get() };
+        }
+        let mut o = HALF / 2;
         while o > 0 {
             for j in 0..o.min(n) {
                 if j + o < n {
@@ -168,8 +178,7 @@ mod tests {
             let vals: std::vec::Vec<u64> = (0..n)
                 .map(|l| (if l % 7 == 3 { -0.0f32 } else { 1.0 / (l as f32 + 0.37) * 1e3 }).to_bits() as u64)
                 .collect();
-            let mut w = WarpValues { vals: [0; 32], n };
-            w.vals[..n].copy_from_slice(&vals);
+            let w: std::vec::Vec<Cell<u64>> = vals.iter().map(|&v| Cell::new(v)).collect();
             for (name, op) in [("sum", &add as &dyn Fn(u64, u64) -> u64), ("max", &max)] {
                 let want = by_shuffles(&vals, op);
                 for l in 0..n {
