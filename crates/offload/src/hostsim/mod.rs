@@ -17,12 +17,15 @@
 //! | `stack` | the simulated threads' coroutine stacks, colored for the cache |
 //! | `stack_guard` | a simulated GPU thread's stack overflow as an error of the launch |
 //!
-//! Who calls whom: the host backend (`runtime::host`) creates an
+//! Who calls whom: the host backend (`runtime::host`) checks out an
 //! [`Executor`](block::Executor) per worker and runs blocks on it; the
-//! device API (`device::shared`, `device::warp`, `device::print`,
-//! `__private`) calls `entry` and `stack_guard::check` from inside the
-//! simulated threads. `block` and `entry` share the block state (`block`'s
-//! thread-locals); `stack_guard` and `failure` call nothing here.
+//! scheduler resumes runners, each of which runs the launch's body,
+//! `__private::host_threads`, i.e. `threads`' loop over the kernel's body;
+//! the device API (`device::shared`, `device::warp`, `device::atomic`,
+//! `device::print`, `__private`) calls `entry`, `reduce` and
+//! `stack_guard::check` from inside the simulated threads. `block`,
+//! `threads`, `entry` and `reduce` share the block state (`state`);
+//! `stack`, `stack_guard` and `failure` call nothing here.
 
 pub(crate) mod arena;
 pub(crate) mod block;
