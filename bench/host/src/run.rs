@@ -27,6 +27,9 @@ struct Args {
     /// log2 of the dot product's elements
     #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u32).range(16..=30))]
     dot_log2: u32,
+    /// Blocks (of 256 threads) of the dot product: examples/06-warp's 1024 by default
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    dot_blocks: u32,
     /// Bodies of the n-body case (a multiple of 256)
     #[arg(long, default_value_t = 16384)]
     bodies: usize,
@@ -154,7 +157,7 @@ fn triad(a: &Args) -> R<Outcome> {
 fn dot(a: &Args) -> R<Outcome> {
     let n = 1usize << a.dot_log2;
     let (x, y) = (inputs(n, 3), inputs(n, 4));
-    let blocks = 1024usize;
+    let blocks = a.dot_blocks as usize;
     let partials: Vec<AtomicF32> = (0..blocks).map(|_| AtomicF32::new(f32::NAN)).collect();
     let cfg = LaunchConfig::new(blocks as u32, 256u32);
     let ours = || -> R<f32> {

@@ -480,7 +480,7 @@ impl Lanes {
             let lane = lane_id() as usize;
             let bits = |a: u64, b: u64| op(T::from_bits64(a), T::from_bits64(b)).to_bits64();
             let all =
-                std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| reduce::lane_result(&lanes, lane, bits)));
+                std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| reduce::lane_result(lanes, lane, bits)));
             if let Ok(r) = all {
                 return T::from_bits64(r);
             }
