@@ -135,6 +135,17 @@ pub fn extent<E: Extent>(e: E) -> usize {
 )]
 pub trait KernelCannotLaunch {}
 
+/// The host fallback's side of a launch (generated code only): the function
+/// that the host scheduler calls once per runner of a block, which runs the
+/// runner's simulated threads in a loop, each calling `body` (one thread's
+/// work: the kernel's body with the launch's arguments), inlined into the
+/// loop (see `hostsim::threads`).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[inline(always)]
+pub fn host_threads<F: Fn() + Send + Sync>(body: F) -> impl Fn() + Send + Sync {
+    move || crate::hostsim::threads::run_threads(&body)
+}
+
 /// Defines the exported kernel entry point. The `extern "gpu-kernel"` ABI
 /// is written here, inside `offload`, whose `allow_internal_unstable`
 /// permits it, so user crates need no `#![feature]`.
@@ -148,10 +159,7 @@ pub trait KernelCannotLaunch {}
 /// H200 that test alone cost BabelStream's copy 6 % of its bandwidth.
 #[doc(hidden)]
 #[macro_export]
-#[cfg_attr(
-    any(target_arch = "nvptx64", target_arch = "amdgpu"),
-    allow_internal_unstable(abi_gpu_kernel)
-)]
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow_internal_unstable(abi_gpu_kernel))]
 macro_rules! __offload_kernel_entry {
     ($symbol:literal, $name:ident, ($($param:ident : $ty:ty),* $(,)?), $body:block) => {
         #[unsafe(export_name = $symbol)]

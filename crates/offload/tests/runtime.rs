@@ -250,6 +250,32 @@ fn a_panicking_kernel_reports_and_the_next_launch_works() {
     assert!(out.iter().enumerate().all(|(i, &v)| v == i as u32 + 1));
 }
 
+/// Lanes 5 and 21 hold 2^31: the first step of the warp's butterfly
+/// (offset 16) adds the two, which overflows in lanes 5 and 21 only (with
+/// overflow checks: a debug build, offload's code included).
+#[cfg(debug_assertions)]
+#[kernel]
+fn reduce_overflows(out: &mut [u32]) {
+    let lane = offload::warp::lane_id();
+    let s = offload::warp::reduce_sum(if lane % 16 == 5 { 1u32 << 31 } else { 1 });
+    if let Some((_, o)) = out.at_thread() {
+        *o = s;
+    }
+}
+
+/// A panic in a warp reduction is the panic of a lane whose step panics
+/// (the host fallback computes a reduction that the whole warp makes in
+/// one meeting, but not a panicking one: it then goes shuffle by shuffle).
+#[cfg(debug_assertions)]
+#[test]
+fn an_overflow_in_a_warp_reduction_panics_in_a_lane_whose_step_overflows() {
+    let mut out = vec![0u32; 32];
+    let e = reduce_overflows(LaunchConfig::new(1u32, 32u32), &mut out).unwrap_err();
+    let Error::KernelPanic(p) = &e else { panic!("{e}") };
+    assert!(p.message.contains("attempt to add with overflow"), "{e}");
+    assert!(["(5, 0, 0)", "(21, 0, 0)"].contains(&p.thread.as_str()), "{e}");
+}
+
 /// Counts, in `out[0]`, the elements of both inputs (their lengths reach the
 /// kernel; empty slices arrive as valid empty slices).
 #[kernel]

@@ -78,6 +78,33 @@ fn reduce_in_both_branches(out: &mut [u32]) {
     }
 }
 
+/// Not divergence: lanes 0-15 take a sum, lanes 16-31 a maximum. Both are
+/// butterflies of the same shuffles, which meet step by step, each lane
+/// combining with its own operation (sm_70+ `shfl.sync`, the host's warps;
+/// the host's one-meeting reduction needs the whole warp at one reduction).
+#[kernel]
+fn two_kinds_of_reduction(out: &mut [u32]) {
+    let lane = warp::lane_id();
+    let v = lane * 3 + 1;
+    let r = if lane < 16 { warp::reduce_sum(v) } else { warp::reduce_max(v) };
+    if let Some((_, o)) = out.at_thread() {
+        *o = r;
+    }
+}
+
+/// What `two_kinds_of_reduction` computes: the butterfly step by step.
+#[offload::host]
+fn two_kinds_want() -> Vec<u32> {
+    let mut v: Vec<u32> = (0..32).map(|l| l * 3 + 1).collect();
+    for o in [16, 8, 4, 2, 1] {
+        let old = v.clone();
+        for (l, x) in v.iter_mut().enumerate() {
+            *x = if l < 16 { old[l] + old[l ^ o] } else { old[l].max(old[l ^ o]) };
+        }
+    }
+    v
+}
+
 #[offload::host]
 pub fn check() -> Result<String, String> {
     let one_warp = || offload::LaunchConfig::new(1u32, 32u32);
@@ -127,8 +154,14 @@ pub fn check() -> Result<String, String> {
     if let Some(g) = out.iter().position(|&o| o != both) {
         return Err(format!("reduce in both branches: thread {g} got {}, expected {both}", out[g]));
     }
+    let mut out = vec![0u32; 32];
+    two_kinds_of_reduction(one_warp(), &mut out).map_err(|e| format!("two kinds of reduction: {e}"))?;
+    let want = two_kinds_want();
+    if out != want {
+        return Err(format!("two kinds of reduction: got {out:?}, expected {want:?}"));
+    }
     Ok(format!(
-        "reported on this backend: {}; ballot; not reported: late reconvergence, both branches (sum {both})",
+        "reported on this backend: {}; ballot; not reported: late reconvergence, both branches (sum {both}), two kinds",
         texts.join(", ")
     ))
 }

@@ -60,6 +60,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
             #(#shared_params),*
         ) -> ::offload::Result<()> #where_clause {
             #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
+            #[inline(always)]
             fn __offload_body #generics (#(#body_params),*) #where_clause #body
 
             static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo = #base_info;
@@ -73,7 +74,10 @@ pub(super) fn generate(b: &Body) -> TokenStream {
             #(#prep)*
             #same_len_check
             let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
-            let __offload_host = move || __offload_body(#(#call_args),*);
+            // The host fallback runs a block's threads in a loop with the
+            // body inlined (`offload::__private::host_threads`).
+            let __offload_host =
+                ::offload::__private::host_threads(#[inline(always)] move || __offload_body(#(#call_args),*));
             // SAFETY: the caller's contract.
             unsafe {
                 ::offload::__private::launch_to(

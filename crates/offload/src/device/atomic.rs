@@ -107,7 +107,13 @@ macro_rules! float_atomic {
             /// Stores `new` if the value is bitwise equal to `current`;
             /// `Ok(previous)` if it was, `Err(actual)` if not.
             #[inline(always)]
-            pub fn compare_exchange(&self, current: $f, new: $f, success: Ordering, failure: Ordering) -> Result<$f, $f> {
+            pub fn compare_exchange(
+                &self,
+                current: $f,
+                new: $f,
+                success: Ordering,
+                failure: Ordering,
+            ) -> Result<$f, $f> {
                 self.0
                     .compare_exchange(current.to_bits(), new.to_bits(), success, failure)
                     .map(<$f>::from_bits)
@@ -203,7 +209,8 @@ pub fn fence(order: Ordering, scope: Scope) {
 }
 
 // ---------------------------------------------------------------------------
-// Host: core atomics (system scope everywhere).
+// Host: core atomics (system scope everywhere), except block-scoped
+// operations on the block's own shared memory (`private`).
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod imp {
@@ -217,30 +224,89 @@ mod imp {
         }
     }
 
+    /// Whether a `scope`-scoped operation on `cell` may be done without an
+    /// atomic instruction: block scope on the running block's own shared
+    /// memory on the host fallback, where only this OS thread runs the
+    /// block's threads, one at a time (`hostsim::entry::block_private`).
+    /// A relaxed load and store then give the same result as the
+    /// read-modify-write, at the cost of plain accesses (the histogram of
+    /// `examples/05-atomics` counts into shared memory this way).
+    #[inline(always)]
+    fn private<T>(cell: &T, scope: Scope) -> bool {
+        #[cfg(not(target_arch = "amdgpu"))]
+        {
+            scope == Scope::Block
+                && crate::hostsim::entry::block_private(cell as *const T as usize, core::mem::size_of::<T>())
+        }
+        #[cfg(target_arch = "amdgpu")]
+        {
+            let _ = (cell, scope);
+            false
+        }
+    }
+
+    /// `$op` on `$cell`, or, where [`private`] allows, the relaxed load of
+    /// the old value, the store of `$new(old)` and the old value.
+    macro_rules! rmw {
+        ($cell:expr, $scope:expr, |$old:ident| $new:expr, $op:expr) => {
+            if private($cell, $scope) {
+                let $old = $cell.load(Ordering::Relaxed);
+                $cell.store($new, Ordering::Relaxed);
+                $old
+            } else {
+                $op
+            }
+        };
+    }
+
     macro_rules! host_int {
         ($($a:ty => $t:ty),*) => {$(
             impl ScopedAtomic for $a {
                 type Value = $t;
                 #[inline(always)]
-                fn fetch_add_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t { self.fetch_add(v, o) }
+                fn fetch_add_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    rmw!(self, s, |x| x.wrapping_add(v), self.fetch_add(v, o))
+                }
                 #[inline(always)]
-                fn swap_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t { self.swap(v, o) }
+                fn swap_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    rmw!(self, s, |_x| v, self.swap(v, o))
+                }
             }
             impl ScopedAtomicInt for $a {
                 #[inline(always)]
-                fn fetch_sub_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t { self.fetch_sub(v, o) }
+                fn fetch_sub_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    rmw!(self, s, |x| x.wrapping_sub(v), self.fetch_sub(v, o))
+                }
                 #[inline(always)]
-                fn fetch_min_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t { self.fetch_min(v, o) }
+                fn fetch_min_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    rmw!(self, s, |x| x.min(v), self.fetch_min(v, o))
+                }
                 #[inline(always)]
-                fn fetch_max_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t { self.fetch_max(v, o) }
+                fn fetch_max_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    rmw!(self, s, |x| x.max(v), self.fetch_max(v, o))
+                }
                 #[inline(always)]
-                fn fetch_and_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t { self.fetch_and(v, o) }
+                fn fetch_and_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    rmw!(self, s, |x| x & v, self.fetch_and(v, o))
+                }
                 #[inline(always)]
-                fn fetch_or_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t { self.fetch_or(v, o) }
+                fn fetch_or_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    rmw!(self, s, |x| x | v, self.fetch_or(v, o))
+                }
                 #[inline(always)]
-                fn fetch_xor_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t { self.fetch_xor(v, o) }
+                fn fetch_xor_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    rmw!(self, s, |x| x ^ v, self.fetch_xor(v, o))
+                }
                 #[inline(always)]
-                fn compare_exchange_scoped(&self, c: $t, n: $t, o: Ordering, _: Scope) -> Result<$t, $t> {
+                fn compare_exchange_scoped(&self, c: $t, n: $t, o: Ordering, s: Scope) -> Result<$t, $t> {
+                    if private(self, s) {
+                        let old = self.load(Ordering::Relaxed);
+                        if old != c {
+                            return Err(old);
+                        }
+                        self.store(n, Ordering::Relaxed);
+                        return Ok(old);
+                    }
                     self.compare_exchange(c, n, o, load_order(o))
                 }
             }
@@ -253,7 +319,12 @@ mod imp {
             impl ScopedAtomic for $a {
                 type Value = $t;
                 #[inline(always)]
-                fn fetch_add_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t {
+                fn fetch_add_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    if private(self, s) {
+                        let old = self.load(Ordering::Relaxed);
+                        self.store(old + v, Ordering::Relaxed);
+                        return old;
+                    }
                     let mut old = self.0.load(Ordering::Relaxed);
                     loop {
                         let new = (<$t>::from_bits(old) + v).to_bits();
@@ -264,7 +335,9 @@ mod imp {
                     }
                 }
                 #[inline(always)]
-                fn swap_scoped(&self, v: $t, o: Ordering, _: Scope) -> $t { self.swap(v, o) }
+                fn swap_scoped(&self, v: $t, o: Ordering, s: Scope) -> $t {
+                    rmw!(self, s, |_x| v, self.swap(v, o))
+                }
             }
         )*};
     }
@@ -420,7 +493,11 @@ mod imp {
                 #[inline(always)]
                 fn compare_exchange_scoped(&self, c: $t, n: $t, o: Ordering, sc: Scope) -> Result<$t, $t> {
                     let r = cas!($b, $reg, $t, self.as_ptr(), c, n, o, sc);
-                    if r == c { Ok(r) } else { Err(r) }
+                    if r == c {
+                        Ok(r)
+                    } else {
+                        Err(r)
+                    }
                 }
             }
         };

@@ -109,6 +109,22 @@ pub(crate) mod imp {
         CTX.with(|c| c.get())
     }
 
+    /// Sets `threadIdx` of the simulated thread this OS thread runs (the
+    /// host scheduler's loop over a block's threads: one 12-byte store).
+    #[inline(always)]
+    pub(crate) fn set_thread_idx(t: Dim3) {
+        // SAFETY: the cell belongs to this OS thread, and no reference into
+        // it lives (it is only read and written by copy, `get`/`set`).
+        CTX.with(|c| unsafe { (*c.as_ptr()).thread = t });
+    }
+
+    /// Sets `threadIdx.x` alone (the loop over the threads of a 1-D block).
+    #[inline(always)]
+    pub(crate) fn set_thread_x(x: u32) {
+        // SAFETY: as in `set_thread_idx`.
+        CTX.with(|c| unsafe { (*c.as_ptr()).thread.x = x });
+    }
+
     #[inline]
     pub fn thread_idx() -> Dim3 {
         get().thread
@@ -128,7 +144,7 @@ pub(crate) mod imp {
 }
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub(crate) use imp::{ThreadCtx, CTX};
+pub(crate) use imp::{set_thread_idx, set_thread_x, ThreadCtx, CTX};
 
 /// This thread's index within its block (`threadIdx`), each component
 /// `< block_dim()`.

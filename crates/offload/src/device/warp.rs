@@ -142,7 +142,7 @@ mod nv {
 
 /// Values that can cross lanes: 4- and 8-byte integers and floats (8-byte
 /// values travel as two 32-bit shuffles on the GPU).
-pub trait WarpValue: Copy + sealed::Sealed {
+pub trait WarpValue: Copy + sealed::Sealed + 'static {
     #[doc(hidden)]
     fn to_bits64(self) -> u64;
     #[doc(hidden)]
@@ -424,10 +424,23 @@ impl Lanes {
     /// `l + offset` only where that lane exists, which leaves the result
     /// in lane 0, and `shfl.sync.idx` hands it to every lane. Both
     /// backends run the same steps in the same order, so float results are
-    /// the same bits.
+    /// the same bits (the host fallback in one meeting of the warp where it
+    /// can: [`host_reduce`](Self::host_reduce)).
     #[inline(always)]
-    fn reduce<T: WarpValue>(&self, mut v: T, op: impl Fn(T, T) -> T) -> T {
-        let mut offset = WARP_SIZE / 2;
+    fn reduce<T: WarpValue, F: Fn(T, T) -> T + 'static>(&self, v: T, op: F) -> T {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            self.steps(v, &op, WARP_SIZE / 2)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            self.host_reduce(v, op)
+        }
+    }
+
+    /// The shuffles of [`reduce`](Self::reduce) from offset `offset` on.
+    #[inline(always)]
+    fn steps<T: WarpValue>(&self, mut v: T, op: &impl Fn(T, T) -> T, mut offset: u32) -> T {
         if self.m == u32::MAX {
             while offset > 0 {
                 v = op(v, self.xor(v, offset));
@@ -445,6 +458,38 @@ impl Lanes {
             }
             self.idx(v, 0)
         }
+    }
+
+    /// [`reduce`](Self::reduce) on the host fallback: the first shuffle
+    /// meets the warp as on the GPU; if every lane of the warp started this
+    /// reduction (the same `T` and `op`), each lane computes its result of
+    /// the remaining shuffles from the lanes' values (`hostsim::reduce`),
+    /// which saves four or five meetings of the warp. Otherwise, and if a
+    /// combination panics (an integer overflow under overflow checks, which
+    /// must panic in the lane whose step it is), the shuffles go on one by
+    /// one.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[inline(always)]
+    fn host_reduce<T: WarpValue, F: Fn(T, T) -> T + 'static>(&self, mut v: T, op: F) -> T {
+        use crate::hostsim::reduce;
+        let full = self.m == u32::MAX;
+        let half = WARP_SIZE / 2;
+        let first = if full { WarpOp::ShflXor } else { WarpOp::ShflDown };
+        let (r, lanes) = reduce::start(first, v.to_bits64(), half, reduce::key::<T, F>());
+        if let Some(lanes) = lanes {
+            let lane = lane_id() as usize;
+            let bits = |a: u64, b: u64| op(T::from_bits64(a), T::from_bits64(b)).to_bits64();
+            let all =
+                std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| reduce::lane_result(lanes, lane, bits)));
+            if let Ok(r) = all {
+                return T::from_bits64(r);
+            }
+        }
+        let shuffled = T::from_bits64(if T::WIDE { r } else { r & 0xffff_ffff });
+        if full || lane_id() + half < self.m.count_ones() {
+            v = op(v, shuffled);
+        }
+        self.steps(v, &op, half / 2)
     }
 }
 

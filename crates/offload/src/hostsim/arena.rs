@@ -55,6 +55,13 @@ impl Arena {
         self.static_bytes = 0;
     }
 
+    /// The address range `[lo, hi)` of the first chunk (empty if none):
+    /// where a block's shared memory lives unless it needs more than a
+    /// chunk.
+    pub(super) fn first_chunk(&self) -> (usize, usize) {
+        self.chunks.first().map_or((0, 0), |&(p, cap)| (p as usize, p as usize + cap))
+    }
+
     pub(super) fn alloc(&mut self, size: usize, align: usize) -> *mut u8 {
         let align = align.max(16);
         loop {

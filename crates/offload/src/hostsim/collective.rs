@@ -64,6 +64,15 @@ pub(crate) fn warp_result(op: WarpOp, inputs: &[(u64, u32)], l: usize) -> u64 {
     }
 }
 
+/// [`warp_result`] for every lane of the warp at once, into `out`
+/// (`out.len() == inputs.len()`): a vote is computed once for all lanes.
+pub(crate) fn warp_results(op: WarpOp, inputs: &[(u64, u32)], out: &mut [u64]) {
+    match op {
+        WarpOp::All | WarpOp::Any | WarpOp::Ballot | WarpOp::Sync => out.fill(warp_result(op, inputs, 0)),
+        _ => out.iter_mut().enumerate().for_each(|(l, o)| *o = warp_result(op, inputs, l)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::vec::Vec;
@@ -93,6 +102,26 @@ mod tests {
         let part: Vec<(u64, u32)> = (0..5u64).map(|l| (l * 10, 4)).collect();
         assert_eq!(warp_result(WarpOp::ShflXor, &part, 2), 20);
         assert_eq!(warp_result(WarpOp::ShflXor, &part, 0), 40);
+    }
+
+    #[test]
+    fn all_lanes_at_once_match_each_lane() {
+        let v: Vec<(u64, u32)> = (0..29u64).map(|l| (l * 7 % 5, (l % 6) as u32)).collect();
+        for op in [
+            WarpOp::ShflIdx,
+            WarpOp::ShflUp,
+            WarpOp::ShflDown,
+            WarpOp::ShflXor,
+            WarpOp::All,
+            WarpOp::Any,
+            WarpOp::Ballot,
+        ] {
+            let mut out = [0u64; 29];
+            warp_results(op, &v, &mut out);
+            for (l, &o) in out.iter().enumerate() {
+                assert_eq!(o, warp_result(op, &v, l), "{op:?} lane {l}");
+            }
+        }
     }
 
     #[test]

@@ -5,13 +5,13 @@
 
 use std::boxed::Box;
 
-use super::block::{linear, Block, Wait, BLOCK, YIELDER};
 use super::collective::{warp_result, WarpOp};
 use super::failure::Abort;
 use super::stack_guard;
-use crate::device::thread::CTX;
+use super::state::{linear, Block, Wait, BLOCK, PRIVATE, YIELDER};
+use crate::device::thread::{set_thread_idx, CTX};
 
-fn current() -> Option<(&'static Block, usize)> {
+pub(super) fn current() -> Option<(&'static Block, usize)> {
     let b = BLOCK.with(|c| c.get());
     if b.is_null() {
         return None;
@@ -23,16 +23,21 @@ fn current() -> Option<(&'static Block, usize)> {
     Some((b, t))
 }
 
-/// Suspends the calling GPU thread until the scheduler resumes it, then
-/// restores its thread context.
-fn suspend() {
+/// Suspends the calling GPU thread, linear index `t` of block `b`, until
+/// the scheduler resumes it, then restores its `threadIdx`.
+fn suspend(b: &Block, t: usize) {
+    if b.sequencer.get() == b.current.get() {
+        // The runner's loop is at thread `t`: the scheduler starts the next
+        // runner after it (`threads`).
+        b.next.set(t as u32 + 1);
+    }
     let y = YIELDER.with(|c| c.get());
-    let ctx = CTX.with(|c| c.get());
+    let thread = CTX.with(|c| c.get()).thread;
     // SAFETY: `y` is the yielder of the running coroutine, set when it
     // started and after every resume (below), so it is alive.
-    unsafe { (*y).suspend(()) };
+    unsafe { (*y).suspend(t as u32) };
     YIELDER.with(|c| c.set(y));
-    CTX.with(|c| c.set(ctx));
+    set_thread_idx(thread);
 }
 
 /// `sync_threads` on the host: wait until every thread of the block that has
@@ -41,8 +46,7 @@ pub(crate) fn sync_threads() {
     if let Some((b, t)) = current() {
         stack_guard::check();
         b.wait[t].set(Wait::Barrier);
-        b.runner_of[t].set(b.current.get());
-        suspend();
+        suspend(b, t);
     }
 }
 
@@ -50,16 +54,20 @@ pub(crate) fn sync_threads() {
 /// thread alone.
 pub(crate) fn warp_collective(op: WarpOp, value: u64, arg: u32) -> u64 {
     match current() {
-        Some((b, t)) => {
-            stack_guard::check();
-            b.input[t].set((op, value, arg));
-            b.wait[t].set(Wait::Warp);
-            b.runner_of[t].set(b.current.get());
-            suspend();
-            b.output[t].get()
-        }
+        Some((b, t)) => meet(b, t, op, value, arg, 0),
         None => warp_result(op, &[(value, arg)], 0),
     }
+}
+
+/// Thread `t` of block `b` waits at warp collective `op` (`key`: the
+/// reduction it starts, or 0); returns its result.
+pub(super) fn meet(b: &Block, t: usize, op: WarpOp, value: u64, arg: u32, key: u64) -> u64 {
+    stack_guard::check();
+    b.input[t].set((op, value, arg));
+    b.key[t].set(key);
+    b.wait[t].set(Wait::Warp);
+    suspend(b, t);
+    b.output[t].get()
 }
 
 /// The shared memory of declaration `site` (`size` bytes, `align`): one
@@ -90,7 +98,21 @@ pub(crate) fn shared_alloc(site: usize, size: usize, align: usize) -> *mut u8 {
     let p = arena.alloc(size.max(1), align);
     arena.sites.push((site, p, size));
     arena.static_bytes = static_bytes;
+    PRIVATE.with(|c| c.set(arena.first_chunk()));
     p
+}
+
+/// Whether the `bytes` bytes at `addr` are shared memory of the block that
+/// the calling thread belongs to, which no other OS thread uses: a
+/// block-scoped atomic operation on them needs no atomic instruction (the
+/// block's threads run one at a time on this OS thread, switching only at
+/// barriers and warp collectives). `false` outside a launch, and for
+/// shared memory beyond the block's first arena chunk (which then takes
+/// the atomic instruction: still correct).
+#[inline(always)]
+pub(crate) fn block_private(addr: usize, bytes: usize) -> bool {
+    let (lo, hi) = PRIVATE.with(|c| c.get());
+    addr >= lo && addr.saturating_add(bytes) <= hi
 }
 
 /// The dynamic shared memory of the current block: base and size in bytes

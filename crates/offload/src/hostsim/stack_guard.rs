@@ -89,7 +89,8 @@ pub(crate) struct KernelName {
 }
 
 std::thread_local! {
-    static ARMED: Cell<Option<Armed>> = const { Cell::new(None) };
+    /// The running coroutine's `Armed`, or null (see [`arm`]).
+    static ARMED: Cell<*const Armed> = const { Cell::new(core::ptr::null()) };
     static TRIPPED: Cell<bool> = const { Cell::new(false) };
     static KERNEL: Cell<Option<KernelName>> = const { Cell::new(None) };
 }
@@ -101,24 +102,35 @@ pub(crate) fn set_kernel(k: Option<KernelName>) {
 }
 
 fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
+    static PAGE: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+    match PAGE.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            // SAFETY: sysconf has no preconditions.
+            let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            let p = if p > 0 { p as usize } else { 4096 };
+            PAGE.store(p, core::sync::atomic::Ordering::Relaxed);
+            p
+        }
+        p => p,
     }
 }
 
-/// Marks `a` as the coroutine about to run on this OS thread.
-pub(crate) fn arm(a: Armed) {
-    ARMED.with(|c| c.set(Some(a)));
+/// Marks `a` as the coroutine about to run on this OS thread (one
+/// thread-local store: the scheduler arms before every resume).
+///
+/// # Safety
+/// `a` stays valid and unchanged until [`disarm`] is called on this OS
+/// thread.
+pub(crate) unsafe fn arm(a: &Armed) {
+    ARMED.with(|c| c.set(a));
 }
 
 /// No coroutine runs on this OS thread any more.
 pub(crate) fn disarm() {
-    ARMED.with(|c| c.set(None));
+    ARMED.with(|c| c.set(core::ptr::null()));
 }
+
+
 
 /// Whether the coroutine that just returned was stopped by a stack
 /// overflow (and clears the flag).
@@ -129,16 +141,22 @@ pub(crate) fn take_tripped() -> bool {
 /// Whether this OS thread is running a simulated GPU thread (a coroutine
 /// armed by its scheduler), not the scheduler or other runtime code.
 pub(crate) fn in_simulated_thread() -> bool {
-    ARMED.with(|c| c.get()).is_some()
+    !ARMED.with(|c| c.get()).is_null()
 }
 
 /// The bytes of stack left to the running coroutine, above its guard page;
 /// `None` outside one.
 pub(crate) fn remaining() -> Option<usize> {
-    let a = ARMED.with(|c| c.get())?;
+    let p = ARMED.with(|c| c.get());
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: non-null only between `arm` and `disarm`, while it is valid
+    // (`arm`'s contract).
+    let top = unsafe { (*p).guard.1 };
     let here = 0u8;
     let sp = core::ptr::addr_of!(here) as usize;
-    Some(sp.saturating_sub(a.guard.1))
+    Some(sp.saturating_sub(top))
 }
 
 /// Stops the calling simulated thread, by unwinding, if less than
@@ -488,7 +506,10 @@ mod imp {
         let uc = ctx as *mut libc::ucontext_t;
         // Only const-initialized thread-locals without destructors are
         // touched here (`try_with`: never during thread teardown).
-        let armed = ARMED.try_with(|c| c.get()).ok().flatten();
+        let p = ARMED.try_with(|c| c.get()).unwrap_or(core::ptr::null());
+        // SAFETY: non-null only between `arm` and `disarm`, while it is
+        // valid (`arm`'s contract); the fault interrupted this OS thread.
+        let armed = (!p.is_null()).then(|| unsafe { *p });
         if let Some(a) = armed {
             // SAFETY: `info` and `uc` come from the kernel (SA_SIGINFO).
             let (addr, sp) = unsafe { ((*info).si_addr() as usize, fault_sp(uc)) };
@@ -511,7 +532,7 @@ mod imp {
                     );
                 }
                 let _ = TRIPPED.try_with(|t| t.set(true));
-                let _ = ARMED.try_with(|c| c.set(None));
+                let _ = ARMED.try_with(|c| c.set(core::ptr::null()));
                 // SAFETY: the fault is a guard-page hit of the coroutine `a`
                 // describes, which is running on this thread (armed by its
                 // scheduler for this resume) and not dropped; its stack

@@ -111,6 +111,7 @@ impl<'a, T: MapElem> MapIn<'a, T> {
     /// # Safety
     /// Called only by the host fallback, where every address (resident
     /// buffers included) is host memory.
+    #[inline(always)]
     pub unsafe fn host_view(self) -> &'a [T] {
         if self.len == 0 {
             &[]
@@ -202,6 +203,7 @@ impl<'a, T: DeviceCopy> MapInOut<'a, T> {
     /// at most once per simulated thread of the launch that holds this
     /// `MapInOut`, and the result is used only by that thread and only during
     /// the launch.
+    #[inline(always)]
     pub unsafe fn disjoint(self) -> DisjointSlice<'a, T> {
         // SAFETY: `ptr`/`len` come from an exclusive borrow held for `'a`;
         // the caller upholds the one-per-thread rule.

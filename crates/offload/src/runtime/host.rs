@@ -41,6 +41,8 @@ use crate::hostsim::stack_guard::{self, KernelName};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::spec::{ArgSpec, KernelInfo};
 
+mod pool;
+
 /// The smallest `OFFLOAD_HOST_STACK_KIB`: the runtime's own calls from a
 /// simulated thread need 32 KiB (`stack_guard::MARGIN`) besides the
 /// kernel's frames.
@@ -66,7 +68,9 @@ impl Host {
         let setting = std::env::var("OFFLOAD_HOST_THREADS").ok();
         let workers = setting.as_deref().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0);
         if let (Some(v), None) = (&setting, workers) {
-            std::eprintln!("offload: warning: OFFLOAD_HOST_THREADS={v:?} is not a positive number of threads; using one per CPU");
+            std::eprintln!(
+                "offload: warning: OFFLOAD_HOST_THREADS={v:?} is not a positive number of threads; using one per CPU"
+            );
         }
         let workers = workers.or_else(|| std::thread::available_parallelism().ok().map(|n| n.get())).unwrap_or(1);
         let setting = std::env::var("OFFLOAD_HOST_STACK_KIB").ok();
@@ -292,118 +296,138 @@ impl Backend for Host {
         host: &(dyn Fn() + Sync),
     ) -> Result<()> {
         self.check_launch(kernel, cfg)?;
-        let (shared_limit, limit_source) = (self.shared_limit.0, &self.shared_limit.1);
         install_panic_hook();
         // `DeviceGlobal::read`/`write` wait for the kernels of this backend.
         let _running = LAUNCHES.read().unwrap_or_else(|e| e.into_inner());
         let blocks = cfg.grid.volume();
-        let next = AtomicU64::new(0);
-        let stop = AtomicBool::new(false);
-        let failure: Mutex<Option<Error>> = Mutex::new(None);
-
-        let stack_size = self.stack_size;
-        let work = || {
-            // Stack overflows of the simulated threads become errors (see
-            // `stack_guard`).
-            stack_guard::prepare_thread();
-            let _guard = CtxGuard;
-            IN_KERNEL.with(|k| k.set(true));
-            stack_guard::set_kernel(Some(KernelName {
-                module_path: kernel.module_path,
-                name: kernel.name,
-                instance: kernel.instance,
-            }));
-            let mut exec = Executor::new(cfg.block, cfg.grid, stack_size, shared_limit as usize);
-            loop {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let b = next.fetch_add(1, Ordering::Relaxed);
-                if b >= blocks {
-                    break;
-                }
-                let block = unlinear(b, cfg.grid);
-                let err = match exec.run_block(block, cfg.shared_mem_bytes, host) {
-                    Ok(()) => continue,
-                    Err(BlockFailure::Panic { thread }) => {
-                        let rec = LAST_PANIC.with(|p| p.borrow_mut().take());
-                        let (message, location) = match rec {
-                            Some(r) => (r.message, r.location),
-                            None => ("<panic message unavailable>".into(), "<unknown>".into()),
-                        };
-                        Error::from(crate::error::KernelPanic {
-                            kernel: kernel.path(),
-                            message,
-                            location,
-                            block: fmt3(block),
-                            thread: fmt3(thread),
-                        })
-                    }
-                    Err(BlockFailure::NoStack { error }) => Error::from(crate::error::Memory {
-                        op: "allocate the stack of a simulated GPU thread on the host fallback",
-                        reason: format!(
-                            "kernel `{}` needs one stack of {} KiB (OFFLOAD_HOST_STACK_KIB) for each thread of a \
-                             block that waits at sync_threads or a warp collective, and the system refused one: \
-                             {error}; lower OFFLOAD_HOST_STACK_KIB (from {MIN_STACK_KIB} to {MAX_STACK_KIB}) or \
-                             launch smaller blocks",
-                            kernel.path(),
-                            stack_size / 1024
-                        ),
-                    }),
-                    Err(BlockFailure::Divergence { reason }) => {
-                        Error::from(crate::error::Divergence { kernel: kernel.path(), block: fmt3(block), reason })
-                    }
-                    Err(BlockFailure::Aborted { abort: Abort::StackOverflow, thread }) => {
-                        Error::from(crate::error::StackOverflow {
-                            kernel: kernel.path(),
-                            block: fmt3(block),
-                            thread: fmt3(thread),
-                            detail: format!(
-                                "the host fallback's stack of {} KiB per simulated GPU thread is exhausted (recursion \
-                                 too deep?); recurse less deeply, or raise OFFLOAD_HOST_STACK_KIB",
-                                stack_size / 1024
-                            ),
-                        })
-                    }
-                    Err(BlockFailure::Aborted { abort: Abort::SharedMemory { static_bytes, dynamic }, .. }) => {
-                        Error::from(crate::error::InvalidLaunch {
-                            kernel: kernel.path(),
-                            reason: limits::dynamic_shared_reason(
-                                dynamic,
-                                shared_limit,
-                                Some(static_bytes),
-                                limit_source,
-                            ),
-                        })
-                    }
-                };
-                let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());
-                if slot.is_none() {
-                    *slot = Some(err);
-                }
-                stop.store(true, Ordering::Relaxed);
-                break;
-            }
-        };
-
         let workers = (self.workers as u64).min(blocks).max(1) as usize;
-        if workers == 1 {
-            work();
-        } else {
-            std::thread::scope(|s| {
-                // A worker the system cannot start leaves its blocks to the
-                // others (every worker takes blocks until none is left).
-                for _ in 1..workers {
-                    if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
-                        break;
-                    }
-                }
-                work();
-            });
-        }
-        match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        let launch = Launch {
+            host: self,
+            kernel,
+            cfg,
+            body: host,
+            blocks,
+            // Blocks are claimed in runs of consecutive ones (neighbouring
+            // blocks usually touch neighbouring memory), about 8 runs per
+            // worker, so that uneven blocks still spread evenly.
+            chunk: (blocks / (workers as u64 * 8)).max(1),
+            next: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            failure: Mutex::new(None),
+        };
+        POOL.run(workers, &|| launch.work());
+        match launch.failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+}
+
+/// The worker threads of the host fallback, shared by every launch.
+static POOL: pool::Pool = pool::Pool::new();
+
+/// One launch on the host fallback, as its workers share it.
+struct Launch<'a> {
+    host: &'a Host,
+    kernel: &'static KernelInfo,
+    cfg: &'a LaunchConfig,
+    /// Runs the threads of a runner (`hostsim::threads::run_threads`).
+    body: &'a (dyn Fn() + Sync),
+    blocks: u64,
+    /// Blocks per claim.
+    chunk: u64,
+    /// The first block not claimed.
+    next: AtomicU64,
+    /// A block failed: the workers stop.
+    stop: AtomicBool,
+    /// The first failure.
+    failure: Mutex<Option<Error>>,
+}
+
+impl Launch<'_> {
+    /// One worker's part: claims runs of blocks and runs them until none is
+    /// left or one fails.
+    fn work(&self) {
+        // Stack overflows of the simulated threads become errors (see
+        // `stack_guard`).
+        stack_guard::prepare_thread();
+        let _guard = CtxGuard;
+        IN_KERNEL.with(|k| k.set(true));
+        let k = self.kernel;
+        stack_guard::set_kernel(Some(KernelName { module_path: k.module_path, name: k.name, instance: k.instance }));
+        let (cfg, shared_limit) = (self.cfg, self.host.shared_limit.0 as usize);
+        let mut exec = Executor::checkout(cfg.block, cfg.grid, self.host.stack_size, shared_limit);
+        'claims: while !self.stop.load(Ordering::Relaxed) {
+            let first = self.next.fetch_add(self.chunk, Ordering::Relaxed);
+            if first >= self.blocks {
+                break;
+            }
+            for b in first..(first.saturating_add(self.chunk)).min(self.blocks) {
+                if self.stop.load(Ordering::Relaxed) {
+                    break 'claims;
+                }
+                let block = unlinear(b, cfg.grid);
+                if let Err(f) = exec.run_block(block, cfg.shared_mem_bytes, self.body) {
+                    let err = self.error(f, block);
+                    let mut slot = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+                    if slot.is_none() {
+                        *slot = Some(err);
+                    }
+                    self.stop.store(true, Ordering::Relaxed);
+                    break 'claims;
+                }
+            }
+        }
+        exec.checkin();
+    }
+
+    /// The launch's error for block `block`'s failure.
+    fn error(&self, f: BlockFailure, block: Dim3) -> Error {
+        let (kernel, stack_kib) = (self.kernel, self.host.stack_size / 1024);
+        match f {
+            BlockFailure::Panic { thread } => {
+                let rec = LAST_PANIC.with(|p| p.borrow_mut().take());
+                let (message, location) = match rec {
+                    Some(r) => (r.message, r.location),
+                    None => ("<panic message unavailable>".into(), "<unknown>".into()),
+                };
+                Error::from(crate::error::KernelPanic {
+                    kernel: kernel.path(),
+                    message,
+                    location,
+                    block: fmt3(block),
+                    thread: fmt3(thread),
+                })
+            }
+            BlockFailure::NoStack { error } => Error::from(crate::error::Memory {
+                op: "allocate the stack of a simulated GPU thread on the host fallback",
+                reason: format!(
+                    "kernel `{}` needs one stack of {stack_kib} KiB (OFFLOAD_HOST_STACK_KIB) for each thread of a \
+                     block that waits at sync_threads or a warp collective, and the system refused one: \
+                     {error}; lower OFFLOAD_HOST_STACK_KIB (from {MIN_STACK_KIB} to {MAX_STACK_KIB}) or \
+                     launch smaller blocks",
+                    kernel.path(),
+                ),
+            }),
+            BlockFailure::Divergence { reason } => {
+                Error::from(crate::error::Divergence { kernel: kernel.path(), block: fmt3(block), reason })
+            }
+            BlockFailure::Aborted { abort: Abort::StackOverflow, thread } => Error::from(crate::error::StackOverflow {
+                kernel: kernel.path(),
+                block: fmt3(block),
+                thread: fmt3(thread),
+                detail: format!(
+                    "the host fallback's stack of {stack_kib} KiB per simulated GPU thread is exhausted (recursion too \
+                     deep?); recurse less deeply, or raise OFFLOAD_HOST_STACK_KIB"
+                ),
+            }),
+            BlockFailure::Aborted { abort: Abort::SharedMemory { static_bytes, dynamic }, .. } => {
+                let (limit, source) = (self.host.shared_limit.0, &self.host.shared_limit.1);
+                Error::from(crate::error::InvalidLaunch {
+                    kernel: kernel.path(),
+                    reason: limits::dynamic_shared_reason(dynamic, limit, Some(static_bytes), source),
+                })
+            }
         }
     }
 }

@@ -13,8 +13,8 @@ use crate::device::config::LaunchConfig;
 /// Launches `kernel`: validates `cfg`, then runs it on this thread's device
 /// ([`current_device`]), whose memory every `DeviceBuffer` argument must
 /// be (or a peer's it may use: [`Error::WrongDevice`]).
-/// `host` runs the body once for the simulated thread set in the thread
-/// context; only the host fallback calls it.
+/// `host` runs the simulated threads of one runner of the host scheduler
+/// (`__private::host_threads`); only the host fallback calls it.
 pub fn launch(
     kernel: &'static KernelInfo,
     cfg: LaunchConfig,

@@ -180,8 +180,9 @@ pub(crate) fn tracked<'a, 'b>(
 }
 
 /// The generic front of a launch of `kernel` (generated code only):
-/// blocking, or enqueued on `target`. `host` runs the body for the
-/// simulated thread set in the thread context (host fallback only).
+/// blocking, or enqueued on `target`. `host` runs the simulated threads of
+/// one runner of the host scheduler (`__private::host_threads`; host
+/// fallback only).
 ///
 /// # Safety
 /// For a queued target, the memory that `args` and `host` refer to stays

@@ -1,0 +1,72 @@
+//! The state of the block a worker runs, shared by its scheduler (`block`)
+//! and its simulated threads (`threads`, `entry`), and the thread-locals
+//! through which the threads find it.
+
+use core::cell::{Cell, RefCell};
+use std::vec::Vec;
+
+use corosensei::Yielder;
+
+use super::arena::Arena;
+use super::collective::WarpOp;
+use crate::device::dim::Dim3;
+use crate::device::thread::ThreadCtx;
+
+/// What a thread of the block is doing.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Wait {
+    Running,
+    Barrier,
+    Warp,
+    Done,
+}
+
+/// The state of the block a worker is executing.
+pub(crate) struct Block {
+    pub(super) n: u32,
+    /// The block's context; `thread` is set per thread (`threads`).
+    pub(super) ctx: ThreadCtx,
+    pub(super) wait: Vec<Cell<Wait>>,
+    /// Per thread waiting at a warp collective: which, its value, its
+    /// lane / offset / mask operand.
+    pub(super) input: Vec<Cell<(WarpOp, u64, u32)>>,
+    /// Per thread released from a warp collective: its result.
+    pub(super) output: Vec<Cell<u64>>,
+    /// Per thread waiting at the first shuffle of a warp reduction: which
+    /// reduction (`reduce::key`); 0 for any other collective.
+    pub(super) key: Vec<Cell<u64>>,
+    /// Per warp released from the first shuffle of a reduction that all its
+    /// lanes make with the same operands: the reduction's key (else 0), and
+    /// in `lanes` the lanes' values, in lane order (`reduce`).
+    pub(super) uniform: Vec<Cell<u64>>,
+    pub(super) lanes: Vec<Cell<u64>>,
+    /// The first thread no runner has started.
+    pub(super) next: Cell<u32>,
+    /// The runner that starts the next thread when its thread returns.
+    pub(super) sequencer: Cell<u32>,
+    /// The runner being resumed.
+    pub(super) current: Cell<u32>,
+    /// A failed block left `wait` entries other than `Done`.
+    pub(super) dirty: Cell<bool>,
+    pub(super) arena: RefCell<Arena>,
+    /// Bytes of shared memory, static and dynamic, one block may use.
+    pub(super) shared_limit: usize,
+}
+
+/// No runner (of `sequencer`, `current`).
+pub(super) const NO_RUNNER: u32 = u32::MAX;
+
+std::thread_local! {
+    /// The block this OS thread runs; null outside `Executor::run_block`.
+    pub(super) static BLOCK: Cell<*const Block> = const { Cell::new(core::ptr::null()) };
+    /// The yielder of the runner this OS thread runs.
+    pub(super) static YIELDER: Cell<*const Yielder<(), u32>> = const { Cell::new(core::ptr::null()) };
+    /// `[lo, hi)`: memory that only the block this OS thread runs uses (the
+    /// first chunk of its shared memory); empty outside a block.
+    pub(super) static PRIVATE: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// The linear index (x fastest) of thread `t` in a block of `d` threads.
+pub(super) fn linear(t: Dim3, d: Dim3) -> u32 {
+    t.x + d.x * (t.y + d.y * t.z)
+}

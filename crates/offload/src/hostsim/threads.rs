@@ -1,0 +1,146 @@
+//! The plain loop over a block's threads: what a runner (see `block`)
+//! executes. It is generic over the kernel's body, so that the body is
+//! inlined into the loop: running one more GPU thread costs a store of its
+//! index (`threadIdx`, which the body reads back), a counter and a compare,
+//! not a call through a pointer and a division of the linear index (the
+//! work-item loops of POCL and MCUDA, with the thread index as the loop
+//! variable).
+//!
+//! The loop starts at the block's next thread not yet started and runs one
+//! thread after another, each to its end, while this runner holds the
+//! block's *sequence*. A thread that waits (`sync_threads`, a warp
+//! collective) suspends the whole runner; the scheduler then starts a new
+//! runner for the following threads, and when the waiting thread is
+//! resumed and returns, its runner ends (it lost the sequence).
+
+use super::state::{Block, Wait, BLOCK};
+use crate::device::dim::Dim3;
+use crate::device::thread::{is_1d, set_thread_idx, set_thread_x};
+
+/// The index of linear thread `t` in a block of `d` threads (x fastest).
+pub(super) fn unlinear(t: u32, d: Dim3) -> Dim3 {
+    Dim3 { x: t % d.x, y: (t / d.x) % d.y, z: t / (d.x * d.y) }
+}
+
+/// Runs the threads of the calling runner with `body` (one GPU thread's
+/// work, the kernel's body with its arguments) inlined (see the module
+/// docs). Outside a block of the host scheduler it runs `body` once, for
+/// the thread context that is set.
+///
+/// As the GPU's entry points do (`__private::kernel_entry`), a 1-D launch
+/// gets its own copy of the loop, in which the body's geometry functions
+/// know that the y and z extents are 1: `global_index()` is then
+/// `blockIdx.x · blockDim.x + threadIdx.x`, with no test of the others.
+/// Both copies tell the optimizer the block's index and extents, which it
+/// then keeps in registers.
+#[inline(always)]
+pub(crate) fn run_threads<F: Fn()>(body: &F) {
+    let b = BLOCK.with(|c| c.get());
+    if b.is_null() {
+        body();
+        return;
+    }
+    // SAFETY: non-null only while `Executor::run_block` runs this block on
+    // this OS thread, which outlives the runner that calls this.
+    let b = unsafe { &*b };
+    // The body reads the block's index and extents from the thread context
+    // (thread-local) again for every thread: stores through the kernel's
+    // pointers may alias it as far as the optimizer knows. Telling it,
+    // before each thread, what they are lets it use the values it has in
+    // registers and drop those loads.
+    let (bi, bd, gd) = (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim);
+    if is_1d(bd, gd) {
+        // A 1-D launch gets its own copy of the loop, in which the body's
+        // geometry functions know that the y and z extents are 1.
+        let (bx, bdx, gdx) = (bi.x, bd.x, gd.x);
+        threads_1d(b, body, || {
+            let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
+            // SAFETY: the thread context holds this block's index and the
+            // launch's extents, which is 1-D (tested above).
+            unsafe {
+                core::hint::assert_unchecked(i.x == bx && i.y == 0 && i.z == 0);
+                core::hint::assert_unchecked(d.x == bdx && d.y == 1 && d.z == 1);
+                core::hint::assert_unchecked(g.x == gdx && g.y == 1 && g.z == 1);
+            }
+        });
+    } else {
+        threads(b, body, || {
+            let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
+            // SAFETY: the thread context holds this block's index and the
+            // launch's extents.
+            unsafe { core::hint::assert_unchecked(i == bi && d == bd && g == gd) }
+        });
+    }
+}
+
+/// The loop of [`run_threads`] for a 1-D launch: only `threadIdx.x`
+/// changes from one thread to the next. `hint` runs before each thread's
+/// body. (`b.next`, the first thread not started, is kept up to date by a
+/// thread that suspends, `entry::suspend`, and here at the end: the
+/// scheduler reads it only then.)
+#[inline(always)]
+fn threads_1d<F: Fn(), H: Fn()>(b: &Block, body: &F, hint: H) {
+    let (rid, n) = (b.current.get(), b.n);
+    let mut t = b.next.get();
+    set_thread_idx(Dim3::new(t, 0, 0));
+    while t < n {
+        set_thread_x(t);
+        hint();
+        body();
+        if b.sequencer.get() != rid {
+            // The thread suspended (this runner lost the sequence) and has
+            // now returned: so does the runner.
+            b.wait[t as usize].set(Wait::Done);
+            return;
+        }
+        t += 1;
+    }
+    b.next.set(n);
+}
+
+/// The loop of [`run_threads`] for any launch; see [`threads_1d`].
+#[inline(always)]
+fn threads<F: Fn(), H: Fn()>(b: &Block, body: &F, hint: H) {
+    let (rid, n, d) = (b.current.get(), b.n, b.ctx.block_dim);
+    let mut t = b.next.get();
+    let mut idx = unlinear(t.min(n.saturating_sub(1)), d);
+    while t < n {
+        set_thread_idx(idx);
+        hint();
+        body();
+        if b.sequencer.get() != rid {
+            b.wait[t as usize].set(Wait::Done);
+            return;
+        }
+        t += 1;
+        idx.x += 1;
+        if idx.x == d.x {
+            idx.x = 0;
+            idx.y += 1;
+            if idx.y == d.y {
+                idx.y = 0;
+                idx.z += 1;
+            }
+        }
+    }
+    b.next.set(n);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unlinear_is_x_fastest() {
+        let d = Dim3::new(4, 3, 2);
+        let mut t = 0;
+        for z in 0..2 {
+            for y in 0..3 {
+                for x in 0..4 {
+                    assert_eq!(unlinear(t, d), Dim3::new(x, y, z));
+                    t += 1;
+                }
+            }
+        }
+    }
+}
