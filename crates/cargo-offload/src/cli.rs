@@ -402,7 +402,29 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    CargoCli::try_parse_from(argv).map(|CargoCli::Offload(o)| o)
+    let cli = CargoCli::try_parse_from(argv).map(|CargoCli::Offload(o)| o)?;
+    if let Some(cargo) = cli.command.cargo() {
+        if let Err(e) = crate::output::check_kinds(&cargo.message_format) {
+            use clap::CommandFactory;
+            return Err(CargoCli::command().error(clap::error::ErrorKind::ArgumentConflict, e));
+        }
+    }
+    Ok(cli)
+}
+
+impl Command {
+    /// The cargo options of the commands that have them (all but `doctor`).
+    pub fn cargo(&self) -> Option<&CargoOpts> {
+        match self {
+            Command::Build(a) => Some(&a.cargo),
+            Command::Run(a) => Some(&a.cargo),
+            Command::Test(a) | Command::Bench(a) => Some(&a.cargo),
+            Command::Check(a) => Some(&a.cargo),
+            Command::Clippy(a) => Some(&a.cargo),
+            Command::Doc(a) => Some(&a.cargo),
+            Command::Doctor => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -527,6 +549,9 @@ mod tests {
         assert!(err("cargo offload doctor --arch sm_90").contains("unexpected argument"));
         assert!(err("cargo offload build --release --profile dev").contains("cannot be used with"));
         assert!(err("cargo offload check --message-format jsn").contains("`jsn` is not a message format"));
+        let two = "error: cannot specify two kinds of `message-format` arguments";
+        assert!(err("cargo offload check --message-format=json,short").starts_with(two));
+        assert!(err("cargo offload doc --message-format short --message-format json").starts_with(two));
         assert!(err("cargo offload build --color sometimes").contains("invalid value 'sometimes'"));
         assert!(err("cargo offload doc --arch sm_90").contains("unexpected argument '--arch'"));
     }

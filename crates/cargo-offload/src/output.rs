@@ -39,6 +39,25 @@ pub fn parse_value(s: &str) -> Result<String, String> {
     }
 }
 
+/// cargo's check of all `--message-format` values together: one kind,
+/// either `human`, `short` or JSON (`json` once, with any `json-…`
+/// modifiers); cargo rejects any other mix (its `message_format` in
+/// `command_prelude.rs`) with this message.
+pub fn check_kinds(values: &[String]) -> Result<(), String> {
+    const TWO_KINDS: &str = "cannot specify two kinds of `message-format` arguments";
+    // The kind chosen so far: `Some(true)` JSON, `Some(false)` human or short.
+    let mut json: Option<bool> = None;
+    for v in values.iter().flat_map(|v| v.split(',')).map(str::trim) {
+        json = match (v, json) {
+            ("human" | "short" | "json", Some(_)) => return Err(TWO_KINDS.into()),
+            ("human" | "short", None) => Some(false),
+            (_, None | Some(true)) => Some(true),
+            (_, Some(false)) => return Err(TWO_KINDS.into()),
+        };
+    }
+    Ok(())
+}
+
 /// The user's `--message-format`, as cargo reads it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MessageFormat {
@@ -264,6 +283,33 @@ mod tests {
             "`jsn` is not a message format (possible values: human, short, json, json-diagnostic-short, \
              json-diagnostic-rendered-ansi, json-render-diagnostics)"
         );
+    }
+
+    /// Mixes cargo rejects (checked against cargo 1.95: `cargo check
+    /// --message-format=json,short` exits with this message).
+    #[test]
+    fn two_kinds_of_message_format_are_rejected() {
+        let two = Err("cannot specify two kinds of `message-format` arguments".to_string());
+        for bad in [
+            &["json,short"][..],
+            &["short", "json"],
+            &["json", "json"],
+            &["human,short"],
+            &["short,json-diagnostic-short"],
+            &["json-diagnostic-short,json"],
+        ] {
+            assert_eq!(check_kinds(&v(bad)), two, "{bad:?}");
+        }
+        for good in [
+            &[][..],
+            &["human"],
+            &["short"],
+            &["json"],
+            &["json,json-diagnostic-short", "json-diagnostic-rendered-ansi"],
+            &["json-render-diagnostics,json-diagnostic-short"],
+        ] {
+            assert_eq!(check_kinds(&v(good)), Ok(()), "{good:?}");
+        }
     }
 
     /// A real diagnostic of the device pass (rustc 1.101-nightly for

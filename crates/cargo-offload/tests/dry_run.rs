@@ -966,3 +966,15 @@ fn another_offload_version_is_refused() {
     assert!(!target.exists(), "nothing built");
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// Two kinds of `--message-format` are a usage error, as cargo makes them,
+/// before anything is planned.
+#[test]
+fn two_kinds_of_message_format_are_refused() {
+    let f = Fixture::new();
+    let (code, stdout, stderr) = f.offload(&["check", "--message-format=json,short", "--dry-run"], &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.starts_with("error: cannot specify two kinds of `message-format` arguments"), "{stderr}");
+    assert!(stdout.is_empty(), "nothing planned: {stdout}");
+    assert!(f.built_nothing());
+}
