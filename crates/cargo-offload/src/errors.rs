@@ -38,6 +38,22 @@ pub mod exit {
     pub const INTERRUPTED: i32 = 130;
 }
 
+/// A list of architectures (`--arch`, `OFFLOAD_ARCH`, `Cargo.toml`) that
+/// names none, or has an empty item; a usage error (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ArchListError {
+    /// `from` is set but names no architecture (`--arch ''`, `OFFLOAD_ARCH=,`).
+    #[error("{from} names no architecture")]
+    NoArch { from: &'static str },
+
+    /// `value` (from `from`) has an empty item: two commas in a row, or one
+    /// at an end (`--arch sm_80,,sm_90`, `--arch sm_80,`).
+    #[error(
+        "`{value}` (from {from}) has an empty architecture: separate architectures with one comma, e.g. `sm_80,sm_90`"
+    )]
+    EmptyArch { value: String, from: &'static str },
+}
+
 /// Every failure of `cargo offload` and its wrapper phases, grouped by exit
 /// code ([`CliError::exit_code`]). The message says what failed; the cause
 /// (`#[source]`) is printed below it, then notes and hints.
@@ -63,8 +79,8 @@ pub enum CliError {
     #[error("--arch is required for amdgcn-amd-amdhsa (e.g. --arch gfx90a)")]
     AmdNeedsArch,
 
-    #[error("--arch names no architecture")]
-    NoArch,
+    #[error(transparent)]
+    ArchList(#[from] ArchListError),
 
     /// `[package.metadata.offload]` (or the workspace's) is invalid.
     #[error("{table}: {problem}")]
@@ -215,7 +231,7 @@ impl CliError {
             | ArchTooOld { .. }
             | UnknownTarget(_)
             | AmdNeedsArch
-            | NoArch
+            | ArchList(_)
             | Config { .. }
             | Ptx(_)
             | DeviceFlags(_)
@@ -312,7 +328,7 @@ impl CliError {
                  space; if it is, report this with the output of `cargo offload build -vv`"
                     .into(),
             ],
-            UnknownTarget(_) | AmdNeedsArch | NoArch | Tools(_) | ToolsOf { .. } | Interrupted => Vec::new(),
+            UnknownTarget(_) | AmdNeedsArch | ArchList(_) | Tools(_) | ToolsOf { .. } | Interrupted => Vec::new(),
         }
     }
 

@@ -2,7 +2,7 @@
 //! each), from the command line, the environment, `Cargo.toml` or the GPU.
 
 use crate::cli::{DeviceOpts, DEFAULT_NVPTX_ARCH};
-use crate::errors::{CliError, Result};
+use crate::errors::{ArchListError, CliError, Result};
 use crate::toolchain::{self, DeviceToolchain};
 use crate::workspace::Config;
 use crate::{devflags, ptx, status};
@@ -80,25 +80,33 @@ pub(crate) fn resolve_devices_in(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<DeviceSel>> {
     let target = dev.target.clone().or_else(|| config.target.clone());
-    let (archs, from): (Vec<String>, &str) = if !dev.arch.is_empty() {
-        (dev.arch.clone(), "--arch")
+    // The architectures, where they come from, and the value as the user
+    // wrote it (for the error of an empty item).
+    let (archs, from, value): (Vec<String>, &str, String) = if !dev.arch.is_empty() {
+        (dev.arch.clone(), "--arch", dev.arch.join(","))
     } else if let Some(a) = env("OFFLOAD_ARCH").filter(|a| !a.trim().is_empty()) {
-        (a.split(',').map(|s| s.trim().to_string()).collect(), "OFFLOAD_ARCH")
+        (a.split(',').map(|s| s.trim().to_string()).collect(), "OFFLOAD_ARCH", a)
     } else if !config.arch.is_empty() {
-        (config.arch.clone(), "Cargo.toml [package.metadata.offload]")
+        (config.arch.clone(), "Cargo.toml [package.metadata.offload]", config.arch.join(","))
     } else if target.as_deref().is_some_and(|t| t.starts_with("amdgcn")) {
         return Err(CliError::AmdNeedsArch);
     } else {
         match toolchain::detect_gpu_arch()? {
-            Some(a) => (vec![a], "the GPU"),
-            None => (vec![DEFAULT_NVPTX_ARCH.to_string()], "default"),
+            Some(a) => (vec![a.clone()], "the GPU", a),
+            None => (vec![DEFAULT_NVPTX_ARCH.to_string()], "default", DEFAULT_NVPTX_ARCH.to_string()),
         }
     };
+    if archs.iter().all(|a| a.is_empty()) {
+        return Err(ArchListError::NoArch { from }.into());
+    }
+    if archs.iter().any(|a| a.is_empty()) {
+        return Err(ArchListError::EmptyArch { value, from }.into());
+    }
     for arch in repeated(&archs) {
         status::warn(format!("`{arch}` is named more than once (from {from}); its image is built once"));
     }
     let mut sels: Vec<DeviceSel> = Vec::new();
-    for arch in archs.into_iter().filter(|a| !a.is_empty()) {
+    for arch in archs {
         let triple = target.clone().unwrap_or_else(|| target_of(&arch).to_string());
         if !is_device_triple(&triple) {
             return Err(CliError::UnknownTarget(triple));
@@ -123,9 +131,6 @@ pub(crate) fn resolve_devices_in(
             };
             sels.push(DeviceSel { triple, arch, ptx_feature });
         }
-    }
-    if sels.is_empty() {
-        return Err(CliError::NoArch);
     }
     if from != "--arch" {
         let list: Vec<String> = sels.iter().map(|d| format!("{} {}", d.triple, d.arch)).collect();

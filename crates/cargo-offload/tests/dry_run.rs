@@ -978,3 +978,24 @@ fn two_kinds_of_message_format_are_refused() {
     assert!(stdout.is_empty(), "nothing planned: {stdout}");
     assert!(f.built_nothing());
 }
+
+/// An empty item in a list of architectures (from `--arch` or
+/// `OFFLOAD_ARCH`) is a usage error naming the list, before any build.
+#[test]
+fn empty_architectures_are_refused() {
+    let f = Fixture::new();
+    for (args, env, value, from) in [
+        (&["build", "--arch", "sm_80,,sm_90"][..], None, "sm_80,,sm_90", "--arch"),
+        (&["build", "--arch", "sm_80,"], None, "sm_80,", "--arch"),
+        (&["build"], Some("sm_80,,sm_90"), "sm_80,,sm_90", "OFFLOAD_ARCH"),
+    ] {
+        let env: Vec<(&str, &str)> = env.map(|a| ("OFFLOAD_ARCH", a)).into_iter().collect();
+        let (code, stdout, stderr) = f.offload(&[args, &["--dry-run"]].concat(), &env);
+        assert_eq!(code, 2, "{args:?} {env:?}: {stderr}");
+        let says =
+            format!("error: `{value}` (from {from}) has an empty architecture: separate architectures with one comma");
+        assert!(stderr.contains(&says), "{args:?} {env:?}: {stderr}");
+        assert!(stdout.is_empty(), "nothing planned: {stdout}");
+    }
+    assert!(f.built_nothing());
+}

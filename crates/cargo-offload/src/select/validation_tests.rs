@@ -212,6 +212,33 @@ fn ptx_isa_features_of_the_device_rustflags() {
     cleanup(&dir);
 }
 
+/// An empty item in a list of architectures is a usage error naming the
+/// list as written; an empty `--arch` names none at all.
+#[test]
+fn empty_architectures_are_refused() {
+    let (tc, dir) = toolchain("empty");
+    let empty = |value: &str, from: &str| {
+        format!(
+            "error: `{value}` (from {from}) has an empty architecture: separate architectures with one comma, e.g. \
+             `sm_80,sm_90`"
+        )
+    };
+    for (dev, env, want) in [
+        // `--arch sm_80,,sm_90` and `--arch sm_80,`, as clap splits them.
+        (opts(&["sm_80", "", "sm_90"], None), None, empty("sm_80,,sm_90", "--arch")),
+        (opts(&["sm_80", ""], None), None, empty("sm_80,", "--arch")),
+        (opts(&[], None), Some("sm_80,,sm_90"), empty("sm_80,,sm_90", "OFFLOAD_ARCH")),
+        (opts(&[], None), Some(",sm_90"), empty(",sm_90", "OFFLOAD_ARCH")),
+        (opts(&[""], None), None, "error: --arch names no architecture".to_string()),
+        (opts(&[], None), Some(" , "), "error: OFFLOAD_ARCH names no architecture".to_string()),
+    ] {
+        let env: Vec<(&str, &str)> = env.map(|a| ("OFFLOAD_ARCH", a)).into_iter().collect();
+        let (text, code) = shown(resolve(&tc, &dev, &Config::default(), &env).unwrap_err());
+        assert_eq!((text.trim_end(), code), (want.as_str(), exit::USAGE), "{dev:?} {env:?}");
+    }
+    cleanup(&dir);
+}
+
 /// A mistake in `[package.metadata.offload]` is named with the known keys.
 #[test]
 fn configuration_mistakes_are_named() {
