@@ -36,7 +36,7 @@ pub enum Error {
     },
 
     /// `OFFLOAD_DEVICE` is not `cuda`, `cuda:N`, `host` or `host:N`.
-    #[error("OFFLOAD_DEVICE={0:?} is not a device: use `cuda` (the first GPU), `cuda:N` (GPU N, the CUDA driver's ordinal), `host` (the CPU), or leave it unset to use the first GPU if one is usable")]
+    #[error("OFFLOAD_DEVICE={0:?} is not a device: use `cuda` (the first GPU), `cuda:N` (GPU N, the CUDA driver's ordinal), `host` (the CPU), `host:N` (host device N of OFFLOAD_HOST_DEVICES), or leave it unset to use the first GPU if one is usable")]
     InvalidDeviceSetting(Box<str>),
 
     /// `OFFLOAD_DEVICE` names a device this process does not have; see
@@ -371,7 +371,8 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "OFFLOAD_DEVICE=\"gpu\" is not a device: use `cuda` (the first GPU), `cuda:N` (GPU N, the CUDA driver's \
-             ordinal), `host` (the CPU), or leave it unset to use the first GPU if one is usable"
+             ordinal), `host` (the CPU), `host:N` (host device N of OFFLOAD_HOST_DEVICES), or leave it unset to use the \
+             first GPU if one is usable"
         );
     }
 
