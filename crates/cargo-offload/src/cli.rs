@@ -429,6 +429,8 @@ impl Command {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn ok(line: &str) -> OffloadCli {
@@ -537,6 +539,27 @@ mod tests {
             panic!()
         };
         assert_eq!(d.to_args(), ["doc", "--package", "x", "--message-format", "short", "--open", "--no-deps", "-v"]);
+    }
+
+    /// The rust-analyzer setting both READMEs give is a valid command line
+    /// that checks all targets, as rust-analyzer's own check does, with
+    /// JSON diagnostics.
+    #[test]
+    fn rust_analyzer_setting_in_the_readmes() {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        for readme in [crate_dir.join("../../README.md"), crate_dir.join("README.md")] {
+            let text = std::fs::read_to_string(&readme).unwrap();
+            let key = "\"rust-analyzer.check.overrideCommand\": ";
+            let at = text.find(key).unwrap_or_else(|| panic!("{}: no setting", readme.display())) + key.len();
+            let array = &text[at..at + text[at..].find(']').unwrap() + 1];
+            let argv: Vec<String> = serde_json::from_str(array).unwrap();
+            let Command::Check(c) = parse(&argv).unwrap_or_else(|e| panic!("{array}: {e}")).command else {
+                panic!("{array}")
+            };
+            assert!(c.cargo.all_targets, "{}: {array}", readme.display());
+            assert_eq!(c.cargo.message_format, ["json"], "{}: {array}", readme.display());
+            assert!(text.contains("builds the device sysroot"), "{}", readme.display());
+        }
     }
 
     #[test]
