@@ -73,6 +73,12 @@ for s in "$@"; do
             echo "##### build $s"
             rm -rf "$dir" && mkdir -p "$dir"
             build "$dir"
+            # A suite's folder travels to the GPU machine: executables go
+            # without their symbol tables (a debug test binary or a device-model
+            # build is mostly symbols; the device image is an allocated section
+            # and stays).
+            strip_executables "$dir"
+            echo "$s: $(du -sh "$dir" | cut -f1) in $dir"
         fi
         if [ "$verb" != build ]; then
             [ -d "$dir" ] || { echo "error: $dir is missing: run \`scripts/gpu.sh build $s\` first" >&2; exit 1; }

@@ -81,6 +81,7 @@ struct Args {
   size_t mib = 1024, chunk_mib = 64;
   std::vector<int> queues = {1, 2, 3, 4};
   unsigned jacobi_n = 512, jacobi_steps = 500, reps = 5;
+  size_t stack_bytes = 0; // 0: the CUDA default per-thread stack
   bool csv = false;
 };
 
@@ -481,7 +482,8 @@ static void jacobi_bench() {
 static void usage(const char *argv0) {
   std::fprintf(stderr,
                "usage: %s [--only launches|overlap|jacobi] [--launches N] [--log2-elems K] [--graph-len G] [--mib M]\n"
-               "       [--chunk-mib C] [--queues 1,2,3,4] [--jacobi-n N] [--jacobi-steps S] [--reps R] [--csv]\n",
+               "       [--chunk-mib C] [--queues 1,2,3,4] [--jacobi-n N] [--jacobi-steps S] [--reps R] [--csv]\n"
+               "       [--stack-bytes B]\n",
                argv0);
   std::exit(2);
 }
@@ -503,6 +505,7 @@ int main(int argc, char **argv) {
     else if (a == "--jacobi-n") A.jacobi_n = std::stoul(next());
     else if (a == "--jacobi-steps") A.jacobi_steps = std::stoul(next());
     else if (a == "--reps") A.reps = std::stoul(next());
+    else if (a == "--stack-bytes") A.stack_bytes = std::stoul(next());
     else if (a == "--queues") {
       A.queues.clear();
       std::string v = next();
@@ -517,6 +520,9 @@ int main(int argc, char **argv) {
   if (A.reps < 1 || A.log2_elems < 8 || A.log2_elems > 28) usage(argv[0]);
   CU(cudaSetDevice(0));
   CU(cudaFree(0));
+  // offload sets an 8 KiB per-thread stack (its CU_LIMIT_STACK_SIZE); this
+  // sets the same here, to see whether the limit alone changes a timing.
+  if (A.stack_bytes) CU(cudaDeviceSetLimit(cudaLimitStackSize, A.stack_bytes));
   if (!A.csv) {
     cudaDeviceProp p;
     CU(cudaGetDeviceProperties(&p, 0));

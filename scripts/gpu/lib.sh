@@ -21,6 +21,15 @@ for l in sys.stdin:
         print(m["executable"])' "$1"
 }
 
+# Strips the symbols of every ELF executable under DIR that still has them.
+strip_executables() { # dir
+    local f
+    while IFS= read -r -d '' f; do
+        [ "$(head -c4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && strip "$f"
+    done < <(find "$1" -type f -perm -u+x -print0)
+    return 0
+}
+
 gpu_begin() {
     _failed=0
     _checks=0

@@ -75,6 +75,34 @@ fn jacobi(n: u32, a: &[f32], b: &mut [f32]) {
     }
 }
 
+/// `jacobi` without Rust's bounds checks on the four neighbours, for
+/// `--jacobi-unchecked`: measures what the checks (and their panic path)
+/// cost against CUDA C, whose kernel has none.
+#[kernel(same_len(a, b))]
+fn jacobi_unchecked(n: u32, a: &[f32], b: &mut [f32]) {
+    let nn = n as usize;
+    // One uniform test instead of four per point: every index below is
+    // then inside an n×n grid.
+    if a.len() != nn * nn {
+        return;
+    }
+    if let Some((i, bi)) = b.at_thread() {
+        let k = i as u32;
+        let (r, c) = (k / n, k % n);
+        *bi = if r == 0 || c == 0 || r + 1 == n || c + 1 == n {
+            a[i]
+        } else {
+            // SAFETY: an interior point (1 <= r, c <= n - 2) of an n×n grid
+            // (a.len() == n², tested above): i - n, i + n, i - 1 and i + 1
+            // are all in 0..n².
+            unsafe {
+                0.25 * (((a.get_unchecked(i - nn) + a.get_unchecked(i + nn)) + a.get_unchecked(i - 1))
+                    + a.get_unchecked(i + 1))
+            }
+        };
+    }
+}
+
 #[offload::host]
 mod host {
     use super::*;
@@ -121,6 +149,10 @@ mod host {
         /// Jacobi steps (even)
         #[arg(long, default_value_t = 500)]
         pub jacobi_steps: u32,
+        /// Jacobi with the kernel whose neighbour loads skip Rust's bounds
+        /// checks (`jacobi_unchecked`): what the checks cost
+        #[arg(long)]
+        pub jacobi_unchecked: bool,
         /// Timed runs per variant (after one untimed, checked run)
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
         pub reps: u32,
@@ -471,6 +503,25 @@ mod host {
         let per = |t: &[f64]| median(t) / steps as f64 * 1e6;
         let matches = |ga: &DeviceBuffer<f32>| -> R<bool> { Ok(ga.to_vec()? == want) };
         let what = "the grid differs from the host Jacobi (same f32 operations)";
+        // One step from `$a` into `$b`, blocking or on a queue or capture,
+        // with the kernel that --jacobi-unchecked picks.
+        let unchecked = a.jacobi_unchecked;
+        macro_rules! step {
+            ($a:expr, $b:expr) => {
+                if unchecked {
+                    jacobi_unchecked(cfg, nn, $a, $b)
+                } else {
+                    jacobi(cfg, nn, $a, $b)
+                }
+            };
+            (on $q:expr, $a:expr, $b:expr) => {
+                if unchecked {
+                    jacobi_unchecked::on($q, cfg, nn, $a, $b)
+                } else {
+                    jacobi::on($q, cfg, nn, $a, $b)
+                }
+            };
+        }
 
         // Blocking.
         let mut ok = true;
@@ -478,8 +529,8 @@ mod host {
         for rep in 0..=a.reps {
             let t0 = Instant::now();
             for _ in 0..steps / 2 {
-                jacobi(cfg, nn, &ga, &mut gb)?;
-                jacobi(cfg, nn, &gb, &mut ga)?;
+                step!(&ga, &mut gb)?;
+                step!(&gb, &mut ga)?;
             }
             let t = t0.elapsed().as_secs_f64();
             if rep == 0 {
@@ -499,8 +550,8 @@ mod host {
         for rep in 0..=a.reps {
             let t0 = Instant::now();
             for _ in 0..steps / 2 {
-                jacobi::on(&q, cfg, nn, &ga, &mut gb)?;
-                jacobi::on(&q, cfg, nn, &gb, &mut ga)?;
+                step!(on &q, &ga, &mut gb)?;
+                step!(on &q, &gb, &mut ga)?;
             }
             let s = t0.elapsed().as_secs_f64();
             q.synchronize()?;
@@ -522,8 +573,8 @@ mod host {
             gb.copy_from_slice(&init)?;
             let graph = q.capture(|g| {
                 for _ in 0..len / 2 {
-                    jacobi::on(g, cfg, nn, &ga, &mut gb)?;
-                    jacobi::on(g, cfg, nn, &gb, &mut ga)?;
+                    step!(on g, &ga, &mut gb)?;
+                    step!(on g, &gb, &mut ga)?;
                 }
                 Ok(())
             })?;

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Why offload's graph replay is slower than CUDA C's (issue 11): the same
+# replays under three changes, and both sides' kernels under ncu.
+#
+#     bench/async/graph-gap.sh DIR     DIR: `scripts/gpu.sh build async-bench`'s
+#                                      folder (target/gpu/async-bench)
+#
+# Hypotheses, one run each, both sides alternating, ROUNDS (2) rounds:
+# - the per-thread stack limit: offload sets CU_LIMIT_STACK_SIZE to 8 KiB,
+#   CUDA C keeps the default (1 KiB): ours with OFFLOAD_CUDA_STACK_BYTES=1024,
+#   CUDA C with --stack-bytes 8192;
+# - the kernel's code: Rust's bounds checks (and their inlined panic path)
+#   in the Jacobi kernel: ours with --jacobi-unchecked;
+# - per-kernel GPU time, registers and occupancy: ncu on a few launches of
+#   each kernel (needs ncu; skipped without it).
+# Rows go to $OUT/graph-gap/rows.csv (variant,<the programs' CSV row>),
+# ncu's to $OUT/graph-gap/ncu-*.csv; the table is printed at the end.
+set -uo pipefail
+dir=${1:?usage: graph-gap.sh DIR}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
+ncu=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
+res=${OUT:-$root/target/gpu/out}/graph-gap
+mkdir -p "$res"
+rows=$res/rows.csv
+echo "variant,bench,impl,mode,case,size,metric,value" >"$rows"
+[ -x "$dir/async-cuda" ] || "$nvcc" -O3 -arch=sm_90 -o "$dir/async-cuda" "$root/bench/cuda/async.cu" -lcuda || exit 1
+
+one() { # variant command...
+    local v=$1
+    shift
+    "$@" --csv 2>>"$res/stderr.txt" | sed "s/^/$v,/" >>"$rows"
+    echo "  $v: exit ${PIPESTATUS[0]}"
+}
+for r in $(seq 1 "${ROUNDS:-2}"); do
+    echo "round $r"
+    for part in launches jacobi; do
+        one ours "$dir/async-bench" --only "$part"
+        one cuda "$dir/async-cuda" --only "$part"
+        one ours-stack1k env OFFLOAD_CUDA_STACK_BYTES=1024 "$dir/async-bench" --only "$part"
+        one cuda-stack8k "$dir/async-cuda" --only "$part" --stack-bytes 8192
+    done
+    one ours-unchecked "$dir/async-bench" --only jacobi --jacobi-unchecked
+done
+
+echo
+echo "== medians (µs per launch or step; graph and queued rows)"
+python3 - "$rows" <<'EOF'
+import csv, statistics, sys
+from collections import defaultdict
+v = defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["metric"] in ("us_per_launch", "us_per_step"):
+        v[(r["bench"], r["case"], r["variant"])].append(float(r["value"]))
+cases = sorted({(b, c) for b, c, _ in v})
+variants = ["ours", "cuda", "ours-stack1k", "cuda-stack8k", "ours-unchecked"]
+print("| bench | case | " + " | ".join(variants) + " |")
+print("|---|---|" + "---:|" * len(variants))
+for b, c in cases:
+    cells = [f"{statistics.median(v[(b, c, x)]):.3f}" if v.get((b, c, x)) else "" for x in variants]
+    print(f"| {b} | {c} | " + " | ".join(cells) + " |")
+EOF
+
+if [ -x "$ncu" ]; then
+    echo
+    echo "== ncu: GPU time, registers, stack and occupancy per kernel (a few launches each)"
+    m=gpu__time_duration.sum,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,launch__stack_size
+    for side in ours cuda; do
+        prog=$dir/async-bench
+        [ $side = cuda ] && prog=$dir/async-cuda
+        for part in launches jacobi; do
+            "$ncu" --csv --metrics "$m" --launch-skip 10 --launch-count 6 "$prog" --only "$part" --reps 1 \
+                --launches 200 --jacobi-steps 20 >"$res/ncu-$side-$part.csv" 2>>"$res/stderr.txt"
+            echo "  $side $part: exit $?"
+        done
+    done
+    "$ncu" --csv --metrics "$m" --launch-skip 10 --launch-count 6 "$dir/async-bench" --only jacobi --reps 1 \
+        --jacobi-steps 20 --jacobi-unchecked >"$res/ncu-ours-unchecked-jacobi.csv" 2>>"$res/stderr.txt"
+    python3 - "$res" <<'EOF'
+import csv, glob, io, os, statistics, sys
+from collections import defaultdict
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "ncu-*.csv"))):
+    text = open(f).read()
+    start = text.find('"ID"')
+    if start < 0:
+        print(f"{os.path.basename(f)}: no rows"); continue
+    vals = defaultdict(list)
+    for r in csv.DictReader(io.StringIO(text[start:])):
+        try:
+            vals[(r["Kernel Name"][:40], r["Metric Name"], r["Metric Unit"])].append(float(r["Metric Value"].replace(",", "")))
+        except (KeyError, ValueError):
+            pass
+    for (k, name, unit), xs in sorted(vals.items()):
+        print(f"{os.path.basename(f)}: {k}: {name} = {statistics.median(xs):g} {unit}")
+EOF
+else
+    echo "ncu not found: no per-kernel metrics"
+fi
