@@ -2,9 +2,12 @@
 //! the stream, the module loaded from the embedded image chosen for its
 //! compute capability (`probe::choose_image`), the per-kernel function
 //! table (with its dynamic shared memory opt-in), and rebuilding the
-//! context after a kernel fails. Launches are serialized by the mutex
-//! around [`State`]; the operations themselves are in `launch`, large
-//! copies of pageable memory go through `staging`.
+//! context after a kernel fails. Blocking launches are serialized by the
+//! mutex around [`State`], held until the kernel has finished; queue
+//! operations take only the [`Functions`]' lock, briefly, and make the
+//! context current without the state's ([`Cuda::set_current`]). The
+//! operations themselves are in `launch`, large copies of pageable memory
+//! go through `staging`.
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::hash::BuildHasherDefault;
@@ -36,12 +39,9 @@ pub(super) struct State {
     pub(super) ctx: sys::CUcontext,
     pub(super) module: sys::CUmodule,
     pub(super) stream: sys::CUstream,
-    /// Functions by the address of their `KernelInfo` (one static per kernel).
-    pub(super) functions: HashMap<usize, Function, BuildHasherDefault<AddressHasher>>,
-    /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`: shared memory
-    /// a block may use, static and dynamic, once its kernel opts in.
-    pub(super) shared_optin: u32,
-    pub(super) kernels: Vec<String>,
+    /// The loaded module's kernels, shared with [`Cuda::functions`]:
+    /// `rebuild` replaces the module in it.
+    pub(super) functions: Arc<Mutex<Functions>>,
     /// The device, and the image loaded, to rebuild the context after a
     /// kernel fails (see `rebuild`).
     pub(super) dev: sys::CUdevice,
@@ -67,6 +67,28 @@ pub(super) struct State {
     pub(super) current: Arc<Current>,
 }
 
+/// The kernels of the loaded module, each looked up once
+/// (`cuModuleGetFunction`), behind a lock of their own: a queued launch
+/// takes only this one, briefly, never the state's, which a blocking launch
+/// holds while its kernel runs (so that a queue's launches return at once
+/// even while another thread waits for a blocking launch). Lock order:
+/// the state, then this.
+pub(super) struct Functions {
+    module: sys::CUmodule,
+    /// Functions by the address of their `KernelInfo` (one static per kernel).
+    by_kernel: HashMap<usize, Function, BuildHasherDefault<AddressHasher>>,
+    /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`: shared memory
+    /// a block may use, static and dynamic, once its kernel opts in.
+    shared_optin: u32,
+    /// The image's kernel names, for `Error::KernelNotFound`.
+    kernels: Vec<String>,
+}
+
+// SAFETY: module and function handles may be used from any host thread once
+// their context is current (CUDA Driver API, "Context Management"); callers
+// make it current first (`Cuda::prepare`, `Cuda::enter`).
+unsafe impl Send for Functions {}
+
 /// A kernel of the loaded module, with what its launches need to know about
 /// dynamic shared memory, read once.
 #[derive(Clone, Copy)]
@@ -87,6 +109,8 @@ unsafe impl Send for State {}
 pub(crate) struct Cuda {
     pub(super) info: BackendInfo,
     pub(super) state: Mutex<State>,
+    /// The module's kernels (see [`Functions`]); the same as the state's.
+    pub(super) functions: Arc<Mutex<Functions>>,
     /// The context in use and its generation, readable without the lock.
     pub(super) current: Arc<Current>,
     /// Kernels launched on this GPU's queues whose completion nobody has
@@ -144,6 +168,8 @@ impl Cuda {
         let description = describe(&device, mem, &loaded);
         let kernels = loaded.kernel_names().map(String::from).collect();
         let current = Arc::new(Current { ctx: AtomicPtr::new(ctx), generation: AtomicU64::new(0) });
+        let functions =
+            Arc::new(Mutex::new(Functions { module, by_kernel: HashMap::default(), shared_optin, kernels }));
         let info = BackendInfo {
             kind: BackendKind::Cuda,
             description,
@@ -154,13 +180,12 @@ impl Cuda {
             info,
             current: current.clone(),
             unchecked: Mutex::new(Vec::new()),
+            functions: functions.clone(),
             state: Mutex::new(State {
                 ctx,
                 module,
                 stream,
-                functions: HashMap::default(),
-                shared_optin,
-                kernels,
+                functions,
                 dev,
                 image: loaded,
                 stack_probe,
@@ -288,10 +313,12 @@ fn load_module(image: &Image<'_>) -> Result<sys::CUmodule> {
     }
 }
 
-impl State {
+impl Functions {
+    /// The function of `kernel` (`Error::KernelNotFound`,
+    /// `Error::InstanceNotBuilt` if the image lacks it).
     pub(super) fn function(&mut self, kernel: &'static KernelInfo) -> Result<Function> {
         let key = kernel as *const KernelInfo as usize;
-        if let Some(&f) = self.functions.get(&key) {
+        if let Some(&f) = self.by_kernel.get(&key) {
             return Ok(f);
         }
         let sym = CString::new(kernel.symbol).expect("kernel symbols have no NUL bytes");
@@ -307,7 +334,7 @@ impl State {
                 let static_shared = attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
                 let dynamic_allowed = attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
                 let function = Function { f, static_shared, dynamic_allowed };
-                self.functions.insert(key, function);
+                self.by_kernel.insert(key, function);
                 Ok(function)
             }
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND && !kernel.instance.is_empty() => {
@@ -365,18 +392,25 @@ impl State {
             driver_error("cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)", Some(&kernel.path()), e)
         })?;
         let key = kernel as *const KernelInfo as usize;
-        if let Some(f) = self.functions.get_mut(&key) {
+        if let Some(f) = self.by_kernel.get_mut(&key) {
             f.dynamic_allowed = limit;
         }
         Ok(())
+    }
+
+    /// The module now loaded (for `rebuild`), its functions forgotten.
+    fn replace_module(&mut self, module: sys::CUmodule) {
+        self.module = module;
+        self.by_kernel.clear();
     }
 }
 
 impl Cuda {
     /// Makes this GPU's context current on this thread without locking the
-    /// state, for threads that only wait for or query events
-    /// (`cuEventSynchronize`, `cuEventQuery`, `cuEventElapsedTime`,
-    /// `cuEventDestroy`). Other threads hold the lock across waits on the
+    /// state, for queue operations (launches, records, event waits and
+    /// queries, copies on a queue's stream: `cuLaunchKernel`,
+    /// `cuEventRecord`, `cuEventSynchronize`, `cuEventQuery`,
+    /// `cuEventElapsedTime`, `cuMemcpyAsync`). Other threads hold the lock across waits on the
     /// device (a blocking launch waits for its kernel, `DeviceGlobal` access
     /// calls `cuCtxSynchronize`, a free calls `cuMemFree`, which may wait for
     /// the device's work): a wait for an event that first took the lock
@@ -445,6 +479,10 @@ impl State {
     /// Resets the primary context (freeing everything in it, the panic
     /// record included), retains it again and reloads the module.
     pub(super) fn rebuild(&mut self) -> Result<()> {
+        // Queued launches wait here until the new module is in (lock order:
+        // the state, held by the caller, then the functions).
+        let functions = self.functions.clone();
+        let mut functions = functions.lock().unwrap_or_else(|e| e.into_inner());
         // The reset frees the staging buffers and events: forget them first
         // (if the reset fails they leak, which is sound).
         self.xfer.forget_context();
@@ -464,9 +502,9 @@ impl State {
         // Queues' streams, fences and buffers of the old context are
         // forgotten from now on (see `queue`).
         self.current.generation.fetch_add(1, Ordering::AcqRel);
-        self.functions.clear();
         self.panic = None;
         self.module = load_module(&self.image)?;
+        functions.replace_module(self.module);
         self.stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_error("cuStreamCreate", None, e))?;
         self.stack_bytes = recover::configure_context()?;

@@ -173,9 +173,12 @@ impl Backend for Cuda {
         let err = |op: &'static str, e: DriverError| driver_error(op, Some(&kernel.path()), e);
         let mut guard = self.enter("cuCtxSetCurrent")?;
         let st = &mut *guard;
-        let function = st.function(kernel)?;
-        st.allow_dynamic_shared(kernel, function, cfg.shared_mem_bytes)?;
-        let f = function.f;
+        let f = {
+            let mut functions = st.functions.lock().unwrap_or_else(|e| e.into_inner());
+            let function = functions.function(kernel)?;
+            functions.allow_dynamic_shared(kernel, function, cfg.shared_mem_bytes)?;
+            function.f
+        };
 
         // Map: allocate and copy each host argument to the device; resident
         // buffers are used in place.

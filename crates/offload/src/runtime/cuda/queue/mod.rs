@@ -111,7 +111,10 @@ impl CudaQueue {
     /// The stream, made anew if the context was rebuilt since it was made.
     /// The context is current when this returns `Ok`.
     pub(crate) fn stream(&self) -> Result<sys::CUstream> {
-        self.cuda.make_current()?;
+        // Without the state's lock (see `Cuda::set_current`): recording,
+        // waiting and copying on a queue never wait for another thread's
+        // blocking launch.
+        self.cuda.set_current()?;
         self.stream_in_current()
     }
 
@@ -431,10 +434,14 @@ impl Cuda {
     /// memory: the checks a blocking launch makes before it maps anything
     /// (`Error::KernelNotFound`, `Error::InstanceNotBuilt`,
     /// `Error::InvalidLaunch`).
+    ///
+    /// Takes the functions' lock only, never the state's: a blocking launch
+    /// on another thread holds that one until its kernel has finished.
     pub(super) fn prepare(&self, kernel: &'static KernelInfo, shared: u32) -> Result<sys::CUfunction> {
-        let mut st = self.enter("cuCtxSetCurrent")?;
-        let function = st.function(kernel)?;
-        st.allow_dynamic_shared(kernel, function, shared)?;
+        let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        self.set_current()?;
+        let function = functions.function(kernel)?;
+        functions.allow_dynamic_shared(kernel, function, shared)?;
         Ok(function.f)
     }
 
