@@ -10,6 +10,7 @@ use super::track::{self, Resource};
 use super::{Imp, Queue, QueueInner};
 use crate::runtime::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
 use crate::runtime::error::{Error, Result};
+use crate::runtime::host::Host;
 use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
 use crate::runtime::{select, Concrete};
 use crate::{DeviceBuffer, DeviceCopy, LaunchConfig, MapElem};
@@ -211,32 +212,13 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
     }
     let backend = queue.device.backend()?;
     crate::runtime::device::check_args(kernel, queue.device, args)?;
-    if select::runtime().trace {
-        std::eprintln!(
-            "offload: {} queued on queue {} of {} (grid {}, block {})",
-            kernel.path(),
-            queue.id,
-            queue.device,
-            cfg.grid,
-            cfg.block
-        );
-    }
+    trace_queued(kernel, queue, &cfg);
     let _replays = super::graph::hold();
     let buffers = tracked(args);
     let mut seq = queue.lock_submit();
     let capturing = super::graph::is_capturing(queue);
     if capturing {
-        if let Dest::Scope(_) = target {
-            return Err(Error::from(crate::error::Queue {
-                op: "capture a launch",
-                reason: std::format!(
-                    "kernel `{}` was launched in a scope on a queue being captured: a graph cannot keep host memory \
-                     borrowed; launch it with `kernel::on(g, …)` and DeviceBuffers",
-                    kernel.path()
-                ),
-            }));
-        }
-        super::graph::note_launch(queue, kernel, buffers.clone());
+        capture_launch(target, queue, kernel, buffers.clone())?;
     } else {
         super::graph::refuse_other_queue_in_capture("enqueue a launch")?;
         track::order_before(queue, &mut seq, buffers.clone().map(|(r, w)| (&r.tracker, w)))?;
@@ -244,13 +226,8 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
     match (&queue.imp, backend.concrete()) {
         (Imp::Host(h), Concrete::Host(backend)) => {
             backend.check_launch(kernel, &cfg)?;
-            let body: Arc<dyn Fn() + Send + Sync + 'a> = Arc::new(host);
-            // SAFETY: the caller guarantees that everything `host` borrows
-            // outlives the launch (and, captured in a graph, every replay:
-            // only tracked buffers and values, which the graph keeps); the
-            // lifetime is only erased, the layout is the same.
-            let body: Arc<dyn Fn() + Send + Sync + 'static> = unsafe { core::mem::transmute(body) };
-            let op: super::graph::HostOp = Arc::new(move || backend.run(kernel, &cfg, &*body));
+            // SAFETY: the caller's contract.
+            let op = unsafe { host_op(backend, kernel, cfg, host) };
             if capturing {
                 super::graph::push_host_op(queue, op);
                 return Ok(());
@@ -276,4 +253,61 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         r.tracker.record(queue, *seq, write);
     }
     Ok(())
+}
+
+/// `OFFLOAD_TRACE`: one line per queued launch.
+fn trace_queued(kernel: &KernelInfo, queue: &QueueInner, cfg: &LaunchConfig) {
+    if select::runtime().trace {
+        std::eprintln!(
+            "offload: {} queued on queue {} of {} (grid {}, block {})",
+            kernel.path(),
+            queue.id,
+            queue.device,
+            cfg.grid,
+            cfg.block
+        );
+    }
+}
+
+/// Notes a launch on `queue`, which is being captured, in its graph; a
+/// launch in a scope is refused (a graph cannot keep host memory borrowed).
+fn capture_launch<'r>(
+    target: Dest<'_>,
+    queue: &QueueInner,
+    kernel: &'static KernelInfo,
+    buffers: impl IntoIterator<Item = (&'r Arc<Resource>, bool)>,
+) -> Result<()> {
+    if let Dest::Scope(_) = target {
+        return Err(Error::from(crate::error::Queue {
+            op: "capture a launch",
+            reason: std::format!(
+                "kernel `{}` was launched in a scope on a queue being captured: a graph cannot keep host memory \
+                 borrowed; launch it with `kernel::on(g, …)` and DeviceBuffers",
+                kernel.path()
+            ),
+        }));
+    }
+    super::graph::note_launch(queue, kernel, buffers);
+    Ok(())
+}
+
+/// The host fallback's operation for one queued launch: `backend` runs
+/// `host`'s threads for every block of `cfg`.
+///
+/// # Safety
+/// Everything `host` borrows outlives the launch (and, captured in a
+/// graph, every replay).
+unsafe fn host_op<'a, F: Fn() + Send + Sync + 'a>(
+    backend: &'static Host,
+    kernel: &'static KernelInfo,
+    cfg: LaunchConfig,
+    host: F,
+) -> super::graph::HostOp {
+    let body: Arc<dyn Fn() + Send + Sync + 'a> = Arc::new(host);
+    // SAFETY: the caller guarantees that everything `host` borrows outlives
+    // the launch (and, captured in a graph, every replay: only tracked
+    // buffers and values, which the graph keeps); the lifetime is only
+    // erased, the layout is the same.
+    let body: Arc<dyn Fn() + Send + Sync + 'static> = unsafe { core::mem::transmute(body) };
+    Arc::new(move || backend.run(kernel, &cfg, &*body))
 }
