@@ -9,10 +9,11 @@ use super::scope::{Scope, ScopeState};
 use super::track::{self, Resource};
 use super::{Imp, Queue, QueueInner};
 use crate::runtime::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
+use crate::runtime::backend::Concrete;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::host::Host;
+use crate::runtime::select;
 use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
-use crate::runtime::{select, Concrete};
 use crate::{DeviceBuffer, DeviceCopy, LaunchConfig, MapElem};
 use std::sync::Arc;
 

@@ -45,8 +45,8 @@ use cudarc::driver::sys;
 use super::context::Cuda;
 use super::error::driver_error;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::queue::progress::Progress;
 use crate::runtime::queue::scope::ScopeState;
-use crate::runtime::queue::Progress;
 use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
 use crate::LaunchConfig;
 
