@@ -238,7 +238,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         }
         (Imp::Cuda(c), Concrete::Cuda(backend)) => {
             let scope = match target {
-                Dest::Scope(s) => Some(s),
+                Dest::Scope(s) => Some(&s.copies),
                 _ => None,
             };
             c.launch(backend, kernel, &cfg, args, scope)?;
