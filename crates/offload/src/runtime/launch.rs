@@ -7,7 +7,7 @@ use std::format;
 use super::device::{self, current_device};
 use super::error::{Error, Result};
 use super::select;
-use super::spec::{ArgSpec, KernelInfo};
+use super::spec::{self, ArgSpec, KernelInfo};
 use crate::device::config::LaunchConfig;
 
 /// Launches `kernel`: validates `cfg`, then runs it on this thread's device
@@ -34,7 +34,7 @@ pub fn launch(
     // Buffers with pending queued work: the launch comes after it (and a
     // graph replay enqueued meanwhile after the launch: see `queue::graph`).
     let _replays = crate::runtime::queue::graph::hold();
-    for (res, write) in crate::runtime::queue::enqueue::tracked(args) {
+    for (res, write) in spec::tracked(args) {
         res.tracker.wait_host(write);
     }
     let trace = select::runtime().trace;

@@ -13,7 +13,7 @@ use crate::runtime::backend::Concrete;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::host::Host;
 use crate::runtime::select;
-use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
+use crate::runtime::spec::{self, ArgSpec, KernelInfo};
 use crate::{DeviceBuffer, DeviceCopy, LaunchConfig, MapElem};
 use std::sync::Arc;
 
@@ -168,19 +168,6 @@ host_memory_mut!([T]; std::vec::Vec<T>; [T; N], N; Box<[T]>; crate::PinnedBuffer
 pub trait HostReferences {}
 impl HostReferences for InScope {}
 
-/// The tracked buffers of a launch's arguments: `(memory, written)`; an
-/// iterator, so that the launch path allocates nothing for them.
-pub(crate) fn tracked<'a, 'b>(
-    args: &'a [ArgSpec<'b>],
-) -> impl Iterator<Item = (&'a Arc<Resource>, bool)> + Clone + use<'a, 'b> {
-    args.iter().filter_map(|a| match a.kind {
-        // SAFETY: `res` points into a buffer the launcher borrows for as
-        // long as `args` lives (see `ArgKind::Resident`).
-        ArgKind::Resident { res, write, .. } if !res.is_null() => Some((unsafe { &*res }, write)),
-        _ => None,
-    })
-}
-
 /// The generic front of a launch of `kernel` (generated code only):
 /// blocking, or enqueued on `target`. `host` runs the simulated threads of
 /// one runner of the host scheduler (`__private::host_threads`; host
@@ -215,7 +202,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
     crate::runtime::device::check_args(kernel, queue.device, args)?;
     trace_queued(kernel, queue, &cfg);
     let _replays = super::graph::hold();
-    let buffers = tracked(args);
+    let buffers = spec::tracked(args);
     let mut seq = queue.lock_submit();
     let capturing = super::graph::is_capturing(queue);
     if capturing {
