@@ -39,7 +39,9 @@ pub fn launch(
     }
     let trace = select::runtime().trace;
     let start = trace.then(std::time::Instant::now);
-    let result = backend.launch_impl(kernel, &cfg, args, host).map_err(divergence_from_record);
+    // A divergence a GPU thread recorded as a panic is reported as the
+    // host fallback reports it.
+    let result = backend.launch_impl(kernel, &cfg, args, host).map_err(super::cuda::recover::divergence_from_record);
     if let Some(start) = start {
         let status = match &result {
             Ok(()) => "ok",
@@ -56,21 +58,6 @@ pub fn launch(
         );
     }
     result
-}
-
-/// A GPU thread reports a warp collective in divergent code through the
-/// panic record, with a message that starts with
-/// [`divergence::PREFIX`](crate::report::divergence::PREFIX) (see `report::gpu`); such a
-/// "panic" is [`Error::Divergence`], with the text the host fallback gives.
-pub(crate) fn divergence_from_record(e: Error) -> Error {
-    match e {
-        Error::KernelPanic(p) if p.message.starts_with(crate::report::divergence::PREFIX) => {
-            let crate::error::KernelPanic { kernel, message, block, .. } = *p;
-            let reason = message[crate::report::divergence::PREFIX.len()..].into();
-            Error::from(crate::error::Divergence { kernel, block, reason })
-        }
-        e => e,
-    }
 }
 
 /// The check of `#[kernel(same_len(a, b, …))]`, made by the launcher before

@@ -450,7 +450,7 @@ impl Cuda {
     pub(super) fn take_panic(&self, kernel: &str) -> Option<Error> {
         let st = self.enter("cuCtxSetCurrent").ok()?;
         let recorded = st.panic.as_ref().and_then(|p| p.take(st.stream))?;
-        Some(crate::runtime::launch::divergence_from_record(recorded.into_error(kernel, st.stack_bytes)))
+        Some(super::recover::divergence_from_record(recorded.into_error(kernel, st.stack_bytes)))
     }
 
     /// A sticky fault `e` seen while waiting for queued work of `kernel`:
@@ -461,7 +461,7 @@ impl Cuda {
         // Reading the panic record needs this GPU's context (the caller's
         // thread may have made another current since).
         let _ = self.set_current();
-        let err = crate::runtime::launch::divergence_from_record(super::recover::failed_launch_error(
+        let err = super::recover::divergence_from_record(super::recover::failed_launch_error(
             st.panic.as_ref(),
             kernel,
             e,
