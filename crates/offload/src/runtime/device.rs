@@ -1,7 +1,7 @@
 //! Devices: the GPUs and the host CPU that this process can run kernels on
-//! ([`Device`], [`devices`]), which one a thread uses ([`set_device`],
-//! [`current_device`]), peer access between two of them, and the check that
-//! work on one device gets only memory it may use (docs/devices.md).
+//! ([`Device`]; the list and which one a thread uses are `select`'s), peer
+//! access between two of them, and the check that work on one device gets
+//! only memory it may use (docs/devices.md).
 //!
 //! The list is made once, at the first use of the runtime (`select`),
 //! without starting any device: the CUDA driver is asked for each GPU's
@@ -15,7 +15,6 @@
 //! A device is a `&'static` handle: the entries are made once per process
 //! and never freed, so a [`Device`] is `Copy` and compares by identity.
 
-use core::cell::Cell;
 use std::boxed::Box;
 use std::format;
 use std::string::String;
@@ -267,60 +266,6 @@ impl Device {
             super::Concrete::Cuda(c) => Some(c.context()),
             super::Concrete::Host(_) => None,
         }
-    }
-}
-
-/// Every device of this process: the CUDA GPUs the driver reports, by
-/// ordinal (`cuda:0`, `cuda:1`, …), then the host CPU (`host`; with
-/// `OFFLOAD_HOST_DEVICES=N`, `N` simulated devices `host:0` …, for testing
-/// multi-device code without GPUs). With no GPU (or no driver) the host is
-/// the only device. Listing starts no device.
-///
-/// ```ignore
-/// let gpus: Vec<offload::Device> =
-///     offload::devices().iter().copied().filter(|d| d.kind() == offload::BackendKind::Cuda).collect();
-/// ```
-pub fn devices() -> &'static [Device] {
-    &super::select::runtime().devices
-}
-
-std::thread_local! {
-    /// The device [`set_device`] chose for this thread.
-    static CURRENT: Cell<Option<Device>> = const { Cell::new(None) };
-}
-
-/// Makes `device` this thread's device: blocking launches, new
-/// [`DeviceBuffer`](crate::DeviceBuffer)s, [`PinnedBuffer`](crate::PinnedBuffer)s
-/// and [`Queue`](crate::Queue)s, [`DeviceGlobal`](crate::DeviceGlobal)
-/// access and [`backend`](crate::backend) of this thread use it (CUDA's
-/// `cudaSetDevice`, which is per thread too). Other threads keep theirs;
-/// a thread that never calls it uses the process's default device
-/// (`OFFLOAD_DEVICE`, see [`current_device`]). Starts the device.
-///
-/// # Errors
-/// The device's start error ([`Device::info`]); the thread's device is
-/// then unchanged.
-pub fn set_device(device: Device) -> Result<()> {
-    device.backend()?;
-    CURRENT.with(|c| c.set(Some(device)));
-    Ok(())
-}
-
-/// This thread's device: the one [`set_device`] chose, else the process's
-/// default, which `OFFLOAD_DEVICE` selects (docs/devices.md): unset, the
-/// first GPU if it can run this binary's kernels, else the host (with one
-/// warning line); `cuda` / `cuda:N` a GPU; `host` / `host:N` the CPU.
-///
-/// # Errors
-/// For the default: [`Error::NoSuchDevice`] (listing the devices) if
-/// `OFFLOAD_DEVICE` names one this process does not have,
-/// [`Error::InvalidDeviceSetting`] if it is malformed, [`Error::NoDevice`]
-/// if `OFFLOAD_DEVICE=cuda` and no GPU can be used, or the chosen GPU's
-/// start error.
-pub fn current_device() -> Result<Device> {
-    match CURRENT.with(Cell::get) {
-        Some(d) => Ok(d),
-        None => super::select::runtime().default_device(),
     }
 }
 

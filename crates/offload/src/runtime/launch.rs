@@ -4,9 +4,9 @@
 
 use std::format;
 
-use super::device::{self, current_device};
+use super::device;
 use super::error::{Error, Result};
-use super::select;
+use super::select::{self, current_device};
 use super::spec::{self, ArgSpec, KernelInfo};
 use crate::device::config::LaunchConfig;
 

@@ -25,9 +25,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::runtime::backend::Concrete;
 use crate::runtime::cuda::queue::{elapsed_ms, CudaQueue, Fence, TimedEvent};
-use crate::runtime::device::{current_device, Device};
+use crate::runtime::device::Device;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::host_queue::HostQueue;
+use crate::runtime::select::current_device;
 use progress::Progress;
 
 pub use enqueue::{Enqueue, QueueSliceArg, QueueSliceArgMut};
