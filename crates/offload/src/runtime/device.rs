@@ -22,7 +22,9 @@ use std::sync::{Mutex, OnceLock};
 use std::vec::Vec;
 
 use super::backend::{Backend, BackendInfo, BackendKind};
+use super::cuda::Cuda;
 use super::error::{Error, Result};
+use super::host::Host;
 use super::spec::{ArgKind, ArgSpec, KernelInfo};
 
 /// Which device an entry is.
@@ -44,7 +46,7 @@ pub(crate) struct Entry {
     pub(crate) name: String,
     pub(crate) compute_capability: Option<(u32, u32)>,
     pub(crate) memory_bytes: u64,
-    backend: OnceLock<Result<Box<dyn Backend>>>,
+    backend: OnceLock<Result<Concrete>>,
     /// Per device (by index): `Some((mine, theirs))` once kernels of this
     /// device may use that device's memory, with both backends'
     /// generations then (a context rebuilt after a fault has lost it).
@@ -66,13 +68,31 @@ impl Entry {
         Device(Box::leak(Box::new(e)))
     }
 
-    fn start(&self) -> Result<Box<dyn Backend>> {
+    fn start(&self) -> Result<Concrete> {
         match self.id {
-            DeviceId::Cuda(ordinal) => match super::cuda::Cuda::new(ordinal) {
-                Ok(c) => Ok(Box::new(c)),
+            DeviceId::Cuda(ordinal) => match Cuda::new(ordinal) {
+                Ok(c) => Ok(Concrete::Cuda(Box::new(c))),
                 Err(e) => Err(e.into_error()),
             },
-            DeviceId::Host { .. } => Ok(Box::new(super::host::Host::new())),
+            DeviceId::Host { .. } => Ok(Concrete::Host(Host::new())),
+        }
+    }
+}
+
+/// A started device's backend as its concrete type, for the queues
+/// (`runtime::queue`), whose two implementations differ too much to share
+/// one interface; everything else uses it as a [`Backend`]. (`Cuda` is
+/// boxed: it is much larger than `Host`.)
+pub(crate) enum Concrete {
+    Host(Host),
+    Cuda(Box<Cuda>),
+}
+
+impl Concrete {
+    fn backend(&self) -> &dyn Backend {
+        match self {
+            Concrete::Host(h) => h,
+            Concrete::Cuda(c) => &**c,
         }
     }
 }
@@ -181,9 +201,14 @@ impl Device {
 
     /// The device's backend, started now if it has not been.
     pub(crate) fn backend(&self) -> Result<&'static dyn Backend> {
+        self.concrete().map(Concrete::backend)
+    }
+
+    /// [`backend`](Self::backend) as its concrete type.
+    pub(crate) fn concrete(&self) -> Result<&'static Concrete> {
         let entry: &'static Entry = self.0;
         match entry.backend.get_or_init(|| entry.start()) {
-            Ok(b) => Ok(&**b),
+            Ok(b) => Ok(b),
             Err(e) => Err(e.clone()),
         }
     }
@@ -193,7 +218,7 @@ impl Device {
     /// are gone). 0 for a device that has not started.
     pub(crate) fn generation(&self) -> u64 {
         match self.0.backend.get() {
-            Some(Ok(b)) => b.generation(),
+            Some(Ok(b)) => b.backend().generation(),
             _ => 0,
         }
     }
@@ -238,12 +263,12 @@ impl Device {
                 ),
             }));
         }
-        let (mine, theirs) = (self.backend()?, peer.backend()?);
-        if let (super::Concrete::Cuda(a), super::Concrete::Cuda(b)) = (mine.concrete(), theirs.concrete()) {
+        let (mine, theirs) = (self.concrete()?, peer.concrete()?);
+        if let (Concrete::Cuda(a), Concrete::Cuda(b)) = (mine, theirs) {
             a.enable_peer_access(b)?;
         }
         let mut peers = self.0.peers.lock().unwrap_or_else(|e| e.into_inner());
-        peers[peer.0.index] = Some((mine.generation(), theirs.generation()));
+        peers[peer.0.index] = Some((mine.backend().generation(), theirs.backend().generation()));
         Ok(())
     }
 
@@ -262,9 +287,9 @@ impl Device {
     /// retains too), starting the device; `None` for the host or a device
     /// that cannot start.
     pub fn cu_context(&self) -> Option<cudarc::driver::sys::CUcontext> {
-        match self.backend().ok()?.concrete() {
-            super::Concrete::Cuda(c) => Some(c.context()),
-            super::Concrete::Host(_) => None,
+        match self.concrete().ok()? {
+            Concrete::Cuda(c) => Some(c.context()),
+            Concrete::Host(_) => None,
         }
     }
 }

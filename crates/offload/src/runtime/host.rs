@@ -230,10 +230,6 @@ impl Backend for Host {
         &self.info
     }
 
-    fn concrete(&self) -> super::Concrete<'_> {
-        super::Concrete::Host(self)
-    }
-
     fn alloc_zeroed(&self, bytes: usize) -> Result<u64> {
         if bytes == 0 {
             return Ok(ALIGN as u64);

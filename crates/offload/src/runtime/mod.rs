@@ -43,7 +43,7 @@ pub(crate) mod select;
 pub(crate) mod spec;
 
 pub use args::{SliceArg, SliceArgMut};
-pub(crate) use backend::{Backend, Concrete};
+pub(crate) use backend::Backend;
 pub use backend::{BackendInfo, BackendKind};
 pub use buffer::DeviceBuffer;
 pub use device::Device;

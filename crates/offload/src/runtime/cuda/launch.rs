@@ -25,10 +25,6 @@ impl Backend for Cuda {
         &self.info
     }
 
-    fn concrete(&self) -> crate::runtime::Concrete<'_> {
-        crate::runtime::Concrete::Cuda(self)
-    }
-
     fn generation(&self) -> u64 {
         Cuda::generation(self)
     }

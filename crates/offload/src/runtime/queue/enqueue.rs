@@ -9,7 +9,7 @@ use super::scope::{Scope, ScopeState};
 use super::track::{self, Resource};
 use super::{Imp, Queue, QueueInner};
 use crate::runtime::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
-use crate::runtime::backend::Concrete;
+use crate::runtime::device::Concrete;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::host::Host;
 use crate::runtime::select;
@@ -198,7 +198,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
     if cfg.threads() == 0 {
         return Ok(());
     }
-    let backend = queue.device.backend()?;
+    let backend = queue.device.concrete()?;
     crate::runtime::device::check_args(kernel, queue.device, args)?;
     trace_queued(kernel, queue, &cfg);
     let _replays = super::graph::hold();
@@ -211,7 +211,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         super::graph::refuse_other_queue_in_capture("enqueue a launch")?;
         track::order_before(queue, &mut seq, buffers.clone().map(|(r, w)| (&r.tracker, w)))?;
     }
-    match (&queue.imp, backend.concrete()) {
+    match (&queue.imp, backend) {
         (Imp::Host(h), Concrete::Host(backend)) => {
             backend.check_launch(kernel, &cfg)?;
             // SAFETY: the caller's contract.

@@ -23,9 +23,8 @@ use std::string::String;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::runtime::backend::Concrete;
 use crate::runtime::cuda::queue::{elapsed_ms, CudaQueue, Fence, TimedEvent};
-use crate::runtime::device::Device;
+use crate::runtime::device::{Concrete, Device};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::host_queue::HostQueue;
 use crate::runtime::select::current_device;
@@ -99,10 +98,10 @@ impl Queue {
     /// `cuStreamCreate` fails; [`Error::Queue`] if the host fallback cannot
     /// start the worker thread.
     pub fn on_device(device: Device) -> Result<Queue> {
-        let backend = device.backend()?;
+        let backend = device.concrete()?;
         let id = NEXT_QUEUE.fetch_add(1, Ordering::Relaxed);
         let progress = Arc::new(Progress::new());
-        let imp = match backend.concrete() {
+        let imp = match backend {
             Concrete::Host(_) => Imp::Host(HostQueue::new(id, progress.clone())?),
             Concrete::Cuda(c) => Imp::Cuda(CudaQueue::new(c)?),
         };
