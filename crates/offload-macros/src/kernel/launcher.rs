@@ -14,40 +14,61 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Ident;
 
-/// The host-side items of the kernel: the launcher and, for a generic
-/// kernel, its instance marker.
+/// The host-side items of the kernel: the shared launch function, the
+/// blocking launcher, the queued form and, for a generic kernel, its
+/// instance marker.
 pub(super) fn generate(b: &Body) -> TokenStream {
-    let func = &b.kernel.func;
-    let (attrs, vis, name, generics, body) = (&func.attrs, &func.vis, b.name, &func.sig.generics, &b.block);
-    let (body_params, where_clause, sym) = (&b.params, &b.where_clause, &b.sym);
     let mut parts = Parts::default();
     for p in &b.kernel.params {
         parts.param(p, &b.type_params, b.kernel.shape_of(&p.name));
     }
-    let Parts { prep, specs, call_args, user_params, shared_params, pass } = parts;
-    let same_len_check = same_len_check(&b.kernel.same_len);
-    let launch_ident = Ident::new("__offload_launch", Span::mixed_site());
-    let param_names: Vec<String> = b.kernel.params.iter().map(|p| p.name.to_string()).collect();
-    let base_info = kernel_info(&name.to_string(), sym, &param_names);
-    // "symbol\tfile:line[\tgeneric]\0" in section `offload_kernels`: after
-    // linking, `cargo offload` checks that the image has every kernel a
-    // binary can launch (for a generic kernel, every instantiation it finds
-    // in the binary's symbols).
-    let record_tail = if b.generic() { "\tgeneric\0" } else { "\0" };
     let (select, marker_fn) = select(b);
-    let shared = format_ident!("__offload_launch_{}", name);
-    let target_ident = Ident::new("__offload_target", Span::mixed_site());
-    let type_args = &b.type_params;
+    let shared = format_ident!("__offload_launch_{}", b.name);
+    let shared_fn = shared_launch(b, &shared, &parts, &select);
+    let blocking = blocking_launcher(b, &shared, &parts);
     let queued = queued(b, &shared);
-    // A generic kernel's `where` clause gets the bounds the mapping needs
-    // (`bounded_where`), which the user may also have written inline
-    // (`fn k<T: Copy>`): clippy's `multiple_bound_locations` would blame the
-    // user for the macro's clause.
-    let generic_lints = if b.generic() { quote!(, clippy::multiple_bound_locations) } else { quote!() };
     quote! {
-        // The launch itself, shared by the blocking launcher and the queued
-        // form (`#name::on`); at module level, so that the body's paths
-        // (`super::…`, `self::…`) mean what they mean at the kernel.
+        #shared_fn
+
+        #blocking
+
+        #queued
+
+        #marker_fn
+    }
+}
+
+/// The launch configuration's parameter, in every generated function.
+fn launch_ident() -> Ident {
+    Ident::new("__offload_launch", Span::mixed_site())
+}
+
+/// A generic kernel's `where` clause gets the bounds the mapping needs
+/// (`bounded_where`), which the user may also have written inline
+/// (`fn k<T: Copy>`): clippy's `multiple_bound_locations` would blame the
+/// user for the macro's clause.
+fn generic_lints(b: &Body) -> TokenStream {
+    if b.generic() {
+        quote!(, clippy::multiple_bound_locations)
+    } else {
+        quote!()
+    }
+}
+
+/// The launch itself, `unsafe fn #shared(target, cfg, mapped arguments…)`,
+/// shared by the blocking launcher and the queued form (`#name::on`); at
+/// module level, so that the body's paths (`super::…`, `self::…`) mean what
+/// they mean at the kernel. `select` picks the `KernelInfo` to launch.
+fn shared_launch(b: &Body, shared: &Ident, parts: &Parts, select: &TokenStream) -> TokenStream {
+    let (generics, body) = (&b.kernel.func.sig.generics, &b.block);
+    let (body_params, where_clause) = (&b.params, &b.where_clause);
+    let Parts { prep, specs, call_args, shared_params, .. } = parts;
+    let same_len_check = same_len_check(&b.kernel.same_len);
+    let statics = kernel_statics(b);
+    let launch_ident = launch_ident();
+    let target_ident = Ident::new("__offload_target", Span::mixed_site());
+    let generic_lints = generic_lints(b);
+    quote! {
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
         #[doc(hidden)]
         #[allow(clippy::too_many_arguments, clippy::needless_lifetimes, non_snake_case, dead_code #generic_lints)]
@@ -63,13 +84,7 @@ pub(super) fn generate(b: &Body) -> TokenStream {
             #[inline(always)]
             fn __offload_body #generics (#(#body_params),*) #where_clause #body
 
-            static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo = #base_info;
-            const __OFFLOAD_RECORD: &str =
-                ::core::concat!(#sym, "\t", ::core::file!(), ":", ::core::line!(), #record_tail);
-            #[cfg_attr(target_os = "linux", link_section = "offload_kernels")]
-            #[used]
-            static __OFFLOAD_KERNEL_RECORD: [u8; __OFFLOAD_RECORD.len()] =
-                ::offload::__private::record_bytes(__OFFLOAD_RECORD);
+            #statics
             #select
             #(#prep)*
             #same_len_check
@@ -89,7 +104,40 @@ pub(super) fn generate(b: &Body) -> TokenStream {
                 )
             }
         }
+    }
+}
 
+/// The kernel's `KernelInfo` static and its record: "symbol\tfile:line[\tgeneric]\0"
+/// in section `offload_kernels`. After linking, `cargo offload` checks that
+/// the image has every kernel a binary can launch (for a generic kernel,
+/// every instantiation it finds in the binary's symbols).
+fn kernel_statics(b: &Body) -> TokenStream {
+    let sym = &b.sym;
+    let param_names: Vec<String> = b.kernel.params.iter().map(|p| p.name.to_string()).collect();
+    let base_info = kernel_info(&b.name.to_string(), sym, &param_names);
+    let record_tail = if b.generic() { "\tgeneric\0" } else { "\0" };
+    quote! {
+        static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo = #base_info;
+        const __OFFLOAD_RECORD: &str =
+            ::core::concat!(#sym, "\t", ::core::file!(), ":", ::core::line!(), #record_tail);
+        #[cfg_attr(target_os = "linux", link_section = "offload_kernels")]
+        #[used]
+        static __OFFLOAD_KERNEL_RECORD: [u8; __OFFLOAD_RECORD.len()] =
+            ::offload::__private::record_bytes(__OFFLOAD_RECORD);
+    }
+}
+
+/// The blocking launcher, `fn #name(cfg, <the user's parameters>)`: the
+/// shared launch with the blocking target.
+fn blocking_launcher(b: &Body, shared: &Ident, parts: &Parts) -> TokenStream {
+    let func = &b.kernel.func;
+    let (attrs, vis, name, generics, where_clause) =
+        (&func.attrs, &func.vis, b.name, &func.sig.generics, &b.where_clause);
+    let Parts { user_params, pass, .. } = parts;
+    let type_args = &b.type_params;
+    let launch_ident = launch_ident();
+    let generic_lints = generic_lints(b);
+    quote! {
         #(#attrs)*
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
         #[allow(clippy::too_many_arguments, clippy::needless_lifetimes #generic_lints)]
@@ -101,10 +149,6 @@ pub(super) fn generate(b: &Body) -> TokenStream {
             // finished, while the arguments are still borrowed.
             unsafe { #shared::<#(#type_args),*>(::offload::__private::Target::blocking(), #launch_ident, #(#pass),*) }
         }
-
-        #queued
-
-        #marker_fn
     }
 }
 
@@ -124,65 +168,19 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
     let q_lt = syn::Lifetime::new("'__q", Span::mixed_site());
     let q_ty = Ident::new("__Q", Span::mixed_site());
     let q_arg = Ident::new("__offload_queue", Span::mixed_site());
-    let cfg_arg = Ident::new("__offload_launch", Span::mixed_site());
+    let cfg_arg = launch_ident();
     let memory = quote!(<#q_ty as ::offload::Enqueue<#q_lt>>::Memory);
-    // The queued form is an item of the kernel's scope: types as written.
-    let down = |t: &syn::Type| t.clone();
-    let mut params = Vec::new();
-    let mut unwrap = Vec::new();
-    let mut host_refs = false;
-    for p in &b.kernel.params {
-        let n = &p.name;
-        let ty = &down(&p.ty);
-        params.push(match &p.mapping {
-            Mapping::Value => quote!(#n: #ty),
-            Mapping::RefTo(elem) => {
-                let elem = down(elem);
-                host_refs = true;
-                quote_spanned!(ty.span()=> #n: &#q_lt #elem)
-            }
-            Mapping::RefToFrom(elem) => {
-                let elem = down(elem);
-                host_refs = true;
-                quote_spanned!(ty.span()=> #n: &#q_lt mut #elem)
-            }
-            Mapping::SliceTo(elem) => {
-                let elem = down(elem);
-                unwrap.push(quote!(let #n = ::offload::QueueSliceArg::map_in(&#n);));
-                quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArg<#q_lt, #elem, #memory>)
-            }
-            Mapping::SliceToFrom(elem) => {
-                let elem = down(elem);
-                unwrap.push(quote!(let mut #n = #n; let #n = ::offload::QueueSliceArgMut::map_inout(&mut #n);));
-                quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArgMut<#q_lt, #elem, #memory>)
-            }
-        });
-    }
+    let QueuedParams { params, unwrap, host_refs } = queued_params(b, &q_lt, &memory);
     // Lifetimes first, then the kernel's type parameters (so that
     // `scale::on::<f32, _>` names them), then the target's type.
     let generics = &func.sig.generics;
     let lifetimes = generics.lifetimes();
     let types = generics.type_params();
     let type_args = &b.type_params;
-    let mut wc = b
-        .where_clause
-        .clone()
-        .unwrap_or_else(|| syn::WhereClause { where_token: Default::default(), predicates: Default::default() });
-    if host_refs {
-        wc.predicates.push(syn::parse_quote!(#memory: ::offload::__private::HostReferences));
-    }
+    let wc = queued_where(b, &memory, host_refs);
     let names: Vec<&Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
     let cfgs: Vec<&syn::Attribute> = func.attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
-    let doc = format!(
-        "Queued form of the kernel `{name}`: `{name}::on(&queue, cfg, …)` enqueues a launch and returns at once \
-         (docs/async.md)."
-    );
-    let on_doc = format!(
-        "Enqueues a launch of `{name}` on `q` (a `&Queue`, a scope or a capture) and returns at once; the \
-         kernel's arguments follow the launch configuration. Outside a scope, slices must be `DeviceBuffer`s. \
-         Errors of the launch's checks are returned now; errors while it runs arrive at the queue's next \
-         synchronization."
-    );
+    let (doc, on_doc) = queued_docs(name);
     quote! {
         #(#cfgs)*
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
@@ -216,6 +214,76 @@ fn queued(b: &Body, shared: &Ident) -> TokenStream {
             }
         }
     }
+}
+
+/// The queued form's parameters.
+struct QueuedParams {
+    /// `on`'s parameters after the target and the launch configuration.
+    params: Vec<TokenStream>,
+    /// Statements that map the slice arguments before the shared launch.
+    unwrap: Vec<TokenStream>,
+    /// Whether a parameter is `&T` / `&mut T` (host memory: only in a scope).
+    host_refs: bool,
+}
+
+/// `on`'s parameters, by mapping: values and `&T` / `&mut T` as written
+/// (references borrowed for `q_lt`), slices as `impl QueueSliceArg<q_lt,
+/// T, memory>` / `QueueSliceArgMut`, mapped by `unwrap`. The queued form is
+/// an item of the kernel's scope: types as written.
+fn queued_params(b: &Body, q_lt: &syn::Lifetime, memory: &TokenStream) -> QueuedParams {
+    let mut out = QueuedParams { params: Vec::new(), unwrap: Vec::new(), host_refs: false };
+    for p in &b.kernel.params {
+        let n = &p.name;
+        let ty = &p.ty;
+        out.params.push(match &p.mapping {
+            Mapping::Value => quote!(#n: #ty),
+            Mapping::RefTo(elem) => {
+                out.host_refs = true;
+                quote_spanned!(ty.span()=> #n: &#q_lt #elem)
+            }
+            Mapping::RefToFrom(elem) => {
+                out.host_refs = true;
+                quote_spanned!(ty.span()=> #n: &#q_lt mut #elem)
+            }
+            Mapping::SliceTo(elem) => {
+                out.unwrap.push(quote!(let #n = ::offload::QueueSliceArg::map_in(&#n);));
+                quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArg<#q_lt, #elem, #memory>)
+            }
+            Mapping::SliceToFrom(elem) => {
+                out.unwrap.push(quote!(let mut #n = #n; let #n = ::offload::QueueSliceArgMut::map_inout(&mut #n);));
+                quote_spanned!(ty.span()=> #n: impl ::offload::QueueSliceArgMut<#q_lt, #elem, #memory>)
+            }
+        });
+    }
+    out
+}
+
+/// `on`'s `where` clause: the kernel's, and with `&T` / `&mut T` parameters
+/// (`host_refs`) the bound that admits only a scope as the target.
+fn queued_where(b: &Body, memory: &TokenStream, host_refs: bool) -> syn::WhereClause {
+    let mut wc = b
+        .where_clause
+        .clone()
+        .unwrap_or_else(|| syn::WhereClause { where_token: Default::default(), predicates: Default::default() });
+    if host_refs {
+        wc.predicates.push(syn::parse_quote!(#memory: ::offload::__private::HostReferences));
+    }
+    wc
+}
+
+/// The doc comments of the queued form's enum and of its `on`.
+fn queued_docs(name: &Ident) -> (String, String) {
+    let doc = format!(
+        "Queued form of the kernel `{name}`: `{name}::on(&queue, cfg, …)` enqueues a launch and returns at once \
+         (docs/async.md)."
+    );
+    let on_doc = format!(
+        "Enqueues a launch of `{name}` on `q` (a `&Queue`, a scope or a capture) and returns at once; the \
+         kernel's arguments follow the launch configuration. Outside a scope, slices must be `DeviceBuffer`s. \
+         Errors of the launch's checks are returned now; errors while it runs arrive at the queue's next \
+         synchronization."
+    );
+    (doc, on_doc)
 }
 
 /// The launcher's pieces.

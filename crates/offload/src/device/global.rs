@@ -190,7 +190,7 @@ impl<T: MapElem> DeviceGlobal<T> {
                     .into(),
             }));
         }
-        let backend = crate::runtime::device::current_device()?.backend()?;
+        let backend = crate::runtime::select::current_device()?.backend()?;
         // No kernel of the host fallback runs while this is held.
         let _no_kernels = crate::runtime::host::LAUNCHES.write().unwrap_or_else(|e| e.into_inner());
         let bytes = core::mem::size_of::<T>();

@@ -160,7 +160,14 @@ impl<'a, T: DeviceCopy> MapInOut<'a, T> {
 
     /// A `&mut T` parameter: one element, passed without a length.
     pub fn reference(r: &'a mut T) -> Self {
-        MapInOut { ptr: r as *mut T, len: 1, pass_len: false, resident: false, res: core::ptr::null(), _borrow: PhantomData }
+        MapInOut {
+            ptr: r as *mut T,
+            len: 1,
+            pass_len: false,
+            resident: false,
+            res: core::ptr::null(),
+            _borrow: PhantomData,
+        }
     }
 
     /// As [`MapIn::resident`], written in place.

@@ -58,19 +58,10 @@ impl core::fmt::Display for BackendInfo {
     }
 }
 
-/// A backend as its concrete type, for the queues (`runtime::queue`),
-/// whose two implementations differ too much to share one interface.
-pub(crate) enum Concrete<'a> {
-    Host(&'a super::host::Host),
-    Cuda(&'a super::cuda::Cuda),
-}
-
 /// The backend interface: the generic front in `launch.rs` validates and
 /// traces; a backend maps arguments and runs the kernel.
 pub(crate) trait Backend: Send + Sync {
     fn info(&self) -> &BackendInfo;
-    /// This backend as its concrete type.
-    fn concrete(&self) -> Concrete<'_>;
     /// Changes when a GPU's context is rebuilt after a sticky fault: memory
     /// and handles of an older generation are gone (never freed again).
     fn generation(&self) -> u64 {

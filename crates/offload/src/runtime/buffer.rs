@@ -4,7 +4,8 @@ use core::marker::PhantomData;
 use std::sync::Arc;
 use std::vec::Vec;
 
-use super::device::{current_device, Device};
+use super::device::Device;
+use super::select::current_device;
 use crate::device::device_copy::DeviceCopy;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::queue::track::Resource;
@@ -50,10 +51,12 @@ unsafe impl<T: DeviceCopy> Send for DeviceBuffer<T> {}
 unsafe impl<T: DeviceCopy> Sync for DeviceBuffer<T> {}
 
 fn bytes_of<T>(len: usize) -> Result<usize> {
-    len.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| Error::from(crate::error::Memory {
-        op: "allocate",
-        reason: std::format!("{len} elements of {} bytes overflow usize", core::mem::size_of::<T>()),
-    }))
+    len.checked_mul(core::mem::size_of::<T>()).ok_or_else(|| {
+        Error::from(crate::error::Memory {
+            op: "allocate",
+            reason: std::format!("{len} elements of {} bytes overflow usize", core::mem::size_of::<T>()),
+        })
+    })
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {

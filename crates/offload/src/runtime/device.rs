@@ -1,7 +1,7 @@
 //! Devices: the GPUs and the host CPU that this process can run kernels on
-//! ([`Device`], [`devices`]), which one a thread uses ([`set_device`],
-//! [`current_device`]), peer access between two of them, and the check that
-//! work on one device gets only memory it may use (docs/devices.md).
+//! ([`Device`]; the list and which one a thread uses are `select`'s), peer
+//! access between two of them, and the check that work on one device gets
+//! only memory it may use (docs/devices.md).
 //!
 //! The list is made once, at the first use of the runtime (`select`),
 //! without starting any device: the CUDA driver is asked for each GPU's
@@ -15,7 +15,6 @@
 //! A device is a `&'static` handle: the entries are made once per process
 //! and never freed, so a [`Device`] is `Copy` and compares by identity.
 
-use core::cell::Cell;
 use std::boxed::Box;
 use std::format;
 use std::string::String;
@@ -23,7 +22,9 @@ use std::sync::{Mutex, OnceLock};
 use std::vec::Vec;
 
 use super::backend::{Backend, BackendInfo, BackendKind};
+use super::cuda::Cuda;
 use super::error::{Error, Result};
+use super::host::Host;
 use super::spec::{ArgKind, ArgSpec, KernelInfo};
 
 /// Which device an entry is.
@@ -45,7 +46,7 @@ pub(crate) struct Entry {
     pub(crate) name: String,
     pub(crate) compute_capability: Option<(u32, u32)>,
     pub(crate) memory_bytes: u64,
-    backend: OnceLock<Result<Box<dyn Backend>>>,
+    backend: OnceLock<Result<Concrete>>,
     /// Per device (by index): `Some((mine, theirs))` once kernels of this
     /// device may use that device's memory, with both backends'
     /// generations then (a context rebuilt after a fault has lost it).
@@ -67,13 +68,31 @@ impl Entry {
         Device(Box::leak(Box::new(e)))
     }
 
-    fn start(&self) -> Result<Box<dyn Backend>> {
+    fn start(&self) -> Result<Concrete> {
         match self.id {
-            DeviceId::Cuda(ordinal) => match super::cuda::Cuda::new(ordinal) {
-                Ok(c) => Ok(Box::new(c)),
+            DeviceId::Cuda(ordinal) => match Cuda::new(ordinal) {
+                Ok(c) => Ok(Concrete::Cuda(Box::new(c))),
                 Err(e) => Err(e.into_error()),
             },
-            DeviceId::Host { .. } => Ok(Box::new(super::host::Host::new())),
+            DeviceId::Host { .. } => Ok(Concrete::Host(Host::new())),
+        }
+    }
+}
+
+/// A started device's backend as its concrete type, for the queues
+/// (`runtime::queue`), whose two implementations differ too much to share
+/// one interface; everything else uses it as a [`Backend`]. (`Cuda` is
+/// boxed: it is much larger than `Host`.)
+pub(crate) enum Concrete {
+    Host(Host),
+    Cuda(Box<Cuda>),
+}
+
+impl Concrete {
+    fn backend(&self) -> &dyn Backend {
+        match self {
+            Concrete::Host(h) => h,
+            Concrete::Cuda(c) => &**c,
         }
     }
 }
@@ -182,9 +201,14 @@ impl Device {
 
     /// The device's backend, started now if it has not been.
     pub(crate) fn backend(&self) -> Result<&'static dyn Backend> {
+        self.concrete().map(Concrete::backend)
+    }
+
+    /// [`backend`](Self::backend) as its concrete type.
+    pub(crate) fn concrete(&self) -> Result<&'static Concrete> {
         let entry: &'static Entry = self.0;
         match entry.backend.get_or_init(|| entry.start()) {
-            Ok(b) => Ok(&**b),
+            Ok(b) => Ok(b),
             Err(e) => Err(e.clone()),
         }
     }
@@ -194,7 +218,7 @@ impl Device {
     /// are gone). 0 for a device that has not started.
     pub(crate) fn generation(&self) -> u64 {
         match self.0.backend.get() {
-            Some(Ok(b)) => b.generation(),
+            Some(Ok(b)) => b.backend().generation(),
             _ => 0,
         }
     }
@@ -239,12 +263,12 @@ impl Device {
                 ),
             }));
         }
-        let (mine, theirs) = (self.backend()?, peer.backend()?);
-        if let (super::Concrete::Cuda(a), super::Concrete::Cuda(b)) = (mine.concrete(), theirs.concrete()) {
+        let (mine, theirs) = (self.concrete()?, peer.concrete()?);
+        if let (Concrete::Cuda(a), Concrete::Cuda(b)) = (mine, theirs) {
             a.enable_peer_access(b)?;
         }
         let mut peers = self.0.peers.lock().unwrap_or_else(|e| e.into_inner());
-        peers[peer.0.index] = Some((mine.generation(), theirs.generation()));
+        peers[peer.0.index] = Some((mine.backend().generation(), theirs.backend().generation()));
         Ok(())
     }
 
@@ -263,64 +287,10 @@ impl Device {
     /// retains too), starting the device; `None` for the host or a device
     /// that cannot start.
     pub fn cu_context(&self) -> Option<cudarc::driver::sys::CUcontext> {
-        match self.backend().ok()?.concrete() {
-            super::Concrete::Cuda(c) => Some(c.context()),
-            super::Concrete::Host(_) => None,
+        match self.concrete().ok()? {
+            Concrete::Cuda(c) => Some(c.context()),
+            Concrete::Host(_) => None,
         }
-    }
-}
-
-/// Every device of this process: the CUDA GPUs the driver reports, by
-/// ordinal (`cuda:0`, `cuda:1`, …), then the host CPU (`host`; with
-/// `OFFLOAD_HOST_DEVICES=N`, `N` simulated devices `host:0` …, for testing
-/// multi-device code without GPUs). With no GPU (or no driver) the host is
-/// the only device. Listing starts no device.
-///
-/// ```ignore
-/// let gpus: Vec<offload::Device> =
-///     offload::devices().iter().copied().filter(|d| d.kind() == offload::BackendKind::Cuda).collect();
-/// ```
-pub fn devices() -> &'static [Device] {
-    &super::select::runtime().devices
-}
-
-std::thread_local! {
-    /// The device [`set_device`] chose for this thread.
-    static CURRENT: Cell<Option<Device>> = const { Cell::new(None) };
-}
-
-/// Makes `device` this thread's device: blocking launches, new
-/// [`DeviceBuffer`](crate::DeviceBuffer)s, [`PinnedBuffer`](crate::PinnedBuffer)s
-/// and [`Queue`](crate::Queue)s, [`DeviceGlobal`](crate::DeviceGlobal)
-/// access and [`backend`](crate::backend) of this thread use it (CUDA's
-/// `cudaSetDevice`, which is per thread too). Other threads keep theirs;
-/// a thread that never calls it uses the process's default device
-/// (`OFFLOAD_DEVICE`, see [`current_device`]). Starts the device.
-///
-/// # Errors
-/// The device's start error ([`Device::info`]); the thread's device is
-/// then unchanged.
-pub fn set_device(device: Device) -> Result<()> {
-    device.backend()?;
-    CURRENT.with(|c| c.set(Some(device)));
-    Ok(())
-}
-
-/// This thread's device: the one [`set_device`] chose, else the process's
-/// default, which `OFFLOAD_DEVICE` selects (docs/devices.md): unset, the
-/// first GPU if it can run this binary's kernels, else the host (with one
-/// warning line); `cuda` / `cuda:N` a GPU; `host` / `host:N` the CPU.
-///
-/// # Errors
-/// For the default: [`Error::NoSuchDevice`] (listing the devices) if
-/// `OFFLOAD_DEVICE` names one this process does not have,
-/// [`Error::InvalidDeviceSetting`] if it is malformed, [`Error::NoDevice`]
-/// if `OFFLOAD_DEVICE=cuda` and no GPU can be used, or the chosen GPU's
-/// start error.
-pub fn current_device() -> Result<Device> {
-    match CURRENT.with(Cell::get) {
-        Some(d) => Ok(d),
-        None => super::select::runtime().default_device(),
     }
 }
 

@@ -230,18 +230,16 @@ impl Backend for Host {
         &self.info
     }
 
-    fn concrete(&self) -> super::Concrete<'_> {
-        super::Concrete::Host(self)
-    }
-
     fn alloc_zeroed(&self, bytes: usize) -> Result<u64> {
         if bytes == 0 {
             return Ok(ALIGN as u64);
         }
-        let layout = std::alloc::Layout::from_size_align(bytes, ALIGN).map_err(|_| Error::from(crate::error::Memory {
-            op: "allocate",
-            reason: format!("{bytes} bytes is more than one allocation can hold (isize::MAX rounded to {ALIGN})"),
-        }))?;
+        let layout = std::alloc::Layout::from_size_align(bytes, ALIGN).map_err(|_| {
+            Error::from(crate::error::Memory {
+                op: "allocate",
+                reason: format!("{bytes} bytes is more than one allocation can hold (isize::MAX rounded to {ALIGN})"),
+            })
+        })?;
         // SAFETY: `layout` has a non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
         if p.is_null() {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::runtime::error::{Error, Result};
-use crate::runtime::queue::Progress;
+use crate::runtime::queue::progress::Progress;
 
 /// One operation of a host queue.
 pub(crate) type Op = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
@@ -48,15 +48,13 @@ impl HostQueue {
                     p.advance(seq);
                 }
             })
-            .map_err(|e| Error::from(crate::error::Queue {
-                op: "create a queue",
-                reason: format!("the host fallback could not start the queue's worker thread: {e}"),
-            }))?;
-        Ok(HostQueue {
-            tx: Mutex::new(Some(tx)),
-            worker: Mutex::new(Some(worker)),
-            progress,
-        })
+            .map_err(|e| {
+                Error::from(crate::error::Queue {
+                    op: "create a queue",
+                    reason: format!("the host fallback could not start the queue's worker thread: {e}"),
+                })
+            })?;
+        Ok(HostQueue { tx: Mutex::new(Some(tx)), worker: Mutex::new(Some(worker)), progress })
     }
 
     /// Hands operation `seq` to the worker. The caller holds the queue's

@@ -4,10 +4,10 @@
 
 use std::format;
 
-use super::device::{self, current_device};
+use super::device;
 use super::error::{Error, Result};
-use super::select;
-use super::spec::{ArgSpec, KernelInfo};
+use super::select::{self, current_device};
+use super::spec::{self, ArgSpec, KernelInfo};
 use crate::device::config::LaunchConfig;
 
 /// Launches `kernel`: validates `cfg`, then runs it on this thread's device
@@ -34,12 +34,14 @@ pub fn launch(
     // Buffers with pending queued work: the launch comes after it (and a
     // graph replay enqueued meanwhile after the launch: see `queue::graph`).
     let _replays = crate::runtime::queue::graph::hold();
-    for (res, write) in crate::runtime::queue::enqueue::tracked(args) {
+    for (res, write) in spec::tracked(args) {
         res.tracker.wait_host(write);
     }
     let trace = select::runtime().trace;
     let start = trace.then(std::time::Instant::now);
-    let result = backend.launch_impl(kernel, &cfg, args, host).map_err(divergence_from_record);
+    // A divergence a GPU thread recorded as a panic is reported as the
+    // host fallback reports it.
+    let result = backend.launch_impl(kernel, &cfg, args, host).map_err(super::cuda::recover::divergence_from_record);
     if let Some(start) = start {
         let status = match &result {
             Ok(()) => "ok",
@@ -56,21 +58,6 @@ pub fn launch(
         );
     }
     result
-}
-
-/// A GPU thread reports a warp collective in divergent code through the
-/// panic record, with a message that starts with
-/// [`divergence::PREFIX`](crate::report::divergence::PREFIX) (see `report::gpu`); such a
-/// "panic" is [`Error::Divergence`], with the text the host fallback gives.
-pub(crate) fn divergence_from_record(e: Error) -> Error {
-    match e {
-        Error::KernelPanic(p) if p.message.starts_with(crate::report::divergence::PREFIX) => {
-            let crate::error::KernelPanic { kernel, message, block, .. } = *p;
-            let reason = message[crate::report::divergence::PREFIX.len()..].into();
-            Error::from(crate::error::Divergence { kernel, block, reason })
-        }
-        e => e,
-    }
 }
 
 /// The check of `#[kernel(same_len(a, b, …))]`, made by the launcher before

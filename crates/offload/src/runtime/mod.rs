@@ -8,8 +8,8 @@
 //! | `args` | what a launcher accepts for slice parameters ([`SliceArg`], [`SliceArgMut`]) |
 //! | `buffer`, `pinned` | device-resident and page-locked memory |
 //! | `error` | [`Error`], everything a launch can report |
-//! | `device` | [`Device`]s: the GPUs and the host, each thread's device, peer access, the check that work gets only its device's memory |
-//! | `select` | the device list and the default device (`OFFLOAD_DEVICE`, `OFFLOAD_HOST_DEVICES`) |
+//! | `device` | [`Device`]s: the GPUs and the host, peer access, the check that work gets only its device's memory |
+//! | `select` | the device list, each thread's device and the default device (`OFFLOAD_DEVICE`, `OFFLOAD_HOST_DEVICES`) |
 //! | `backend` | the backend interface and [`BackendInfo`] |
 //! | `cuda` | the CUDA backend |
 //! | `host` | the host fallback's backend (blocks on worker threads; the threads of a block in `hostsim`) |
@@ -19,8 +19,8 @@
 //!
 //! Who calls whom: a generated launcher (through `__private`) maps its
 //! arguments with `args` and `spec` and calls `launch::launch`, which takes
-//! the thread's device from `device`, checks its arguments' devices and
-//! calls the device's backend's `launch_impl`; `buffer`, `pinned` and
+//! the thread's device from `select`, checks its arguments' devices
+//! (`device`) and calls the device's backend's `launch_impl`; `buffer`, `pinned` and
 //! device globals (`device::global`) call their device's memory operations
 //! the same way. `select` lists the devices; `device` starts a device's
 //! `cuda::Cuda` or `host::Host` at its first use; both implement
@@ -43,10 +43,10 @@ pub(crate) mod select;
 pub(crate) mod spec;
 
 pub use args::{SliceArg, SliceArgMut};
-pub(crate) use backend::{Backend, Concrete};
+pub(crate) use backend::Backend;
 pub use backend::{BackendInfo, BackendKind};
 pub use buffer::DeviceBuffer;
-pub use device::{current_device, devices, set_device, Device};
+pub use device::Device;
 pub use error::{Error, Result};
 pub use pinned::{Mapped, MappedMut, PinnedBuffer};
-pub use select::backend;
+pub use select::{backend, current_device, devices, set_device};

@@ -4,7 +4,8 @@ use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
-use super::device::{current_device, Device};
+use super::device::Device;
+use super::select::current_device;
 use crate::runtime::args::{MapIn, MapInOut};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::queue::track::Tracker;

@@ -1,8 +1,8 @@
-//! The devices of this process, listed once, at the first use of the
-//! runtime, and the default one, chosen once, at its first use (a launch,
-//! allocation or queue of a thread that has not called
-//! [`set_device`](super::device::set_device), or [`backend`]), from
-//! `OFFLOAD_DEVICE`:
+//! The devices of this process ([`devices`]), listed once, at the first use
+//! of the runtime; the device of each thread ([`set_device`],
+//! [`current_device`]); and the default one, chosen once, at its first use
+//! (a launch, allocation or queue of a thread that has not called
+//! [`set_device`], or [`backend`]), from `OFFLOAD_DEVICE`:
 //!
 //! | `OFFLOAD_DEVICE` | default device |
 //! | --- | --- |
@@ -12,8 +12,7 @@
 //! | `host` | the host CPU, silently (`host:N` names one of `OFFLOAD_HOST_DEVICES`) |
 //! | anything else | every use returns [`Error::InvalidDeviceSetting`] |
 //!
-//! The default is what a thread uses until it calls
-//! [`set_device`](super::device::set_device). "Usable" means: the CUDA
+//! The default is what a thread uses until it calls [`set_device`]. "Usable" means: the CUDA
 //! driver library loads, `cuInit` succeeds, the device exists, and the
 //! binary carries a device image that runs on it. Probing comes first and
 //! never panics (as LLVM offload's CUDA plugin `initImpl`). The device list
@@ -26,13 +25,14 @@
 //! but empty, `0`, `false`, `no`, `off`) prints one line per launch
 //! (kernel, device, geometry, time) to stderr.
 
+use core::cell::Cell;
 use std::string::String;
 use std::sync::OnceLock;
 use std::vec::Vec;
 
 use super::backend::{BackendInfo, Unusable};
 use super::cuda::probe::{self, Gpu};
-use super::device::{self, current_device, Device, DeviceId, Entry};
+use super::device::{self, Device, DeviceId, Entry};
 use super::error::{Error, Result};
 
 /// The process's devices and its default one.
@@ -70,6 +70,60 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 /// The runtime, made now if this is its first use.
 pub(crate) fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(start)
+}
+
+/// Every device of this process: the CUDA GPUs the driver reports, by
+/// ordinal (`cuda:0`, `cuda:1`, …), then the host CPU (`host`; with
+/// `OFFLOAD_HOST_DEVICES=N`, `N` simulated devices `host:0` …, for testing
+/// multi-device code without GPUs). With no GPU (or no driver) the host is
+/// the only device. Listing starts no device.
+///
+/// ```ignore
+/// let gpus: Vec<offload::Device> =
+///     offload::devices().iter().copied().filter(|d| d.kind() == offload::BackendKind::Cuda).collect();
+/// ```
+pub fn devices() -> &'static [Device] {
+    &runtime().devices
+}
+
+std::thread_local! {
+    /// The device [`set_device`] chose for this thread.
+    static CURRENT: Cell<Option<Device>> = const { Cell::new(None) };
+}
+
+/// Makes `device` this thread's device: blocking launches, new
+/// [`DeviceBuffer`](crate::DeviceBuffer)s, [`PinnedBuffer`](crate::PinnedBuffer)s
+/// and [`Queue`](crate::Queue)s, [`DeviceGlobal`](crate::DeviceGlobal)
+/// access and [`backend`](crate::backend) of this thread use it (CUDA's
+/// `cudaSetDevice`, which is per thread too). Other threads keep theirs;
+/// a thread that never calls it uses the process's default device
+/// (`OFFLOAD_DEVICE`, see [`current_device`]). Starts the device.
+///
+/// # Errors
+/// The device's start error ([`Device::info`]); the thread's device is
+/// then unchanged.
+pub fn set_device(device: Device) -> Result<()> {
+    device.backend()?;
+    CURRENT.with(|c| c.set(Some(device)));
+    Ok(())
+}
+
+/// This thread's device: the one [`set_device`] chose, else the process's
+/// default, which `OFFLOAD_DEVICE` selects (docs/devices.md): unset, the
+/// first GPU if it can run this binary's kernels, else the host (with one
+/// warning line); `cuda` / `cuda:N` a GPU; `host` / `host:N` the CPU.
+///
+/// # Errors
+/// For the default: [`Error::NoSuchDevice`] (listing the devices) if
+/// `OFFLOAD_DEVICE` names one this process does not have,
+/// [`Error::InvalidDeviceSetting`] if it is malformed, [`Error::NoDevice`]
+/// if `OFFLOAD_DEVICE=cuda` and no GPU can be used, or the chosen GPU's
+/// start error.
+pub fn current_device() -> Result<Device> {
+    match CURRENT.with(Cell::get) {
+        Some(d) => Ok(d),
+        None => runtime().default_device(),
+    }
 }
 
 /// What runs this thread's kernels: the backend of its

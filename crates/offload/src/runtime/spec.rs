@@ -95,6 +95,19 @@ impl<'a> ArgSpec<'a> {
     }
 }
 
+/// The tracked buffers of a launch's arguments: `(memory, written)`; an
+/// iterator, so that the launch path allocates nothing for them.
+pub(crate) fn tracked<'a, 'b>(
+    args: &'a [ArgSpec<'b>],
+) -> impl Iterator<Item = (&'a Arc<Resource>, bool)> + Clone + use<'a, 'b> {
+    args.iter().filter_map(|a| match a.kind {
+        // SAFETY: `res` points into a buffer the launcher borrows for as
+        // long as `args` lives (see `ArgKind::Resident`).
+        ArgKind::Resident { res, write, .. } if !res.is_null() => Some((unsafe { &*res }, write)),
+        _ => None,
+    })
+}
+
 /// The instantiations of one generic kernel that this process launched:
 /// for each tuple of type arguments (`core::any::type_name` of it, e.g.
 /// `(f32,)`), its [`KernelInfo`], whose symbol is

@@ -11,7 +11,7 @@ use std::string::String;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
-use super::context::Cuda;
+use super::context::{Cuda, State};
 use super::error::driver_error;
 use super::memory::Allocations;
 use super::recover;
@@ -23,10 +23,6 @@ use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
 impl Backend for Cuda {
     fn info(&self) -> &BackendInfo {
         &self.info
-    }
-
-    fn concrete(&self) -> crate::runtime::Concrete<'_> {
-        crate::runtime::Concrete::Cuda(self)
     }
 
     fn generation(&self) -> u64 {
@@ -170,71 +166,144 @@ impl Backend for Cuda {
         // The per-launch path allocates nothing on the heap and formats no
         // strings unless it fails: the scratch vectors live in `State` and
         // keep their capacity, the kernel's name is built only for errors.
-        let err = |op: &'static str, e: DriverError| driver_error(op, Some(&kernel.path()), e);
         let mut guard = self.enter("cuCtxSetCurrent")?;
         let st = &mut *guard;
-        let f = {
+        let function = {
             let mut functions = st.functions.lock().unwrap_or_else(|e| e.into_inner());
             let function = functions.function(kernel)?;
             functions.allow_dynamic_shared(kernel, function, cfg.shared_mem_bytes)?;
-            function.f
+            function
         };
+        let allocs = st.map_args(kernel, args)?;
+        st.fill_params(args);
+        // The entry point's last, hidden parameter: the launch shape (see
+        // `__private::kernel_entry`).
+        let mut shape = crate::device::thread::launch_shape(cfg.block, cfg.grid);
+        st.params.push(&mut shape as *mut u32 as *mut c_void);
+        let (g, b) = (cfg.grid, cfg.block);
+        // SAFETY: `function.f` belongs to the loaded module; `params` has one
+        // pointer per parameter of the entry point generated from the same
+        // kernel signature (value → its bytes, mapped → device pointer
+        // [, length], then the launch shape), each valid until the stream is
+        // synchronized below (the driver copies the values at the call).
+        unsafe {
+            result::launch_kernel(
+                function.f,
+                (g.x, g.y, g.z),
+                (b.x, b.y, b.z),
+                cfg.shared_mem_bytes,
+                st.stream,
+                &mut st.params,
+            )
+        }
+        .map_err(|e| launch_error(kernel, "cuLaunchKernel", e))?;
+        // SAFETY: the stream belongs to the current context.
+        if let Err(e) = unsafe { result::stream::synchronize(st.stream) } {
+            return Err(st.after_failed_kernel(&kernel.path(), e, allocs));
+        }
+        // A panicking thread records the panic and exits; the kernel itself
+        // completes. Map back anyway (as on the host fallback, the other
+        // threads' writes are visible), then report the panic.
+        let panicked = st.panic.as_ref().and_then(|p| p.take(st.stream));
+        st.map_back(kernel, args)?;
+        // Keep this launch's device memory for the next ones.
+        st.allocs = allocs.release(&mut st.cache);
+        match panicked {
+            // The context has one panic record: with queued kernels not yet
+            // checked, the panic may be theirs (see `queue`).
+            Some(recorded) => Err(recorded.into_error(&self.with_queued_candidates(kernel.path()), st.stack_bytes)),
+            None => Ok(()),
+        }
+    }
+}
 
-        // Map: allocate and copy each host argument to the device; resident
-        // buffers are used in place.
-        let mut allocs = Allocations(core::mem::take(&mut st.allocs));
-        let device_ptrs = &mut st.device_ptrs;
-        device_ptrs.clear();
+/// A failed driver call `op` of a launch of `kernel`.
+fn launch_error(kernel: &KernelInfo, op: &'static str, e: DriverError) -> Error {
+    driver_error(op, Some(&kernel.path()), e)
+}
+
+/// The steps of `launch_impl`, on the locked context (current on
+/// this thread), in its scratch vectors.
+impl State {
+    /// Map: allocates device memory for each host argument (from the
+    /// [`ArgCache`](super::memory::ArgCache)) and copies it there; resident
+    /// buffers are used in place. Fills `device_ptrs`, one per argument, and
+    /// returns the launch's allocations (freed if a later step fails).
+    fn map_args(&mut self, kernel: &KernelInfo, args: &[ArgSpec<'_>]) -> Result<Allocations> {
+        let mut allocs = Allocations(core::mem::take(&mut self.allocs));
+        self.device_ptrs.clear();
         for a in args {
-            match a.kind {
+            let d = match a.kind {
                 ArgKind::Host { ptr, bytes, atomic, .. } if bytes > 0 => {
-                    let (size, d) = match st.cache.take(bytes) {
+                    let (size, d) = match self.cache.take(bytes) {
                         Some(block) => block,
-                        None => (bytes, st.cache.alloc(bytes).map_err(|e| err("cuMemAlloc", e))?),
+                        None => (bytes, self.cache.alloc(bytes).map_err(|e| launch_error(kernel, "cuMemAlloc", e))?),
                     };
                     allocs.0.push((size, d));
-                    // Large and pageable: through the staging pipeline, which
-                    // returns once the data has landed. Atomics (which other
-                    // host threads may change meanwhile) are left to the
-                    // driver, as before.
-                    let staged = if atomic == 0 {
-                        // SAFETY: `ptr` is valid for reads of `bytes` bytes: it
-                        // comes from a reference the launcher borrows for the
-                        // whole launch; `d` holds at least `bytes`; the context
-                        // is current.
-                        unsafe { st.xfer.upload(st.stream, d, ptr as *const u8, bytes) }
-                    } else {
-                        None
-                    };
-                    match staged {
-                        Some(r) => r.map_err(|(op, e)| err(op, e))?,
-                        // SAFETY: as above. In the launch stream, so the kernel
-                        // starts after the copy has landed (a plain cuMemcpyHtoD
-                        // from pageable memory may return before its DMA
-                        // completes, and our non-blocking stream would not wait
-                        // for it).
-                        None => unsafe { sys::cuMemcpyHtoDAsync_v2(d, ptr as *const c_void, bytes, st.stream) }
-                            .result()
-                            .map_err(|e| err("cuMemcpyHtoDAsync", e))?,
-                    }
-                    device_ptrs.push(d);
+                    // SAFETY: `ptr` is valid for reads of `bytes` bytes: it
+                    // comes from a reference the launcher borrows for the
+                    // whole launch; `d` holds at least `bytes`; the context
+                    // is current.
+                    unsafe { self.copy_arg_in(kernel, d, ptr as *const u8, bytes, atomic)? };
+                    d
                 }
-                ArgKind::Resident { addr, .. } => device_ptrs.push(addr),
+                ArgKind::Resident { addr, .. } => addr,
                 // Nothing to copy (an empty slice): the kernel gets the host
                 // slice's own pointer, which is non-null and aligned as the
                 // entry point's `&[T; 0]` parameter requires, and never
                 // dereferences it.
-                ArgKind::Host { ptr, .. } => device_ptrs.push(ptr as u64),
-                ArgKind::Value { .. } => device_ptrs.push(0),
-            }
+                ArgKind::Host { ptr, .. } => ptr as u64,
+                ArgKind::Value { .. } => 0,
+            };
+            self.device_ptrs.push(d);
         }
+        Ok(allocs)
+    }
 
-        // Parameters: one slot per scalar the entry point takes. `slots` is
-        // filled completely (and not resized) before any pointer into it is
-        // taken.
-        let slots = &mut st.slots;
+    /// Copies one host argument, `bytes` at `src`, to `d` before the
+    /// kernel starts. Large and pageable: through the staging pipeline,
+    /// which returns once the data has landed. Atomics (`atomic` != 0,
+    /// which other host threads may change meanwhile) are left to the
+    /// driver, as before.
+    ///
+    /// # Safety
+    /// `src` is valid for reads of `bytes` bytes until the launch has
+    /// finished, `d` holds at least `bytes`, and the context is current.
+    unsafe fn copy_arg_in(
+        &mut self,
+        kernel: &KernelInfo,
+        d: u64,
+        src: *const u8,
+        bytes: usize,
+        atomic: u8,
+    ) -> Result<()> {
+        let staged = if atomic == 0 {
+            // SAFETY: the caller's contract.
+            unsafe { self.xfer.upload(self.stream, d, src, bytes) }
+        } else {
+            None
+        };
+        match staged {
+            Some(r) => r.map_err(|(op, e)| launch_error(kernel, op, e)),
+            // SAFETY: the caller's contract. In the launch stream, so the
+            // kernel starts after the copy has landed (a plain cuMemcpyHtoD
+            // from pageable memory may return before its DMA completes, and
+            // our non-blocking stream would not wait for it).
+            None => unsafe { sys::cuMemcpyHtoDAsync_v2(d, src as *const c_void, bytes, self.stream) }
+                .result()
+                .map_err(|e| launch_error(kernel, "cuMemcpyHtoDAsync", e)),
+        }
+    }
+
+    /// Parameters: one slot per scalar the entry point takes (a mapped
+    /// argument's device pointer, and its length where passed), and in
+    /// `params` one pointer per parameter (a value's bytes, or a slot).
+    /// `slots` is filled completely (and not resized) before any pointer
+    /// into it is taken.
+    fn fill_params(&mut self, args: &[ArgSpec<'_>]) {
+        let slots = &mut self.slots;
         slots.clear();
-        for (a, &d) in args.iter().zip(device_ptrs.iter()) {
+        for (a, &d) in args.iter().zip(self.device_ptrs.iter()) {
             match a.kind {
                 ArgKind::Value { .. } => {}
                 ArgKind::Host { len, pass_len, .. } | ArgKind::Resident { len, pass_len, .. } => {
@@ -245,7 +314,7 @@ impl Backend for Cuda {
                 }
             }
         }
-        let params = &mut st.params;
+        let params = &mut self.params;
         params.clear();
         let mut next = 0;
         for a in args {
@@ -261,31 +330,12 @@ impl Backend for Cuda {
                 }
             }
         }
+    }
 
-        // The entry point's last, hidden parameter: the launch shape (see
-        // `__private::kernel_entry`).
-        let mut shape = crate::device::thread::launch_shape(cfg.block, cfg.grid);
-        params.push(&mut shape as *mut u32 as *mut c_void);
-        let g = cfg.grid;
-        let b = cfg.block;
-        // SAFETY: `f` belongs to the loaded module; `params` has one pointer
-        // per parameter of the entry point generated from the same kernel
-        // signature (value → its bytes, mapped → device pointer [, length],
-        // then the launch shape), each valid until the stream is synchronized
-        // below (the driver copies the values at the call).
-        unsafe { result::launch_kernel(f, (g.x, g.y, g.z), (b.x, b.y, b.z), cfg.shared_mem_bytes, st.stream, params) }
-            .map_err(|e| err("cuLaunchKernel", e))?;
-        // SAFETY: the stream belongs to the current context.
-        if let Err(e) = unsafe { result::stream::synchronize(st.stream) } {
-            return Err(st.after_failed_kernel(&kernel.path(), e, allocs));
-        }
-        // A panicking thread records the panic and exits; the kernel itself
-        // completes. Map back anyway (as on the host fallback, the other
-        // threads' writes are visible), then report the panic.
-        let panicked = st.panic.as_ref().and_then(|p| p.take(st.stream));
-
-        // Map back: copy `&mut` arguments (and atomics) to the host.
-        for (a, &d) in args.iter().zip(st.device_ptrs.iter()) {
+    /// Map back, after the kernel has finished: copies `&mut` arguments
+    /// (and atomics) from their device memory to the host.
+    fn map_back(&mut self, kernel: &KernelInfo, args: &[ArgSpec<'_>]) -> Result<()> {
+        for (a, &d) in args.iter().zip(self.device_ptrs.iter()) {
             if let ArgKind::Host { ptr, bytes, writeback: true, atomic, .. } = a.kind {
                 if bytes == 0 {
                     continue;
@@ -295,8 +345,8 @@ impl Backend for Cuda {
                     // exclusive borrow held by the launcher, plain data); `d`
                     // holds as many; the kernel has finished; the context is
                     // current.
-                    if let Some(r) = unsafe { st.xfer.download(st.stream, ptr, d, bytes) } {
-                        r.map_err(|(op, e)| err(op, e))?;
+                    if let Some(r) = unsafe { self.xfer.download(self.stream, ptr, d, bytes) } {
+                        r.map_err(|(op, e)| launch_error(kernel, op, e))?;
                         continue;
                     }
                 }
@@ -306,13 +356,6 @@ impl Backend for Cuda {
                 unsafe { recover::copy_back(ptr, d, bytes, atomic, &kernel.path())? };
             }
         }
-        // Keep this launch's device memory for the next ones.
-        st.allocs = allocs.release(&mut st.cache);
-        match panicked {
-            // The context has one panic record: with queued kernels not yet
-            // checked, the panic may be theirs (see `queue`).
-            Some(recorded) => Err(recorded.into_error(&self.with_queued_candidates(kernel.path()), st.stack_bytes)),
-            None => Ok(()),
-        }
+        Ok(())
     }
 }

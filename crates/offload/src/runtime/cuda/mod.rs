@@ -29,7 +29,9 @@
 //! `runtime::device` creates a [`Cuda`] per GPU; `launch` locks its
 //! `context::State` and uses `memory`, `staging` and `recover`; `context`
 //! uses `probe`, `recover` (after a failed kernel) and `staging`; `peer`
-//! uses `probe` and `context`; everything uses `error`.
+//! uses `probe` and `context`; everything uses `error`. The generic launch
+//! front (`runtime::launch`) decodes a divergence recorded as a panic with
+//! `recover::divergence_from_record`.
 
 mod context;
 mod error;
@@ -38,7 +40,7 @@ mod memory;
 pub(crate) mod peer;
 pub(crate) mod probe;
 pub(crate) mod queue;
-mod recover;
+pub(crate) mod recover;
 mod staging;
 
 pub(crate) use context::Cuda;

@@ -33,10 +33,8 @@ use crate::runtime::error::{Error, Result};
 /// `recursion`), once [`install_stack_floor`] has told them where the end
 /// is: call that after this, with the context's module loaded.
 pub(crate) fn configure_context() -> Result<usize> {
-    let bytes = std::env::var("OFFLOAD_CUDA_STACK_BYTES")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(8 * 1024);
+    let bytes =
+        std::env::var("OFFLOAD_CUDA_STACK_BYTES").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(8 * 1024);
     // SAFETY: sets a limit of the current context.
     unsafe { sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_STACK_SIZE, bytes) }
         .result()
@@ -125,10 +123,13 @@ pub(crate) fn install_stack_floor(
     // SAFETY: `module` is loaded in the current context; out-pointers are valid.
     let found = unsafe { sys::cuModuleGetGlobal_v2(&mut global, &mut size, module, floor_name.as_ptr()) }.result();
     if found.is_err() || size != 8 {
-        return Err(Error::BadImage(format!(
-            "the device image has the stack probe `{PROBE_KERNEL}` but no 8-byte global `{FLOOR_GLOBAL}` for its \
+        return Err(Error::BadImage(
+            format!(
+                "the device image has the stack probe `{PROBE_KERNEL}` but no 8-byte global `{FLOOR_GLOBAL}` for its \
              recursion checks; rebuild with `cargo offload`"
-        ).into()));
+            )
+            .into(),
+        ));
     }
     let launch = |op: &'static str, e: DriverError| driver_error(op, Some(PROBE_KERNEL), e);
     // SAFETY: allocating has no preconditions beyond a current context.
@@ -170,9 +171,7 @@ pub(crate) fn install_stack_floor(
 /// the PTX its cubin was assembled from: `cargo offload` embeds both);
 /// `None` if the bundle has no such PTX.
 pub(crate) fn has_stack_probe(images: &[Image<'_>], loaded: &Image<'_>) -> Option<bool> {
-    let ptx = images
-        .iter()
-        .find(|i| i.kind == ImageKind::Ptx && i.triple == loaded.triple && i.arch == loaded.arch)?;
+    let ptx = images.iter().find(|i| i.kind == ImageKind::Ptx && i.triple == loaded.triple && i.arch == loaded.arch)?;
     let text = String::from_utf8_lossy(ptx.bytes);
     Some(offload_image::ptx_entries(&text).iter().any(|e| e == PROBE_KERNEL))
 }
@@ -241,9 +240,8 @@ impl PanicSlot {
         // SAFETY: `host` came from `cuMemHostAlloc(DEVICEMAP)`.
         let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }.result();
         // SAFETY: `global` is an 8-byte device global; we copy 8 bytes.
-        let copied = mapped.and_then(|()| {
-            unsafe { sys::cuMemcpyHtoD_v2(global, &device as *const u64 as *const c_void, 8) }.result()
-        });
+        let copied = mapped
+            .and_then(|()| unsafe { sys::cuMemcpyHtoD_v2(global, &device as *const u64 as *const c_void, 8) }.result());
         // The copy from pageable memory may still be in flight: wait for it
         // before any kernel (in another stream) can read the global.
         // SAFETY: synchronizes the current context.
@@ -351,6 +349,21 @@ fn device_string(addr: u64, len: u32) -> String {
     }
 }
 
+/// A GPU thread reports a warp collective in divergent code through the
+/// panic record, with a message that starts with
+/// [`divergence::PREFIX`](crate::report::divergence::PREFIX) (see `report::gpu`); such a
+/// "panic" is [`Error::Divergence`], with the text the host fallback gives.
+pub(crate) fn divergence_from_record(e: Error) -> Error {
+    match e {
+        Error::KernelPanic(p) if p.message.starts_with(crate::report::divergence::PREFIX) => {
+            let crate::error::KernelPanic { kernel, message, block, .. } = *p;
+            let reason = message[crate::report::divergence::PREFIX.len()..].into();
+            Error::from(crate::error::Divergence { kernel, block, reason })
+        }
+        e => e,
+    }
+}
+
 /// The error of a launch whose kernel failed while running: the panic the
 /// device recorded if there is one, else the driver's error.
 pub(crate) fn failed_launch_error(slot: Option<&PanicSlot>, kernel: &str, e: DriverError, stack_bytes: usize) -> Error {
@@ -369,7 +382,13 @@ pub(crate) fn failed_launch_error(slot: Option<&PanicSlot>, kernel: &str, e: Dri
 /// # Safety
 /// `ptr` is valid for writes of `bytes` bytes (plain) or points to
 /// `bytes / atomic` live atomics of that size; `d` holds `bytes` bytes.
-pub(crate) unsafe fn copy_back(ptr: *mut u8, d: sys::CUdeviceptr, bytes: usize, atomic: u8, kernel: &str) -> Result<()> {
+pub(crate) unsafe fn copy_back(
+    ptr: *mut u8,
+    d: sys::CUdeviceptr,
+    bytes: usize,
+    atomic: u8,
+    kernel: &str,
+) -> Result<()> {
     if atomic == 0 {
         // SAFETY: guaranteed by the caller.
         return unsafe { sys::cuMemcpyDtoH_v2(ptr as *mut c_void, d, bytes) }
@@ -405,7 +424,14 @@ mod tests {
     use super::*;
 
     fn image(kind: ImageKind, arch: &'static str, bytes: &'static [u8]) -> Image<'static> {
-        Image { kind, triple: "nvptx64-nvidia-cuda", arch, kernels: "__offload_kernel_app_k_1\n", bytes, checksum: None }
+        Image {
+            kind,
+            triple: "nvptx64-nvidia-cuda",
+            arch,
+            kernels: "__offload_kernel_app_k_1\n",
+            bytes,
+            checksum: None,
+        }
     }
 
     /// The probe is looked up only where the image's PTX has it as an

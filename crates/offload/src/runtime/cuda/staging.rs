@@ -242,7 +242,9 @@ fn parse_setting(raw: &str) -> (bool, bool, Option<std::string::String>) {
         _ => (
             true,
             false,
-            Some(std::format!("OFFLOAD_CUDA_STAGING={raw:?} is not one of 0, 1 or eager; staging stays on (its default)")),
+            Some(std::format!(
+                "OFFLOAD_CUDA_STAGING={raw:?} is not one of 0, 1 or eager; staging stays on (its default)"
+            )),
         ),
     }
 }
@@ -276,7 +278,6 @@ struct Staging {
     bufs: [*mut u8; STAGING_BUFFERS],
     events: [sys::CUevent; STAGING_BUFFERS],
 }
-
 
 impl Staging {
     /// Allocates the buffers and events in the current context (all or
@@ -484,9 +485,7 @@ mod tests {
     use std::vec::Vec;
 
     fn pattern(n: usize, seed: u64) -> Vec<u8> {
-        (0..n as u64)
-            .map(|i| ((i.wrapping_add(seed)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8)
-            .collect()
+        (0..n as u64).map(|i| ((i.wrapping_add(seed)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8).collect()
     }
 
     fn uninit(v: &[u8]) -> &[MaybeUninit<u8>] {

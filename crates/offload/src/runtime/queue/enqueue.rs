@@ -9,9 +9,11 @@ use super::scope::{Scope, ScopeState};
 use super::track::{self, Resource};
 use super::{Imp, Queue, QueueInner};
 use crate::runtime::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
+use crate::runtime::device::Concrete;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
-use crate::runtime::{select, Concrete};
+use crate::runtime::host::Host;
+use crate::runtime::select;
+use crate::runtime::spec::{self, ArgSpec, KernelInfo};
 use crate::{DeviceBuffer, DeviceCopy, LaunchConfig, MapElem};
 use std::sync::Arc;
 
@@ -166,19 +168,6 @@ host_memory_mut!([T]; std::vec::Vec<T>; [T; N], N; Box<[T]>; crate::PinnedBuffer
 pub trait HostReferences {}
 impl HostReferences for InScope {}
 
-/// The tracked buffers of a launch's arguments: `(memory, written)`; an
-/// iterator, so that the launch path allocates nothing for them.
-pub(crate) fn tracked<'a, 'b>(
-    args: &'a [ArgSpec<'b>],
-) -> impl Iterator<Item = (&'a Arc<Resource>, bool)> + Clone + use<'a, 'b> {
-    args.iter().filter_map(|a| match a.kind {
-        // SAFETY: `res` points into a buffer the launcher borrows for as
-        // long as `args` lives (see `ArgKind::Resident`).
-        ArgKind::Resident { res, write, .. } if !res.is_null() => Some((unsafe { &*res }, write)),
-        _ => None,
-    })
-}
-
 /// The generic front of a launch of `kernel` (generated code only):
 /// blocking, or enqueued on `target`. `host` runs the simulated threads of
 /// one runner of the host scheduler (`__private::host_threads`; host
@@ -209,48 +198,24 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
     if cfg.threads() == 0 {
         return Ok(());
     }
-    let backend = queue.device.backend()?;
+    let backend = queue.device.concrete()?;
     crate::runtime::device::check_args(kernel, queue.device, args)?;
-    if select::runtime().trace {
-        std::eprintln!(
-            "offload: {} queued on queue {} of {} (grid {}, block {})",
-            kernel.path(),
-            queue.id,
-            queue.device,
-            cfg.grid,
-            cfg.block
-        );
-    }
+    trace_queued(kernel, queue, &cfg);
     let _replays = super::graph::hold();
-    let buffers = tracked(args);
+    let buffers = spec::tracked(args);
     let mut seq = queue.lock_submit();
     let capturing = super::graph::is_capturing(queue);
     if capturing {
-        if let Dest::Scope(_) = target {
-            return Err(Error::from(crate::error::Queue {
-                op: "capture a launch",
-                reason: std::format!(
-                    "kernel `{}` was launched in a scope on a queue being captured: a graph cannot keep host memory \
-                     borrowed; launch it with `kernel::on(g, …)` and DeviceBuffers",
-                    kernel.path()
-                ),
-            }));
-        }
-        super::graph::note_launch(queue, kernel, buffers.clone());
+        capture_launch(target, queue, kernel, buffers.clone())?;
     } else {
         super::graph::refuse_other_queue_in_capture("enqueue a launch")?;
         track::order_before(queue, &mut seq, buffers.clone().map(|(r, w)| (&r.tracker, w)))?;
     }
-    match (&queue.imp, backend.concrete()) {
+    match (&queue.imp, backend) {
         (Imp::Host(h), Concrete::Host(backend)) => {
             backend.check_launch(kernel, &cfg)?;
-            let body: Arc<dyn Fn() + Send + Sync + 'a> = Arc::new(host);
-            // SAFETY: the caller guarantees that everything `host` borrows
-            // outlives the launch (and, captured in a graph, every replay:
-            // only tracked buffers and values, which the graph keeps); the
-            // lifetime is only erased, the layout is the same.
-            let body: Arc<dyn Fn() + Send + Sync + 'static> = unsafe { core::mem::transmute(body) };
-            let op: super::graph::HostOp = Arc::new(move || backend.run(kernel, &cfg, &*body));
+            // SAFETY: the caller's contract.
+            let op = unsafe { host_op(backend, kernel, cfg, host) };
             if capturing {
                 super::graph::push_host_op(queue, op);
                 return Ok(());
@@ -260,7 +225,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         }
         (Imp::Cuda(c), Concrete::Cuda(backend)) => {
             let scope = match target {
-                Dest::Scope(s) => Some(s),
+                Dest::Scope(s) => Some(&s.copies),
                 _ => None,
             };
             c.launch(backend, kernel, &cfg, args, scope)?;
@@ -276,4 +241,61 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         r.tracker.record(queue, *seq, write);
     }
     Ok(())
+}
+
+/// `OFFLOAD_TRACE`: one line per queued launch.
+fn trace_queued(kernel: &KernelInfo, queue: &QueueInner, cfg: &LaunchConfig) {
+    if select::runtime().trace {
+        std::eprintln!(
+            "offload: {} queued on queue {} of {} (grid {}, block {})",
+            kernel.path(),
+            queue.id,
+            queue.device,
+            cfg.grid,
+            cfg.block
+        );
+    }
+}
+
+/// Notes a launch on `queue`, which is being captured, in its graph; a
+/// launch in a scope is refused (a graph cannot keep host memory borrowed).
+fn capture_launch<'r>(
+    target: Dest<'_>,
+    queue: &QueueInner,
+    kernel: &'static KernelInfo,
+    buffers: impl IntoIterator<Item = (&'r Arc<Resource>, bool)>,
+) -> Result<()> {
+    if let Dest::Scope(_) = target {
+        return Err(Error::from(crate::error::Queue {
+            op: "capture a launch",
+            reason: std::format!(
+                "kernel `{}` was launched in a scope on a queue being captured: a graph cannot keep host memory \
+                 borrowed; launch it with `kernel::on(g, …)` and DeviceBuffers",
+                kernel.path()
+            ),
+        }));
+    }
+    super::graph::note_launch(queue, kernel, buffers);
+    Ok(())
+}
+
+/// The host fallback's operation for one queued launch: `backend` runs
+/// `host`'s threads for every block of `cfg`.
+///
+/// # Safety
+/// Everything `host` borrows outlives the launch (and, captured in a
+/// graph, every replay).
+unsafe fn host_op<'a, F: Fn() + Send + Sync + 'a>(
+    backend: &'static Host,
+    kernel: &'static KernelInfo,
+    cfg: LaunchConfig,
+    host: F,
+) -> super::graph::HostOp {
+    let body: Arc<dyn Fn() + Send + Sync + 'a> = Arc::new(host);
+    // SAFETY: the caller guarantees that everything `host` borrows outlives
+    // the launch (and, captured in a graph, every replay: only tracked
+    // buffers and values, which the graph keeps); the lifetime is only
+    // erased, the layout is the same.
+    let body: Arc<dyn Fn() + Send + Sync + 'static> = unsafe { core::mem::transmute(body) };
+    Arc::new(move || backend.run(kernel, &cfg, &*body))
 }

@@ -119,10 +119,7 @@ impl Future for Wait {
 
 impl core::fmt::Debug for Wait {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Wait")
-            .field("queue", &self.queue.id)
-            .field("seq", &self.seq)
-            .finish()
+        f.debug_struct("Wait").field("queue", &self.queue.id).field("seq", &self.seq).finish()
     }
 }
 
@@ -143,13 +140,13 @@ struct Pending {
 fn poller() -> &'static Poller {
     static POLLER: OnceLock<&'static Poller> = OnceLock::new();
     POLLER.get_or_init(|| {
-        let p: &'static Poller = std::boxed::Box::leak(std::boxed::Box::new(Poller {
-            pending: Mutex::new(Vec::new()),
-            cv: Condvar::new(),
-        }));
+        let p: &'static Poller =
+            std::boxed::Box::leak(std::boxed::Box::new(Poller { pending: Mutex::new(Vec::new()), cv: Condvar::new() }));
         let spawned = std::thread::Builder::new().name("offload-events".into()).spawn(move || p.run());
         if spawned.is_err() {
-            std::eprintln!("offload: warning: could not start the thread that completes CUDA futures; they will not complete");
+            std::eprintln!(
+                "offload: warning: could not start the thread that completes CUDA futures; they will not complete"
+            );
         }
         p
     })

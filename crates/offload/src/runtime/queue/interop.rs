@@ -9,8 +9,8 @@ use cudarc::driver::sys;
 
 use super::track::{self, Tracker};
 use super::{graph, Imp, Queue};
-use crate::runtime::device::current_device;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::select::current_device;
 use crate::{BackendKind, DeviceBuffer, DeviceCopy};
 
 /// One buffer that work enqueued by [`Queue::external`] reads

@@ -15,18 +15,20 @@ pub(crate) mod enqueue;
 mod future;
 pub(crate) mod graph;
 mod interop;
+pub(crate) mod progress;
 pub(crate) mod scope;
 pub(crate) mod track;
 
 use std::string::String;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::task::Waker;
-use std::vec::Vec;
+use std::sync::{Arc, Mutex};
 
-use crate::runtime::device::{current_device, Device};
+use crate::runtime::cuda::queue::{elapsed_ms, CudaQueue, Fence, TimedEvent};
+use crate::runtime::device::{Concrete, Device};
 use crate::runtime::error::{Error, Result};
-use crate::runtime::{self, cuda::queue::CudaQueue, host_queue::HostQueue, Concrete};
+use crate::runtime::host_queue::HostQueue;
+use crate::runtime::select::current_device;
+use progress::Progress;
 
 pub use enqueue::{Enqueue, QueueSliceArg, QueueSliceArgMut};
 pub use future::Wait;
@@ -74,97 +76,6 @@ pub(crate) enum Imp {
     Cuda(CudaQueue),
 }
 
-/// What is known of a queue's progress, shared with its host worker.
-pub(crate) struct Progress {
-    /// Every operation up to this sequence number has finished (a lower
-    /// bound: on CUDA it advances when an event or sync is observed).
-    pub(crate) completed: AtomicU64,
-    lock: Mutex<()>,
-    cv: Condvar,
-    /// Futures waiting for a sequence number.
-    wakers: Mutex<Vec<(u64, Waker)>>,
-    /// The first error of the queue's work since it was last reported.
-    error: Mutex<Option<Error>>,
-}
-
-impl Progress {
-    pub(crate) fn new() -> Self {
-        Progress {
-            completed: AtomicU64::new(0),
-            lock: Mutex::new(()),
-            cv: Condvar::new(),
-            wakers: Mutex::new(Vec::new()),
-            error: Mutex::new(None),
-        }
-    }
-
-    pub(crate) fn is_done(&self, seq: u64) -> bool {
-        self.completed.load(Ordering::Acquire) >= seq
-    }
-
-    /// Records that everything up to `seq` has finished, and wakes whoever
-    /// waits for it.
-    pub(crate) fn advance(&self, seq: u64) {
-        let prev = self.completed.fetch_max(seq, Ordering::AcqRel);
-        if prev >= seq {
-            return;
-        }
-        {
-            let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-            self.cv.notify_all();
-        }
-        let mut w = self.wakers.lock().unwrap_or_else(|e| e.into_inner());
-        let mut i = 0;
-        while i < w.len() {
-            if w[i].0 <= seq {
-                w.swap_remove(i).1.wake();
-            } else {
-                i += 1;
-            }
-        }
-    }
-
-    /// Blocks until everything up to `seq` has finished (host worker
-    /// queues only: their worker advances the count).
-    pub(crate) fn block_until(&self, seq: u64) {
-        let mut g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        while !self.is_done(seq) {
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    /// Registers `waker` to be woken once `seq` has finished; `false` if it
-    /// already has (then nothing is registered).
-    pub(crate) fn register(&self, seq: u64, waker: &Waker) -> bool {
-        let mut w = self.wakers.lock().unwrap_or_else(|e| e.into_inner());
-        if self.is_done(seq) {
-            return false;
-        }
-        if let Some(slot) = w.iter_mut().find(|(s, old)| *s == seq && old.will_wake(waker)) {
-            slot.1 = waker.clone();
-        } else {
-            w.push((seq, waker.clone()));
-        }
-        true
-    }
-
-    /// Keeps `e` if no error is pending yet.
-    pub(crate) fn fail(&self, e: Error) {
-        let mut slot = self.error.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(e);
-        }
-    }
-
-    /// The pending error, cleared.
-    pub(crate) fn take_error(&self) -> Result<()> {
-        match self.error.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-}
-
 static NEXT_QUEUE: AtomicU64 = AtomicU64::new(1);
 
 impl Queue {
@@ -187,10 +98,10 @@ impl Queue {
     /// `cuStreamCreate` fails; [`Error::Queue`] if the host fallback cannot
     /// start the worker thread.
     pub fn on_device(device: Device) -> Result<Queue> {
-        let backend = device.backend()?;
+        let backend = device.concrete()?;
         let id = NEXT_QUEUE.fetch_add(1, Ordering::Relaxed);
         let progress = Arc::new(Progress::new());
-        let imp = match backend.concrete() {
+        let imp = match backend {
             Concrete::Host(_) => Imp::Host(HostQueue::new(id, progress.clone())?),
             Concrete::Cuda(c) => Imp::Cuda(CudaQueue::new(c)?),
         };
@@ -324,7 +235,7 @@ impl QueueInner {
     /// that completes after it: that event is asked (`cuEventQuery`), not
     /// only the queue's own fences as in [`is_done`](Self::is_done). What
     /// [`Event::is_complete`] and the futures poll.
-    pub(crate) fn reached(&self, seq: u64, fence: Option<&runtime::cuda::queue::Fence>) -> bool {
+    pub(crate) fn reached(&self, seq: u64, fence: Option<&Fence>) -> bool {
         match (&self.imp, fence) {
             (Imp::Cuda(c), Some(f)) => c.query(self.id, &self.progress, f, seq),
             _ => self.is_done(seq),
@@ -403,7 +314,7 @@ pub struct Event {
 
 enum Timing {
     Host(Arc<std::sync::OnceLock<std::time::Instant>>),
-    Cuda(runtime::cuda::queue::TimedEvent),
+    Cuda(TimedEvent),
 }
 
 impl Event {
@@ -429,7 +340,7 @@ impl Event {
     }
 
     /// The CUDA event, as the fence that completes after the event's point.
-    pub(crate) fn fence(&self) -> Option<&Arc<runtime::cuda::queue::Fence>> {
+    pub(crate) fn fence(&self) -> Option<&Arc<Fence>> {
         match &self.timing {
             Timing::Cuda(e) => Some(e.fence()),
             Timing::Host(_) => None,
@@ -467,7 +378,7 @@ impl Event {
                     })),
                 }
             }
-            (Timing::Cuda(a), Timing::Cuda(b)) => runtime::cuda::queue::elapsed_ms(a, b),
+            (Timing::Cuda(a), Timing::Cuda(b)) => elapsed_ms(a, b),
             _ => Err(Error::from(crate::error::Queue {
                 op: "time events",
                 reason: String::from("the events were recorded on queues of two devices: time events of one device"),

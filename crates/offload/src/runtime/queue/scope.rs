@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::copy::{self, CopyOp, Dir};
 use super::{Queue, QueueInner};
-use crate::runtime::cuda::queue::copy::ScopeCopies;
+use crate::runtime::cuda::queue::scope::ScopeCopies;
 use crate::runtime::device::check_buffer;
 use crate::runtime::error::Result;
 use crate::{DeviceBuffer, DeviceCopy};
@@ -29,31 +29,7 @@ pub(crate) struct ScopeState {
     pub(crate) queue: Arc<QueueInner>,
     /// CUDA: device copies of borrowed host memory, and the copies back
     /// that the scope's end makes.
-    copies: Mutex<ScopeCopies>,
-}
-
-impl ScopeState {
-    /// CUDA: device memory holding `bytes` of host memory at `ptr`, copied
-    /// in `stream` (from pageable memory, `cuMemcpyHtoDAsync` returns once
-    /// the driver has staged it); copied back at the scope's end if
-    /// `writeback` (`atomic`: element size of atomics, stored one by one).
-    ///
-    /// # Safety
-    /// `ptr` is valid for `bytes` until the scope ends (the scope's borrow);
-    /// the context of `stream` is current.
-    pub(crate) unsafe fn cuda_upload(
-        &self,
-        cuda: &crate::runtime::cuda::Cuda,
-        stream: cudarc::driver::sys::CUstream,
-        ptr: *mut u8,
-        bytes: usize,
-        writeback: bool,
-        atomic: u8,
-    ) -> core::result::Result<u64, (&'static str, cudarc::driver::result::DriverError)> {
-        let mut c = self.copies.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: the caller's contract.
-        unsafe { c.upload(cuda, stream, ptr, bytes, writeback, atomic) }
-    }
+    pub(crate) copies: Mutex<ScopeCopies>,
 }
 
 /// Runs `f` with a [`Scope`] on `q` in which queued launches and copies may

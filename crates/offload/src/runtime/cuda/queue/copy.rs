@@ -1,14 +1,10 @@
-//! Copies on a CUDA queue: [`CudaQueue::copy`] (an asynchronous copy in
-//! the stream) and [`ScopeCopies`] (the device memory of one scope's host
-//! arguments, copied back at its end).
+//! Copies on a CUDA queue: [`CudaQueue::copy`], an asynchronous copy in
+//! the stream.
 
 use core::ffi::c_void;
-use std::vec::Vec;
 
-use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 
-use super::super::context::Cuda;
 use super::super::error::driver_error;
 use super::CudaQueue;
 use crate::runtime::error::Result;
@@ -50,120 +46,5 @@ impl CudaQueue {
             Dir::DtoD | Dir::Peer { .. } => "cuMemcpyDtoDAsync",
         };
         r.result().map_err(|e| driver_error(op, None, e))
-    }
-}
-
-/// The device memory of one scope (CUDA): copies of the host memory its
-/// launches read, and those they write, copied back at its end.
-#[derive(Default)]
-pub(crate) struct ScopeCopies {
-    /// Device copies of read-only host memory: `(host, bytes, device)`,
-    /// reused when the same slice is passed again.
-    reads: Vec<(usize, usize, u64)>,
-    /// Device memory copied to host memory at the end:
-    /// `(device, host, bytes, atomic element size or 0)`.
-    writes: Vec<(u64, usize, usize, u8)>,
-    /// Every allocation, freed at the end: `(device, generation)`.
-    allocs: Vec<(u64, u64)>,
-}
-
-// SAFETY: holds addresses only; the memory they name is the scope's.
-unsafe impl Send for ScopeCopies {}
-
-impl ScopeCopies {
-    fn alloc(&mut self, cuda: &Cuda, bytes: usize) -> core::result::Result<u64, (&'static str, DriverError)> {
-        // SAFETY: the context is current (the caller's contract).
-        let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| ("cuMemAlloc", e))?;
-        self.allocs.push((d, cuda.generation()));
-        Ok(d)
-    }
-
-    /// See `ScopeState::cuda_upload`.
-    ///
-    /// # Safety
-    /// As there.
-    pub(crate) unsafe fn upload(
-        &mut self,
-        cuda: &Cuda,
-        stream: sys::CUstream,
-        ptr: *mut u8,
-        bytes: usize,
-        writeback: bool,
-        atomic: u8,
-    ) -> core::result::Result<u64, (&'static str, DriverError)> {
-        if !writeback {
-            if let Some(&(_, _, d)) = self.reads.iter().find(|&&(h, b, _)| h == ptr as usize && b == bytes) {
-                return Ok(d);
-            }
-        }
-        let d = self.alloc(cuda, bytes)?;
-        // SAFETY: `d` holds `bytes`; `ptr` is valid for `bytes` (the
-        // caller's contract); from pageable memory the call returns once
-        // the driver has staged the data, so `ptr` is read by then.
-        unsafe { sys::cuMemcpyHtoDAsync_v2(d, ptr as *const c_void, bytes, stream) }
-            .result()
-            .map_err(|e| ("cuMemcpyHtoDAsync", e))?;
-        if writeback {
-            self.writes.push((d, ptr as usize, bytes, atomic));
-        } else {
-            self.reads.push((ptr as usize, bytes, d));
-        }
-        Ok(d)
-    }
-
-    /// Device memory of `bytes` that the scope's end copies to `host`.
-    ///
-    /// # Safety
-    /// `host` is valid for writes of `bytes` until the scope ends.
-    pub(crate) unsafe fn download_later(&mut self, cuda: &Cuda, host: *mut u8, bytes: usize) -> Result<u64> {
-        let d = self.alloc(cuda, bytes).map_err(|(op, e)| driver_error(op, None, e))?;
-        self.writes.push((d, host as usize, bytes, 0));
-        Ok(d)
-    }
-
-    /// At the scope's end, after its queue has been waited for: copies the
-    /// written memory back (in the order it was enqueued) and frees
-    /// everything. Memory of a context that was reset is gone: nothing to
-    /// copy or free.
-    pub(crate) fn finish(&mut self, cuda: &Cuda) -> Result<()> {
-        let mut first: Result<()> = Ok(());
-        let live = |g: u64| g == cuda.generation();
-        {
-            use crate::runtime::Backend;
-            for (d, host, bytes, atomic) in self.writes.drain(..) {
-                let g = self.allocs.iter().find(|(a, _)| *a == d).map_or(0, |x| x.1);
-                if !live(g) {
-                    continue;
-                }
-                let r = if atomic == 0 {
-                    // SAFETY: `host` is valid for writes of `bytes` (the
-                    // scope's borrow, still held); `d` holds `bytes` and the
-                    // work that wrote it has finished.
-                    unsafe { cuda.copy_from_device(host as *mut u8, d, bytes) }
-                } else {
-                    cuda.make_current().and_then(|()| {
-                        // SAFETY: as above; `host` holds atomics of `atomic`
-                        // bytes.
-                        unsafe {
-                            super::super::recover::copy_back(host as *mut u8, d, bytes, atomic, "a scope's launch")
-                        }
-                    })
-                };
-                if first.is_ok() {
-                    first = r;
-                }
-            }
-        }
-        self.reads.clear();
-        if cuda.make_current().is_ok() {
-            for (d, g) in self.allocs.drain(..) {
-                if live(g) {
-                    // SAFETY: allocated by `alloc`, freed once; the queue
-                    // was waited for, so no work uses it.
-                    let _ = unsafe { result::free_sync(d) };
-                }
-            }
-        }
-        first
     }
 }

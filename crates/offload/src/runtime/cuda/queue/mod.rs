@@ -22,15 +22,19 @@
 //! | --- | --- |
 //! | this one | [`CudaQueue`]: its stream, launches, fences and waits, error attribution |
 //! | `event` | [`Fence`], [`TimedEvent`], [`elapsed_ms`], the context generation |
-//! | `copy` | copies in the stream, and a scope's device copies ([`copy::ScopeCopies`]) |
+//! | `copy` | copies in the stream |
+//! | `scope` | a scope's device copies of borrowed host memory ([`ScopeCopies`]) |
 //! | `graph` | stream capture and graph replay ([`graph::CudaGraph`]) |
 //!
 //! Who calls whom: `copy` and `graph` add methods to [`CudaQueue`] and use
-//! `event`; this module uses `event`; `event` uses none of them.
+//! `event`; this module uses `event` and `scope`; `event` and `scope` use
+//! none of them. Nothing here uses the generic queue (`runtime::queue`)
+//! but its `Progress` and, in `copy`, the description of a copy.
 
 pub(crate) mod copy;
 mod event;
 pub(crate) mod graph;
+pub(crate) mod scope;
 
 use core::ffi::c_void;
 use std::collections::VecDeque;
@@ -45,12 +49,12 @@ use cudarc::driver::sys;
 use super::context::Cuda;
 use super::error::driver_error;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::queue::scope::ScopeState;
-use crate::runtime::queue::Progress;
+use crate::runtime::queue::progress::Progress;
 use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
 use crate::LaunchConfig;
 
 pub(crate) use event::{elapsed_ms, Fence, TimedEvent};
+use scope::ScopeCopies;
 
 /// A stream of one context generation.
 struct Stream {
@@ -67,7 +71,7 @@ pub(crate) struct CudaQueue {
     /// The parameter storage of a launch, kept with its capacity so that
     /// launches allocate nothing. Locked only by `launch`, which runs with
     /// the queue's submit lock held, so it is never contended; inside it
-    /// only a scope's own lock is taken (by `cuda_upload`), never the
+    /// only a scope's own lock is taken (by `ScopeCopies::upload`), never the
     /// other way round.
     scratch: Mutex<Scratch>,
 }
@@ -132,15 +136,16 @@ impl CudaQueue {
     }
 
     /// Enqueues a launch of `kernel` (the caller holds the queue's submit
-    /// lock). Host memory arguments (only in a scope) are copied to device
-    /// memory of the scope first, and back at the scope's end.
+    /// lock). Host memory arguments (only in a scope, whose device copies
+    /// are `scope`) are copied to device memory of the scope first, and back
+    /// at the scope's end.
     pub(crate) fn launch(
         &self,
         cuda: &Cuda,
         kernel: &'static KernelInfo,
         cfg: &LaunchConfig,
         args: &[ArgSpec<'_>],
-        scope: Option<&ScopeState>,
+        scope: Option<&Mutex<ScopeCopies>>,
     ) -> Result<()> {
         let err = |op: &'static str, e: DriverError| driver_error(op, Some(&kernel.path()), e);
         // One context switch per launch: `prepare` makes the context current.
@@ -162,9 +167,10 @@ impl CudaQueue {
                             reason: format!("kernel `{}` got host memory outside a scope", kernel.path()),
                         }));
                     };
+                    let mut copies = scope.lock().unwrap_or_else(|e| e.into_inner());
                     // SAFETY: `ptr` is valid for `bytes` until the scope
                     // ends (the scope's borrow); the context is current.
-                    let d = unsafe { scope.cuda_upload(self.cuda, stream, ptr, bytes, writeback, atomic) }
+                    let d = unsafe { copies.upload(self.cuda, stream, ptr, bytes, writeback, atomic) }
                         .map_err(|(op, e)| err(op, e))?;
                     (d, len, pass_len)
                 }
@@ -451,7 +457,7 @@ impl Cuda {
     pub(super) fn take_panic(&self, kernel: &str) -> Option<Error> {
         let st = self.enter("cuCtxSetCurrent").ok()?;
         let recorded = st.panic.as_ref().and_then(|p| p.take(st.stream))?;
-        Some(crate::runtime::launch::divergence_from_record(recorded.into_error(kernel, st.stack_bytes)))
+        Some(super::recover::divergence_from_record(recorded.into_error(kernel, st.stack_bytes)))
     }
 
     /// A sticky fault `e` seen while waiting for queued work of `kernel`:
@@ -462,7 +468,7 @@ impl Cuda {
         // Reading the panic record needs this GPU's context (the caller's
         // thread may have made another current since).
         let _ = self.set_current();
-        let err = crate::runtime::launch::divergence_from_record(super::recover::failed_launch_error(
+        let err = super::recover::divergence_from_record(super::recover::failed_launch_error(
             st.panic.as_ref(),
             kernel,
             e,
