@@ -2,9 +2,9 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::report::panic_record::{PanicRecord, DONE, EMPTY, MESSAGE_BYTES, WRITING};
 #[cfg(target_arch = "nvptx64")]
 use crate::report::panic_record::STACK_OVERFLOW;
+use crate::report::panic_record::{PanicRecord, DONE, EMPTY, MESSAGE_BYTES, WRITING};
 
 /// Where the host wants panic records: set by the CUDA backend after it
 /// loads the module (see `panic_record`); null if the host did not (then a
@@ -51,6 +51,10 @@ pub static __offload_global_panic_claim: AtomicU32 = AtomicU32::new(EMPTY);
 /// count (255) in every kernel that can panic, and that would cost release
 /// kernels their occupancy. The location, block and thread are always kept,
 /// and the host fallback (`OFFLOAD_DEVICE=host`) prints the full message.
+/// `core`'s panics with numbers (index out of bounds, slice ranges,
+/// `copy_from_slice`) and `Option::expect` never get here on the GPU: the
+/// device link sends them to [`core_panics`](crate::report::core_panics),
+/// which records the numbers for the host to format, in every profile.
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     #[cfg(target_arch = "nvptx64")]
@@ -62,19 +66,21 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
         // The location goes by reference (one address to set up at each
         // panic site, instead of file, length, line and column: ptxas hoists
         // such constants into a kernel's entry block, where every thread
-        // executes them, panicking or not).
+        // executes them, panicking or not), the message as its address and
+        // length (no aggregate in memory: a stack slot's address would be
+        // hoisted there too).
+        // The recorders end the thread themselves: ptxas makes a kernel
+        // keep its live registers across a call that returns, which cost
+        // miniBUDE's `fasten` kernel 40 registers (80 instead of 40), but
+        // not across a call to a `.noreturn` function.
         let location = info.location();
         match info.message().as_str() {
-            Some(literal) => record(location, Message::Literal(literal)),
+            Some(literal) => record_literal(location, literal),
             #[cfg(debug_assertions)]
-            None => record(location, Message::Format(info)),
+            None => record_formatted(location, info),
             #[cfg(not(debug_assertions))]
-            None => record(location, Message::Literal(crate::UNFORMATTED_PANIC_MESSAGE)),
+            None => record_literal(location, crate::UNFORMATTED_PANIC_MESSAGE),
         }
-        // SAFETY: `exit` ends this thread (PTX ISA, "exit"); the other
-        // threads go on, and threads exited before a `bar.sync` do not keep it
-        // waiting (exited threads count as arrived).
-        unsafe { core::arch::asm!("exit;", options(noreturn, nostack)) }
     }
     #[cfg(target_arch = "amdgpu")]
     {
@@ -91,6 +97,16 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     }
 }
 
+/// Ends this GPU thread after it has recorded its failure: PTX `exit`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn exit_thread() -> ! {
+    // SAFETY: `exit` ends this thread (PTX ISA, "exit"); the other threads
+    // go on, and threads exited before a `bar.sync` do not keep it waiting
+    // (exited threads count as arrived).
+    unsafe { core::arch::asm!("exit;", options(noreturn, nostack)) }
+}
+
 /// A warp collective that part of a warp reached while the rest had
 /// exited (see [`warp`](crate::warp)'s module docs): records
 /// [`Error::Divergence`](crate::Error)'s text for the host (the first
@@ -102,40 +118,73 @@ fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
 #[cold]
 #[inline(never)]
 pub(crate) fn warp_divergence(op: &'static str, warp: u32, waiting: u32, returned: u32) -> ! {
-    record(None, Message::Warp { op, warp, waiting, returned });
-    // SAFETY: as in `panic`: `exit` ends this thread only.
-    unsafe { core::arch::asm!("exit;", options(noreturn, nostack)) }
+    if let Some(rec) = begin(None) {
+        // SAFETY: `rec` is the live, mapped record, which this thread
+        // claimed (`begin`): it alone writes the record until it publishes it.
+        unsafe {
+            // The record's `MESSAGE_BYTES`-byte message buffer.
+            let buf = core::ptr::addr_of_mut!((*rec).message) as *mut u8;
+            let mut w =
+                crate::report::divergence::Bytes { buf: core::slice::from_raw_parts_mut(buf, MESSAGE_BYTES), len: 0 };
+            w.str(crate::report::divergence::PREFIX);
+            crate::report::divergence::write_reason(&mut w, op, warp, waiting, returned, 0);
+            (*rec).message_len = w.len as u32;
+            publish(rec);
+        }
+    }
+    exit_thread()
 }
 
-/// A panic's message as the recorder gets it.
-#[cfg(target_arch = "nvptx64")]
-enum Message<'a> {
-    /// A string constant of the image, recorded by address.
-    Literal(&'static str),
-    /// A warp collective in divergent code: the message is
-    /// [`divergence::PREFIX`](crate::report::divergence::PREFIX) and the reason,
-    /// written into the record.
-    Warp { op: &'static str, warp: u32, waiting: u32, returned: u32 },
-    /// Formatted into the record (builds with debug assertions only).
-    #[cfg(debug_assertions)]
-    Format(&'a core::panic::PanicInfo<'a>),
-    #[cfg(not(debug_assertions))]
-    #[allow(dead_code)]
-    Never(core::marker::PhantomData<&'a ()>, core::convert::Infallible),
-}
-
-/// Claims the launch's panic record and writes it: the location and a
-/// literal message by address, or the message formatted into the record.
+/// Records a panic whose message is `message`, a string constant of the
+/// image (recorded by address; the host copies it out), and ends the thread.
 #[cfg(target_arch = "nvptx64")]
 #[inline(never)]
-fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
+fn record_literal(location: Option<&core::panic::Location<'_>>, message: &'static str) -> ! {
+    if let Some(rec) = begin(location) {
+        // SAFETY: as in `warp_divergence`: this thread's claimed record.
+        unsafe {
+            (*rec).message_addr = message.as_ptr() as u64;
+            (*rec).message_len = message.len() as u32;
+            publish(rec);
+        }
+    }
+    exit_thread()
+}
+
+/// Records a panic whose message is formatted into the record (builds with
+/// debug assertions only: see [`panic`]), and ends the thread.
+#[cfg(all(target_arch = "nvptx64", debug_assertions))]
+#[inline(never)]
+fn record_formatted(location: Option<&core::panic::Location<'_>>, info: &core::panic::PanicInfo<'_>) -> ! {
+    if let Some(rec) = begin(location) {
+        // SAFETY: as in `warp_divergence`: this thread's claimed record,
+        // whose `MESSAGE_BYTES`-byte message buffer `RecordWriter` fills.
+        unsafe {
+            let buf = core::ptr::addr_of_mut!((*rec).message) as *mut u8;
+            let mut w = RecordWriter { buf, len: 0, cut: false };
+            let _ = core::fmt::write(&mut w, format_args!("{}", info.message()));
+            (*rec).message_len = w.len as u32;
+            (*rec).truncated = w.cut as u32;
+            publish(rec);
+        }
+    }
+    exit_thread()
+}
+
+/// Claims the launch's panic record ([`claim`]) and writes where and who
+/// failed: block, thread, and `location` (the file name by address: a
+/// string constant of the image, which the host copies out; no copy loops
+/// here, see `panic_record`). The caller writes the message and publishes
+/// the record ([`publish`]). The record's other fields are zero (the host
+/// zeroes it before the first launch and after taking each record).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn begin(location: Option<&core::panic::Location<'_>>) -> Option<*mut PanicRecord> {
     let (file, line, column) = match location {
         Some(l) => (l.file(), l.line(), l.column()),
         None => ("<unknown>", 0, 0),
     };
-    let Some(rec) = claim() else {
-        return;
-    };
+    let rec = claim()?;
     // SAFETY: `rec` is the live, mapped record, which this thread claimed:
     // it alone writes the fields until it publishes them (plain stores).
     unsafe {
@@ -143,45 +192,12 @@ fn record(location: Option<&core::panic::Location<'_>>, message: Message<'_>) {
         let b = crate::block_idx();
         (*rec).block = [b.x, b.y, b.z];
         (*rec).thread = [t.x, t.y, t.z];
-        // Strings that are constants of the image go by address; the host
-        // copies them out (no copy loops here: see `panic_record`).
         (*rec).line = line;
         (*rec).column = column;
         (*rec).file_addr = file.as_ptr() as u64;
         (*rec).file_len = file.len() as u32;
-        match message {
-            Message::Literal(m) => {
-                (*rec).message_addr = m.as_ptr() as u64;
-                (*rec).message_len = m.len() as u32;
-            }
-            Message::Warp { op, warp, waiting, returned } => {
-                // The record's `MESSAGE_BYTES`-byte message buffer, which
-                // this thread alone writes (it won the compare-exchange).
-                let buf = core::ptr::addr_of_mut!((*rec).message) as *mut u8;
-                let mut w = crate::report::divergence::Bytes {
-                    buf: core::slice::from_raw_parts_mut(buf, MESSAGE_BYTES),
-                    len: 0,
-                };
-                w.str(crate::report::divergence::PREFIX);
-                crate::report::divergence::write_reason(&mut w, op, warp, waiting, returned, 0);
-                (*rec).message_addr = 0;
-                (*rec).message_len = w.len as u32;
-                (*rec).truncated = 0;
-            }
-            #[cfg(not(debug_assertions))]
-            Message::Never(_, never) => match never {},
-            #[cfg(debug_assertions)]
-            Message::Format(info) => {
-                let buf = core::ptr::addr_of_mut!((*rec).message) as *mut u8;
-                let mut w = RecordWriter { buf, len: 0, cut: false };
-                let _ = core::fmt::write(&mut w, format_args!("{}", info.message()));
-                (*rec).message_addr = 0;
-                (*rec).message_len = w.len as u32;
-                (*rec).truncated = w.cut as u32;
-            }
-        }
-        publish(rec);
     }
+    Some(rec)
 }
 
 /// The record to write if this thread claims the context's panic record
@@ -231,7 +247,7 @@ fn claim() -> Option<*mut PanicRecord> {
 /// `rec` is the live record, claimed by this thread ([`claim`]).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn publish(rec: *mut PanicRecord) {
+pub(crate) unsafe fn publish(rec: *mut PanicRecord) {
     use crate::device::atomic::{fence, Scope};
     fence(Ordering::SeqCst, Scope::System);
     __offload_global_panic_claim.store(DONE, Ordering::Relaxed);
@@ -315,20 +331,17 @@ fn stack_overflow(function: *const u8, len: usize) -> ! {
     // SAFETY: the linker passes a string constant of the image and its
     // length; names of Rust functions are UTF-8.
     let name = unsafe { core::str::from_utf8_unchecked(core::slice::from_raw_parts(function, len)) };
-    record_named(name, STACK_OVERFLOW);
-    // SAFETY: as in `panic`: ends this thread only.
-    unsafe { core::arch::asm!("exit;", options(noreturn, nostack)) }
+    record_named(name, STACK_OVERFLOW)
 }
 
 /// Claims the launch's record and writes `message` with `name` in place of
-/// the file name (line and column 0): how a stack overflow is reported.
+/// the file name (line and column 0): how a stack overflow is reported;
+/// then ends the thread.
 #[cfg(target_arch = "nvptx64")]
 #[inline(never)]
-fn record_named(name: &'static str, message: &'static str) {
-    let Some(rec) = claim() else {
-        return;
-    };
-    // SAFETY: as in `record` (the same protocol, without a message to format).
+fn record_named(name: &'static str, message: &'static str) -> ! {
+    let Some(rec) = claim() else { exit_thread() };
+    // SAFETY: as in `begin` (the same protocol, with `name` for the location).
     unsafe {
         let t = crate::thread_idx();
         let b = crate::block_idx();
@@ -342,17 +355,18 @@ fn record_named(name: &'static str, message: &'static str) {
         (*rec).message_len = message.len() as u32;
         publish(rec);
     }
+    exit_thread()
 }
 
 /// Writes the message straight into the record (no stack buffer).
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", debug_assertions))]
 struct RecordWriter {
     buf: *mut u8,
     len: usize,
     cut: bool,
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", debug_assertions))]
 impl core::fmt::Write for RecordWriter {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         let n = s.len().min(MESSAGE_BYTES - self.len);

@@ -5,11 +5,16 @@
 //! trap).
 //!
 //! Who calls whom: `gpu` (device pass) writes a [`PanicRecord`](panic_record::PanicRecord)
-//! with texts from `divergence`; the CUDA backend (`runtime::cuda::recover`)
-//! reads the record back, and the host block scheduler (`hostsim`) writes
-//! the same `divergence` text for the host fallback. Nothing here calls the
-//! host runtime or the scheduler.
+//! with texts from `divergence`; `core_panics` (device pass, NVPTX), which
+//! the device link calls in place of `core`'s panics with numbers, writes
+//! the record through `gpu`; the CUDA backend (`runtime::cuda::recover`)
+//! reads the record back, with `panic_record::core_message` for the text of
+//! those numbers, and the host block scheduler (`hostsim`) writes the same
+//! `divergence` text for the host fallback. Nothing here calls the host
+//! runtime or the scheduler.
 
+#[cfg(target_arch = "nvptx64")]
+pub(crate) mod core_panics;
 pub(crate) mod divergence;
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 pub(crate) mod gpu;

@@ -15,6 +15,14 @@
 //! message) are recorded by address and copied out by the host, so that the
 //! recorder has no copy loops: every kernel that can panic pays for the
 //! recorder's registers.
+//!
+//! `core`'s panics whose messages carry numbers (an index out of bounds, a
+//! slice range out of bounds, `copy_from_slice` of another length) are
+//! recorded as a [`kind`](PanicRecord::kind) and the numbers: the device
+//! linker redirects them to offload's recorders (`gpu::__offload_panic_*`;
+//! offload-linker's `panics`), which pass only scalars, and the host
+//! writes the text ([`core_message`]), in `core`'s words, so that the GPU
+//! reports the message the host fallback prints, in every profile.
 
 /// Bytes of the file name kept.
 pub(crate) const FILE_BYTES: usize = 192;
@@ -43,17 +51,63 @@ pub(crate) const DONE: u32 = 2;
 
 /// The message a GPU panic arrives with, in
 /// [`Error::KernelPanic`](crate::Error)'s `message`, when the panic's
-/// message has arguments (`panic!("bad index {i}")`, an index out of
-/// bounds, `assert!(c, "{x}")`) and the device code was built without debug
-/// assertions (an optimized profile such as `--release`): the GPU does not
-/// format it there, because `core::fmt`'s calls through function pointers
-/// would make ptxas reserve 255 registers in every kernel that can panic
-/// (see `docs/device-model.md`, "Panics"). Literal messages, the location,
-/// the block and the thread are always reported; builds with debug
-/// assertions and the host fallback format the message. Compare with it to
-/// tell this known limitation from a message.
+/// message has format arguments (`panic!("bad index {i}")`,
+/// `assert!(c, "{x}")`, `assert_eq!`, `Result::unwrap`'s error) and the
+/// device code was built without debug assertions (an optimized profile
+/// such as `--release`): the GPU does not format it there, because
+/// `core::fmt`'s calls through function pointers would make ptxas reserve
+/// 255 registers in every kernel that can panic (see
+/// `docs/device-model.md`, "Panics"). Literal messages, `core`'s messages
+/// with numbers (index out of bounds: `the len is 3 but the index is 7`,
+/// slice ranges, `copy_from_slice` lengths), `Option::expect`'s message,
+/// the location, the block and the thread are always reported; builds with
+/// debug assertions and the host fallback format every message. Compare
+/// with it to tell this known limitation from a message.
 pub const UNFORMATTED_PANIC_MESSAGE: &str =
-    "(a message with arguments, not formatted on the GPU in optimized builds; a dev build or OFFLOAD_DEVICE=host prints it)";
+    "(a message with format arguments, not formatted on the GPU in optimized builds; a dev-profile build or \
+     OFFLOAD_DEVICE=host prints it)";
+
+/// [`PanicRecord::kind`]: the message is text (`message_addr` or `message`).
+#[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(dead_code))]
+pub(crate) const TEXT: u32 = 0;
+/// [`PanicRecord::kind`]: `core::panicking::panic_bounds_check`, `values`
+/// = `[index, len]`.
+#[cfg_attr(target_arch = "amdgpu", allow(dead_code))]
+pub(crate) const BOUNDS: u32 = 1;
+/// [`PanicRecord::kind`]: `core::slice::index::slice_index_fail`, `values`
+/// = `[start, end, len]` (`&s[start..end]` and the other ranges).
+#[cfg_attr(target_arch = "amdgpu", allow(dead_code))]
+pub(crate) const SLICE_INDEX: u32 = 2;
+/// [`PanicRecord::kind`]: `copy_from_slice`'s `len_mismatch_fail`,
+/// `values` = `[dst_len, src_len]`.
+#[cfg_attr(target_arch = "amdgpu", allow(dead_code))]
+pub(crate) const LEN_MISMATCH: u32 = 3;
+
+/// The message `core` panics with for a record of `kind` with `values`
+/// (see [`PanicRecord::kind`]), word for word as `core` writes it
+/// (`library/core/src/panicking.rs`, `panic_bounds_check`;
+/// `library/core/src/slice/index.rs`, `slice_index_fail`;
+/// `library/core/src/slice/mod.rs`, `len_mismatch_fail`: the same in Rust
+/// 1.96 and 1.101), so that a GPU panic reads as the host fallback's;
+/// `None` for [`TEXT`] or an unknown kind.
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub(crate) fn core_message(kind: u32, values: [u64; 3]) -> Option<std::string::String> {
+    use std::format;
+    let [a, b, c] = values;
+    Some(match kind {
+        BOUNDS => format!("index out of bounds: the len is {b} but the index is {a}"),
+        // The branches of `slice_index_fail(start, end, len)`, in its order.
+        SLICE_INDEX if a > c => format!("range start index {a} out of range for slice of length {c}"),
+        SLICE_INDEX if b > c => format!("range end index {b} out of range for slice of length {c}"),
+        SLICE_INDEX if a > b => format!("slice index starts at {a} but ends at {b}"),
+        // Only an inclusive range ending at `len` gets here.
+        SLICE_INDEX => format!("range end index {b} out of range for slice of length {c}"),
+        LEN_MISMATCH => {
+            format!("copy_from_slice: source slice length ({b}) does not match destination slice length ({a})")
+        }
+        _ => return None,
+    })
+}
 
 /// The message of a record that reports a stack overflow instead of a
 /// panic: the recursion check the device linker inserts (see
@@ -72,11 +126,61 @@ pub(crate) struct PanicRecord {
     pub message_len: u32,
     /// 1 if the message was cut to `MESSAGE_BYTES`.
     pub truncated: u32,
+    /// What the message is: [`TEXT`], or a panic of `core`'s whose text
+    /// the host writes from `values` ([`BOUNDS`], [`SLICE_INDEX`],
+    /// [`LEN_MISMATCH`]; see [`core_message`]).
+    pub kind: u32,
     /// Device address of the file name (a string constant of the image),
     /// which the host copies out after the launch; 0: the name is in `file`.
     pub file_addr: u64,
     /// Device address of a literal message; 0: the message is in `message`.
     pub message_addr: u64,
+    /// The numbers of a `kind` other than [`TEXT`].
+    pub values: [u64; 3],
     pub file: [u8; FILE_BYTES],
     pub message: [u8; MESSAGE_BYTES],
+}
+
+#[cfg(all(test, not(any(target_arch = "nvptx64", target_arch = "amdgpu"))))]
+mod tests {
+    use super::*;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// The message of the panic `f` raises on the host, as the host
+    /// fallback reports it (the payload `std` formats).
+    fn host_panic(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+        let payload = std::panic::catch_unwind(f).expect_err("the closure panics");
+        payload.downcast_ref::<String>().cloned().expect("a formatted message")
+    }
+
+    /// Each kind's text equals what the host's `core` prints for the same
+    /// panic, for every branch of `slice_index_fail` (exclusive and
+    /// inclusive ranges, both ends) and values past `u32`.
+    #[test]
+    fn core_messages_are_the_hosts_word_for_word() {
+        // Zero-sized elements: a slice of any length without memory.
+        let s: Vec<()> = std::vec![(); 10];
+        let big: Vec<()> = std::vec![(); 1 << 33];
+        let b = std::hint::black_box;
+        let cases: Vec<(u32, [u64; 3], String)> = std::vec![
+            (BOUNDS, [12, 10, 0], host_panic(|| _ = s[b(12)])),
+            (BOUNDS, [10, 10, 0], host_panic(|| _ = s[b(10)])),
+            (BOUNDS, [(1 << 33) + 5, 1 << 33, 0], host_panic(|| _ = big[b((1 << 33) + 5)])),
+            (SLICE_INDEX, [11, 12, 10], host_panic(|| _ = &s[b(11)..b(12)])),
+            (SLICE_INDEX, [11, 10, 10], host_panic(|| _ = &s[b(11)..])),
+            (SLICE_INDEX, [2, 12, 10], host_panic(|| _ = &s[b(2)..b(12)])),
+            (SLICE_INDEX, [0, 12, 10], host_panic(|| _ = &s[..b(12)])),
+            (SLICE_INDEX, [5, 3, 10], host_panic(|| _ = &s[b(5)..b(3)])),
+            (SLICE_INDEX, [0, 10, 10], host_panic(|| _ = &s[..=b(10)])),
+            (SLICE_INDEX, [3, 10, 10], host_panic(|| _ = &s[b(3)..=b(10)])),
+            (SLICE_INDEX, [3, 11, 10], host_panic(|| _ = &s[b(3)..=b(11)])),
+            (LEN_MISMATCH, [10, 3, 0], host_panic(|| s.clone().copy_from_slice(&s[..b(3)]))),
+        ];
+        for (kind, values, host) in cases {
+            assert_eq!(core_message(kind, values).as_deref(), Some(host.as_str()), "{kind} {values:?}");
+        }
+        assert_eq!(core_message(TEXT, [1, 2, 3]), None);
+        assert_eq!(core_message(99, [1, 2, 3]), None);
+    }
 }

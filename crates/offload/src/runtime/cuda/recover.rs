@@ -17,7 +17,7 @@ use offload_image::{Image, ImageKind};
 
 use super::error::driver_error;
 use crate::report::panic_record::{
-    PanicRecord, CLAIM_SYMBOL, DONE, EMPTY, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW,
+    core_message, PanicRecord, CLAIM_SYMBOL, DONE, EMPTY, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW, TEXT,
 };
 use crate::runtime::error::{Error, Result};
 
@@ -302,15 +302,19 @@ impl PanicSlot {
                 return None;
             }
             let r = &*rec;
-            let message = if r.message_addr != 0 {
-                device_string(r.message_addr, r.message_len)
-            } else {
-                let msg_len = (r.message_len as usize).min(MESSAGE_BYTES);
-                let mut m = String::from_utf8_lossy(&r.message[..msg_len]).into_owned();
-                if r.truncated != 0 {
-                    m.push_str("...");
+            let message = match r.kind {
+                TEXT if r.message_addr != 0 => device_string(r.message_addr, r.message_len),
+                TEXT => {
+                    let msg_len = (r.message_len as usize).min(MESSAGE_BYTES);
+                    let mut m = String::from_utf8_lossy(&r.message[..msg_len]).into_owned();
+                    if r.truncated != 0 {
+                        m.push_str("...");
+                    }
+                    m
                 }
-                m
+                kind => core_message(kind, r.values).unwrap_or_else(|| {
+                    format!("(a panic record of unknown kind {kind}: is the device image from another offload?)")
+                }),
             };
             let file = if r.file_addr != 0 {
                 device_string(r.file_addr, r.file_len)
