@@ -13,7 +13,9 @@
 //!    link CUDA's libdevice (`--only-needed`) where the module calls its
 //!    math functions and [`libdevice::find`] finds it; for NVPTX with LLVM
 //!    22 or older, put fences around read-modify-writes whose ordering the
-//!    backend would drop (see [`atomics`]);
+//!    backend would drop (see [`atomics`]); send `core`'s panics with values
+//!    (index out of bounds, …) to `offload`'s recorders (NVPTX) and mark the
+//!    rest of the panic path for inlining (see [`panics`]);
 //! 2. `opt`: resolve `__nvvm_reflect` (libdevice's configuration queries:
 //!    no flush-to-zero, precise division and square root), internalize
 //!    everything except the kernels (every symbol starting with

@@ -200,7 +200,7 @@ impl Link<'_> {
 
     /// Step 1: the inputs as one module of text (plus, for AMD GPUs, the
     /// support functions Rust cannot express: see AMDGPU_SUPPORT_IR), with
-    /// the panic path inlined (`panics`), read-modify-writes fenced
+    /// core's panics with values redirected and the panic path inlined (`panics`), read-modify-writes fenced
     /// (`atomics`), shared-memory statics rewritten (`ir`) and wide casts
     /// spelled out (`wide`); then the checks that need the module before
     /// optimization: statics the kernels write, recursion they reach.
@@ -215,8 +215,11 @@ impl Link<'_> {
         cmd.arg("-o").arg(&files.linked_text);
         self.runner.run(cmd, "llvm-link", "linking the device bitcode into one module")?;
         let text = read(&files.linked_text)?;
-        // The panic path inlined, so that its formatting functions' addresses
-        // do not cost every kernel its registers (see `panics`).
+        // core's panics with values recorded by offload instead (NVPTX: the
+        // panic record is CUDA's), then the panic path inlined, so that its
+        // formatting functions' addresses do not cost every kernel its
+        // registers (see `panics`).
+        let text = if target == Target::Nvptx64 { panics::redirect_core_panics(&text).0 } else { text };
         let (text, _) = panics::inline_panic_path(&text);
         let text = if target == Target::Nvptx64 && atomics::needs_rmw_fences(self.tools.major) {
             atomics::fence_rmw_orderings(&text).0
