@@ -1325,7 +1325,10 @@ $L__BB7_22:
 }
 
 /// What is wrong with the GPU panic recorder in `ptx` (the functions of
-/// offload's `report::gpu`, mangled `…6report3gpu…`): each of its atomics
+/// offload's `report::gpu` and `report::core_panics`, mangled
+/// `…6report3gpu…` and `…6report11core_panics…`, and the latter's
+/// `__offload_panic_*`, which the device link calls in place of `core`'s
+/// panics with values): each of its atomics
 /// must be the GPU-scope claim of the device global
 /// `__offload_global_panic_claim` (its address from `mov`/`cvta.global` of
 /// that symbol), never an atomic on the record, which is mapped host
@@ -1335,6 +1338,7 @@ $L__BB7_22:
 /// atomic"). Also a problem: no recorder, or a recorder without the claim.
 fn panic_recorder_problems(ptx: &str) -> Vec<String> {
     const CLAIM: &str = "__offload_global_panic_claim";
+    const RECORDERS: [&str; 3] = ["6report3gpu", "6report11core_panics", "__offload_panic_"];
     let lines: Vec<&str> = ptx.lines().collect();
     let mut problems = Vec::new();
     let mut claims = 0;
@@ -1343,7 +1347,8 @@ fn panic_recorder_problems(ptx: &str) -> Vec<String> {
     while i < lines.len() {
         let header = lines[i];
         i += 1;
-        if !(header.contains(".func") && header.contains("6report3gpu")) || header.trim_start().starts_with("//") {
+        let recorder = |w: &str| RECORDERS.iter().any(|r| w.contains(r));
+        if !(header.contains(".func") && recorder(header)) || header.trim_start().starts_with("//") {
             continue;
         }
         // A definition's body follows its header's `{`; a declaration ends with `;`.
@@ -1354,7 +1359,7 @@ fn panic_recorder_problems(ptx: &str) -> Vec<String> {
             continue;
         }
         functions += 1;
-        let name = header.split_whitespace().find(|w| w.contains("6report3gpu")).unwrap_or(header);
+        let name = header.split_whitespace().find(|w| recorder(w)).unwrap_or(header);
         let name = name.split('(').next().unwrap_or(name);
         // Registers set by `mov.b64 %r, sym` / `cvta.global.u64 %r, %s`.
         let mut defs: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
@@ -1436,6 +1441,90 @@ fn device_model_ptx() -> String {
 fn the_panic_recorder_has_no_atomics_on_host_memory() {
     let problems = panic_recorder_problems(&device_model_ptx());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `core`'s panics with values (index out of bounds, the four slice range
+/// failures, `copy_from_slice`, `Option::expect`) in optimized device code:
+/// the device link calls offload's recorders (`__offload_panic_*`) in
+/// place of `core`'s functions, so that the GPU records the values and the
+/// host writes `core`'s message; nothing reaches `core::fmt` (no call
+/// through a function pointer, which would cost every kernel its
+/// registers); a formatted `assert!` gets the placeholder. On the host
+/// fallback every message is `core`'s text, computed here. The device code
+/// is compiled as the release profile compiles it (`-Copt-level=3`, no
+/// debug assertions, no overflow checks) in the dev profile's build, whose
+/// host dependencies the other tests share; under `--fmad`, whose device
+/// target directory takes such flags (see
+/// `each_kernel_once_whatever_emit_and_opt_level`). The GPU runbook runs
+/// the same fixture, `--release`, on the GPU (`scripts/gpu/cargo.sh`).
+#[test]
+fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
+    let f = Fixture::new("panics");
+    let release = "-Copt-level=3 -Cdebug-assertions=off -Coverflow-checks=off";
+    let out = f.offload_env(&["build", "--arch", "sm_90", "--fmad"], &[("OFFLOAD_DEVICE_RUSTFLAGS", release)]);
+    out.assert_success();
+    let path =
+        f.target_dir().join("offload/nvptx64-nvidia-cuda-sm_90-fmad/nvptx64-nvidia-cuda/debug/fixture_panics.ptx");
+    let ptx = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for ours in ["bounds_check", "slice_index_fail", "len_mismatch_fail", "expect_failed"] {
+        assert!(ptx.contains(&format!("call.uni __offload_panic_{ours}, (")), "no call of __offload_panic_{ours}");
+    }
+    for core in ["18panic_bounds_check", "16slice_index_fail", "17len_mismatch_fail", "13expect_failed", "9panic_fmt"] {
+        assert!(!ptx.contains(core), "core's `{core}` is still in the PTX");
+    }
+    assert!(!ptx.contains("prototype"), "a call through a function pointer (core::fmt) in the PTX");
+    let problems = panic_recorder_problems(&ptx);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+
+    let run = f.run_exe("debug", &f.name, &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    // The placeholder of the formatted assert, a string constant of the
+    // image (its bytes, as LLVM writes them in PTX).
+    let placeholder = lines.last().and_then(|l| l.strip_prefix("placeholder: ")).expect("the placeholder line");
+    let bytes = placeholder.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", ");
+    assert!(ptx.contains(&bytes), "the placeholder is not in the PTX");
+
+    let src = std::fs::read_to_string(repo_root().join("tests/fixtures/panics/src/main.rs")).unwrap();
+    let line_of = |mark: &str| src.lines().position(|l| l.ends_with(&format!("// MARK:{mark}"))).unwrap() + 1;
+    let n = 1000;
+    // (launch, kernel, marked line, thread, core's message)
+    let expected = [
+        (
+            "index",
+            "index",
+            "index",
+            777,
+            format!("index out of bounds: the len is {n} but the index is {}", 777 + 1000),
+        ),
+        ("range start", "range", "range", 300, format!("range start index 1001 out of range for slice of length {n}")),
+        ("range end", "range", "range", 301, format!("range end index 1001 out of range for slice of length {n}")),
+        ("range order", "range", "range", 302, "slice index starts at 7 but ends at 3".into()),
+        (
+            "range inclusive",
+            "range",
+            "inclusive",
+            303,
+            format!("range end index {n} out of range for slice of length {n}"),
+        ),
+        (
+            "copy",
+            "copy",
+            "copy",
+            404,
+            "copy_from_slice: source slice length (3) does not match destination slice length (4)".into(),
+        ),
+        ("expect", "expect", "expect", 505, "no element j of x".into()),
+        ("formatted", "formatted", "formatted", 606, format!("thread 606 of {n} asserts")),
+    ];
+    assert_eq!(lines.len(), 2 * expected.len() + 1, "{}", run.stdout);
+    for (i, (what, kernel, mark, thread, message)) in expected.iter().enumerate() {
+        let (got, next) = (lines[2 * i], lines[2 * i + 1]);
+        let head = format!("{what}: kernel `fixture_panics::{kernel}` panicked at src/main.rs:{}:", line_of(mark));
+        let tail = format!(" (block ({}, 0, 0), thread ({}, 0, 0)): {message}", thread / 256, thread % 256);
+        assert!(got.starts_with(&head) && got.ends_with(&tail), "{got}\nexpected {head}…{tail}");
+        assert_eq!(next, format!("{what}: next launch right"));
+    }
 }
 
 /// Every `core::sync::atomic` operation with every ordering keeps its

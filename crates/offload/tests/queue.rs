@@ -190,8 +190,10 @@ fn expected_churn(seed: u64, iters: u32) -> Vec<u64> {
     (0..N as u64).map(|i| lcg_jump(seed + i, iters)).collect()
 }
 
-/// The message of a panic whose text has arguments, `formatted` as the
-/// host prints it: the host fallback and GPU builds with debug assertions
+/// The message of a `panic!`/`assert!` whose text has format arguments,
+/// `formatted` as the host prints it (not `core`'s messages with values,
+/// such as an index out of bounds, which every build reports formatted):
+/// the host fallback and GPU builds with debug assertions
 /// format it; optimized GPU builds report
 /// [`offload::UNFORMATTED_PANIC_MESSAGE`] instead (a documented limitation,
 /// docs/device-model.md, "Panics"). offload's device code is built with

@@ -193,8 +193,10 @@ fn fails_at(bad: usize, x: &[u32], out: &mut [u32]) {
     }
 }
 
-/// The message of a panic whose text has arguments, `formatted` as the
-/// host prints it: the host fallback and GPU builds with debug assertions
+/// The message of a `panic!`/`assert!` whose text has format arguments,
+/// `formatted` as the host prints it (not `core`'s messages with values,
+/// such as an index out of bounds, which every build reports formatted):
+/// the host fallback and GPU builds with debug assertions
 /// format it; optimized GPU builds report
 /// [`offload::UNFORMATTED_PANIC_MESSAGE`] instead (a documented limitation,
 /// docs/device-model.md, "Panics"). offload's device code is built with
@@ -235,7 +237,8 @@ fn a_panicking_kernel_reports_and_the_next_launch_works() {
     }
     // Out of bounds: `x` is shorter than `out`, so threads 10 to 299 all
     // panic. Which one reports depends on scheduling; its report names its
-    // own index, in its block and thread and (formatted) in its message.
+    // own index, in its block and thread and (formatted, by the host from
+    // the values the GPU recorded, in every profile) in its message.
     let short: Vec<u32> = (0..10).collect();
     let cfg = offload::for_len(300);
     let e = fails_at(cfg, usize::MAX, &short, &mut out).unwrap_err();
@@ -244,7 +247,7 @@ fn a_panicking_kernel_reports_and_the_next_launch_works() {
     assert_eq!(kernel, "runtime::fails_at");
     let idx = x_of(block) * cfg.block.x + x_of(thread);
     assert!((10..300).contains(&idx), "{e}");
-    assert_eq!(*message, panic_message(format!("index out of bounds: the len is 10 but the index is {idx}")), "{e}");
+    assert_eq!(*message, format!("index out of bounds: the len is 10 but the index is {idx}"), "{e}");
     // And the runtime keeps working.
     fails_at(offload::for_len(300), usize::MAX, &x, &mut out).unwrap();
     assert!(out.iter().enumerate().all(|(i, &v)| v == i as u32 + 1));
