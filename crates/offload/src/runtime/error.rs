@@ -205,8 +205,11 @@ pub struct Queue {
 pub struct KernelPanic {
     /// The kernel's name.
     pub kernel: String,
-    /// The panic message; in optimized GPU builds a message with
-    /// arguments is [`UNFORMATTED_PANIC_MESSAGE`](crate::UNFORMATTED_PANIC_MESSAGE).
+    /// The panic message; in optimized GPU builds a message with format
+    /// arguments (`panic!("{x}")`, `assert!(c, "{x}")`, `assert_eq!`) is
+    /// [`UNFORMATTED_PANIC_MESSAGE`](crate::UNFORMATTED_PANIC_MESSAGE)
+    /// (`core`'s messages with values, such as an index out of bounds, are
+    /// always formatted).
     pub message: String,
     /// `file:line:column` of the panic.
     pub location: String,
