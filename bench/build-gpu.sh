@@ -7,6 +7,14 @@
 #
 #   bench/build-gpu.sh              # ARCH=sm_90, deck from ../shared/data/minibude/bm1
 #   MINIBUDE_DECK=/path/to/bm1 bench/build-gpu.sh
+#   BEFORE=<git revision> bench/build-gpu.sh
+#
+# With BEFORE, also $BENCH_DIR/before/: babelstream, minibude and
+# minibude-fast-math built entirely from that revision (its crates, its
+# cargo-offload and device linker, its benchmark sources), in
+# target/bench-before/, so that bench/run-gpu.sh measures the two builds
+# in the same run, alternating (rows `offload_before`; summary group
+# `before`): how a change to the runtime or the device link moves them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_DIR:-target/gpu/bench}
@@ -43,6 +51,27 @@ for mode in fmad fast-math; do
     fi
 done
 
+if [ -n "${BEFORE:-}" ]; then
+    # The revision's tree, built with its own cargo-offload.
+    rev=$(git rev-parse --verify "$BEFORE^{commit}")
+    bsrc=$PWD/target/bench-before/src
+    btarget=$PWD/target/bench-before/target
+    rm -rf "$bsrc" && mkdir -p "$bsrc" "$out/before/ptx"
+    git archive "$rev" | tar -x -C "$bsrc"
+    (cd "$bsrc" && CARGO_TARGET_DIR=$btarget cargo build -q -p cargo-offload)
+    bdir() { echo "$btarget/offload/nvptx64-nvidia-cuda-$1/nvptx64-nvidia-cuda/release"; }
+    before() { (cd "$bsrc" && PATH=$btarget/debug:$PATH CARGO_TARGET_DIR=$btarget cargo offload build -q --release --arch "$arch" "$@"); }
+    touch "$bsrc/bench/babelstream/src/main.rs" "$bsrc/bench/minibude/src/main.rs"
+    before -p babelstream -p minibude
+    cp "$btarget/release/babelstream" "$btarget/release/minibude" "$out/before/"
+    for b in babelstream minibude; do cp "$(bdir "$arch")/$b.ptx" "$out/before/ptx/$b.ptx"; done
+    before --fast-math -p minibude
+    cp "$btarget/release/minibude" "$out/before/minibude-fast-math"
+    cp "$(bdir "$arch-fast-math")/minibude.ptx" "$out/before/ptx/minibude-fast-math.ptx"
+    echo "before: $rev ($BEFORE): babelstream, minibude, minibude --fast-math, built from that revision's tree" \
+        >"$out/before/BUILD"
+fi
+
 cp "$deck"/{ligand.in,protein.in,forcefield.in,poses.in,ref_energies.out} "$out/bm1/"
 {
     echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo ' (with uncommitted changes)')"
@@ -51,6 +80,7 @@ cp "$deck"/{ligand.in,protein.in,forcefield.in,poses.in,ref_energies.out} "$out/
     echo "commands: cargo offload build --release --arch $arch -p babelstream -p minibude -p microbench;" \
         "cargo offload build --release --arch $arch --fmad -p minibude;" \
         "cargo offload build --release --arch $arch --fast-math -p minibude"
+    [ ! -f "$out/before/BUILD" ] || cat "$out/before/BUILD"
 } > "$out/BUILD"
 du -sh "$out"
 ls -la "$out"

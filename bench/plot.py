@@ -26,9 +26,9 @@ def main():
     rows = []
     with open(d / "summary.csv", newline="") as f:
         for r in csv.DictReader(f):
-            # Residency and the async speedup compare two of our own paths
-            # (or two of CUDA's), not ours with CUDA's.
-            if not r["ratio"] or r["group"] in ("residency", "async speedup"):
+            # Residency, the async speedup and `before` compare two of our
+            # own paths or builds (or two of CUDA's), not ours with CUDA's.
+            if not r["ratio"] or r["group"] in ("residency", "async speedup", "before"):
                 continue
             ratio = float(r["ratio"])
             higher = r["higher_is_better"] == "True"

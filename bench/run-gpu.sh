@@ -12,6 +12,12 @@
 # (resource usage and machine code of the compared kernels), summary.csv and
 # summary.md (bench/summarize.py).
 #
+# With $BENCH_DIR/before/ (BEFORE=<rev> at build: bench/build-gpu.sh), each
+# round also runs that revision's babelstream and minibude (default and
+# --fast-math), before or after ours in turn; their rows have impl
+# `offload_before`, and the summary compares ours with them (group
+# `before`).
+#
 # Knobs (environment): ROUNDS (3), BUDGET_S (240: no new round starts after
 # this many seconds), BS_TIMES (100), BS_SIZES ("33554432 268435456"),
 # MB_PPWI ("1,2,4,8,16,32"), MB_WGSIZE ("32,64,128,256"), MB_POSES (0: the
@@ -94,6 +100,28 @@ run() {
 pair() {
     if [ $(($1 % 2)) -eq 1 ]; then run "$1" $2; run "$1" $3; else run "$1" $3; run "$1" $2; fi
 }
+# before ROUND CMD...: `run` for the BEFORE build ($C/before), its rows'
+# impl renamed `offload_before`.
+BEFORE_DIR=$C/before
+[ -x "$BEFORE_DIR/babelstream" ] || BEFORE_DIR=
+before() {
+    local r=$1
+    shift
+    echo "[$(elapsed)s] round $r (before): $*" >>"$LOG"
+    "$@" 2>>"$LOG" | sed -e "s/^\([a-z]*\),offload,/\1,offload_before,/" -e "s/^/$r,/" >>"$RAW"
+    local rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || say "FAILED (exit $rc): $*"
+}
+# the BEFORE build's runs of round ROUND (nothing without one)
+before_round() {
+    [ -n "$BEFORE_DIR" ] || return 0
+    local n
+    for n in $BS_SIZES; do
+        before "$1" "$BEFORE_DIR/babelstream" -s "$n" -n "$BS_TIMES" --csv
+    done
+    before "$1" "$BEFORE_DIR/minibude" $MB --mode default
+    before "$1" "$BEFORE_DIR/minibude-fast-math" $MB --mode fast-math
+}
 
 MB="--deck $C/bm1 -n $MB_POSES -p $MB_PPWI -w $MB_WGSIZE --csv"
 for r in $(seq 1 "$ROUNDS"); do
@@ -102,6 +130,8 @@ for r in $(seq 1 "$ROUNDS"); do
         break
     fi
     say "round $r"
+    # The BEFORE build's runs: first in even rounds, last in odd ones.
+    [ $((r % 2)) -eq 1 ] || before_round "$r"
     for n in $BS_SIZES; do
         pair "$r" "$C/babelstream -s $n -n $BS_TIMES --csv" "$B/babelstream-cuda -s $n -n $BS_TIMES --csv"
     done
@@ -112,6 +142,7 @@ for r in $(seq 1 "$ROUNDS"); do
     run "$r" "$C/minibude-fmad" $MB --mode fmad
     pair "$r" "$C/minibude-fast-math $MB --mode fast-math" "$B/minibude-cuda-fast $MB --mode fast-math"
     run "$r" "$B/minibude-cuda-aligned-fast" $MB --mode fast-math
+    [ $((r % 2)) -eq 0 ] || before_round "$r"
 done
 
 # --- kernel-only times (Nsight Compute; not every machine allows it) ------------
@@ -134,6 +165,13 @@ fi
     for f in babelstream minibude minibude-fmad minibude-fast-math; do
         echo "=== resource usage: ours $f (ptxas -v)"
         "$CUDA_BIN/ptxas" -arch=sm_90 -O3 -v "$C/ptx/$f.ptx" -o "$B/$f.cubin" 2>&1 |
+            grep -E "entry function|Used|stack frame" | grep -v "^ *0 bytes stack" | paste -s -d' ' | sed 's/ptxas info *: Compiling/\nCompiling/g'
+        echo
+    done
+    for f in babelstream minibude minibude-fast-math; do
+        [ -n "$BEFORE_DIR" ] || break
+        echo "=== resource usage: BEFORE's $f (ptxas -v)"
+        "$CUDA_BIN/ptxas" -arch=sm_90 -O3 -v "$BEFORE_DIR/ptx/$f.ptx" -o /dev/null 2>&1 |
             grep -E "entry function|Used|stack frame" | grep -v "^ *0 bytes stack" | paste -s -d' ' | sed 's/ptxas info *: Compiling/\nCompiling/g'
         echo
     done

@@ -7,7 +7,9 @@
     python3 bench/summarize.py --best-config RAW MODE   # prints CUDA's best miniBUDE "ppwi wgsize impl"
 
 raw.csv rows: round,bench,impl,mode,case,size,metric,value. `impl` is `offload`
-for ours; `cuda` (and `cuda_aligned` for miniBUDE) for the CUDA C++ baselines.
+for ours; `cuda` (and `cuda_aligned` for miniBUDE) for the CUDA C++ baselines;
+`offload_before` for the BEFORE revision's build (bench/build-gpu.sh), which the
+group `before` compares ours with (the "CUDA/C" column is then that build).
 Every figure is the median over the rounds of the same run. Standard library only.
 """
 import csv
@@ -236,6 +238,7 @@ def summarize(out):
             rows.append(["residency", "10 launches on the same data: DeviceBuffer vs Vec", r, m, "ms", r / m, None, False, "",
                          "resident launches move no data"])
 
+    summarize_before(data, add, rows)
     summarize_async(data, add, rows)
 
     # Kernel-only times from ncu, where the machine allowed it
@@ -261,6 +264,43 @@ def summarize(out):
     (out / "summary.md").write_text(
         "Medians over the rounds of one run; ratio = ours / CUDA (rows in µs: time ratio, lower is better).\n\n" + table + "\n")
     return table
+
+
+def summarize_before(data, add, rows):
+    """Ours against the BEFORE revision's build (`offload_before`), measured
+    in the same rounds: BabelStream per kernel and size; miniBUDE at CUDA's
+    best configuration of each mode and at each build's own best. Ratios
+    above 1: this build is faster. Information only (no target)."""
+    if not any(k[1] == "offload_before" for k in data):
+        return
+    note = "this build / BEFORE's, same rounds"
+    for n in sorted({int(k[4]) for k in data if k[0] == "babelstream" and k[1] == "offload_before"}):
+        exp = n.bit_length() - 1
+        label = f"2^{exp}" if n == 1 << exp else str(n)
+        for kernel in ["copy", "mul", "add", "triad", "dot", "nstream"]:
+            o = med(data, "babelstream", "offload", "default", kernel, str(n), "gbytes_per_sec")
+            b = med(data, "babelstream", "offload_before", "default", kernel, str(n), "gbytes_per_sec")
+            add("before", f"babelstream {kernel} {label}", o, b, "GB/s", None, note=note)
+    for mode in ["default", "fast-math"]:
+        best = minibude_best(data, mode)
+        if best is not None:
+            _, _, case, size = best
+            o = med(data, "minibude", "offload", mode, case, size, "ginteractions_per_sec")
+            b = med(data, "minibude", "offload_before", mode, case, size, "ginteractions_per_sec")
+            add("before", f"minibude {mode} at CUDA's best {case.replace('_', ' ')}", o, b, "GInteractions/s", None,
+                note=note)
+        ours, theirs = minibude_best(data, mode, impls=("offload",)), minibude_best(data, mode, impls=("offload_before",))
+        if ours and theirs:
+            add("before", f"minibude {mode}, each at its best (ours {ours[2].replace('_', ' ')}, BEFORE's "
+                f"{theirs[2].replace('_', ' ')})", ours[0], theirs[0], "GInteractions/s", None, note=note)
+    ok, n = all_valid(data, "babelstream", "offload_before")
+    if n:
+        rows.append(["validation", "babelstream offload_before", None, None, "", None, None, True, "yes" if ok else "NO",
+                     f"{n} runs"])
+    ok, n = all_valid(data, "minibude", "offload_before")
+    if n:
+        rows.append(["validation", "minibude offload_before (every pose)", None, None, "", None, None, True,
+                     "yes" if ok else "NO", f"{n} configurations x runs"])
 
 
 def main():

@@ -5,9 +5,12 @@
 # the baselines bench/cuda/*.cu with nvcc and runs every benchmark ROUNDS
 # times, alternating ours and CUDA's. Results (raw.csv, summary.md, ...)
 # go to $OUT/bench; bench/README.md says how to commit and plot them.
+# BEFORE=<git revision> at build: also that revision's babelstream and
+# minibude (default, --fast-math), run in the same rounds (summary group
+# `before`); a round takes about twice as long (raise BUDGET_S).
 what="BabelStream, miniBUDE, launch, transfers vs CUDA C++"
 needs="NVIDIA driver, nvcc; ncu, cuobjdump (optional)"
-takes="about 5 min (BUDGET_S, ROUNDS)"
+takes="about 5 min (BUDGET_S, ROUNDS; more with BEFORE)"
 
 build() { # dir
     cargo build -q -p cargo-offload

@@ -8,7 +8,7 @@
 #    corrupted images, the runtime tests under compute-sanitizer memcheck
 #    (skipped, saying so, without compute-sanitizer); c: device semantics —
 #    core atomics' orderings, warp collectives in divergent code, device
-#    globals; d: probes — the `nvidia-smi` probe of `cargo offload`
+#    globals, panics with values in release builds; d: probes — the `nvidia-smi` probe of `cargo offload`
 #    (child.rs) on a real driver.
 # DEVICE=host runs the same checks on the host fallback where they apply.
 # The run's sections can be chosen: SECTIONS="b_stack c_atomics".
@@ -23,13 +23,14 @@ build() { # dir
     build_b_runtime_tests
     build_b_stack_probe
     build_b_images
+    build_c_panics
     build_d_probes
 }
 
 run() { # dir
     cd "$1" || return 1
     local dev=${DEVICE:-cuda} section
-    for section in ${SECTIONS:-a_toolchain b_shared_memory b_stack b_images b_memcheck c_atomics c_warp_divergence c_globals d_probes}; do
+    for section in ${SECTIONS:-a_toolchain b_shared_memory b_stack b_images b_memcheck c_atomics c_warp_divergence c_globals c_panics d_probes}; do
         if [ "$section" = a_toolchain ]; then
             local tc
             for tc in debian nightly; do
@@ -308,6 +309,61 @@ gpu_c_globals() {
             "device-model on $dev" "globals +ok +[0-9.]+ ms  first read 7; " \
             "1 MiB table through read_into/write_from" \
             -- env OFFLOAD_DEVICE="$dev" "./$tc/device-model" globals
+    done
+}
+
+# Panics whose messages carry values, in release builds (no debug
+# assertions: the GPU does not format messages), from each device
+# toolchain: tests/fixtures/panics, whose launches panic with an index out
+# of bounds, the four slice range failures, copy_from_slice's length
+# mismatch, Option::expect and a formatted assert, one thread each. The
+# GPU records the values and the host writes core's message: the GPU run
+# must print exactly what the host fallback printed here, except for the
+# formatted assert, whose message is the placeholder the program prints
+# last (offload::UNFORMATTED_PANIC_MESSAGE); after each panic the next
+# launch computes the right values.
+build_c_panics() {
+    local work tc rustc target
+    work=$(mktemp -d)
+    cp -r tests/fixtures/panics "$work/panics"
+    sed -i "s#@OFFLOAD@#$root/crates/offload#" "$work/panics/Cargo.toml"
+    printf '\n[workspace]\n' >>"$work/panics/Cargo.toml"
+    cp Cargo.lock "$work/panics/"
+    for tc in debian nightly; do
+        case $tc in
+        debian) rustc=/usr/bin/rustc ;;
+        nightly) rustc=$(rustup which --toolchain nightly rustc) ;;
+        esac
+        # The target directory of section a's build with this toolchain:
+        # the same release dependencies.
+        target="$root/target/hardening-$tc"
+        (cd "$work/panics" && OFFLOAD_RUSTC="$rustc" offload build -q --release --arch "$arch" --target-dir "$target")
+        mkdir -p "$out/$tc"
+        cp "$target/release/fixture_panics" "$out/$tc/panics"
+        OFFLOAD_DEVICE=host "$out/$tc/panics" >"$out/$tc/panics.expected-host"
+        python3 - "$out/$tc/panics.expected-host" >"$out/$tc/panics.expected-cuda" <<'EOF'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+placeholder = lines[-1].removeprefix("placeholder: ")
+for line in lines:
+    if line.startswith("formatted: kernel "):
+        line = line[: line.index("): ") + 3] + placeholder
+    print(line)
+EOF
+    done
+    rm -rf "$work"
+}
+
+gpu_c_panics() {
+    local tc
+    for tc in debian nightly; do
+        [ -x "./$tc/panics" ] || continue
+        gpu_check "c panics ($tc, release): core's messages with values, formatted as on the host fallback" 0 \
+            "^index: kernel .fixture_panics::index. panicked at src/main.rs:15:[0-9]+ \(block \(3, 0, 0\), thread \(9, 0, 0\)\): index out of bounds: the len is 1000 but the index is 1777$" \
+            "^range order: kernel .fixture_panics::range. panicked at .*: slice index starts at 7 but ends at 3$" \
+            "8*: next launch right$" \
+            -- bash -c "set -o pipefail; OFFLOAD_DEVICE=$dev ./$tc/panics | tee ./$tc/panics.out-$dev &&
+                diff ./$tc/panics.expected-$dev ./$tc/panics.out-$dev"
     done
 }
 
