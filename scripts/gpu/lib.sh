@@ -14,11 +14,16 @@ offload() {
 # The executable of a `--no-run` test build, from cargo's JSON messages:
 #     offload test ... --no-run --message-format=json | test_executable NAME
 test_executable() {
+    # Each executable once: a build that compiled the test reports it in
+    # more than one message.
     python3 -c 'import json,sys
+seen = []
 for l in sys.stdin:
     m = json.loads(l) if l.startswith("{") else {}
     if m.get("reason") == "compiler-artifact" and m.get("executable") and sys.argv[1] in m["target"]["name"]:
-        print(m["executable"])' "$1"
+        if m["executable"] not in seen:
+            seen.append(m["executable"])
+print("\n".join(seen))' "$1"
 }
 
 # Strips the symbols of every ELF executable under DIR that still has them.
