@@ -32,6 +32,38 @@ one() { # variant command...
     "$@" --csv 2>>"$res/stderr.txt" | sed "s/^/$v,/" >>"$rows"
     echo "  $v: exit ${PIPESTATUS[0]}"
 }
+# PARTS: which experiments (default "hypotheses ncu"); "shapes" replays the
+# chain in graphs of 2, 100 and 10 000 launches over 2^16 and 2^20 floats,
+# both sides, to tell a cost per replay from one per kernel node, and one
+# that grows with the data from one that does not.
+parts=" ${PARTS:-hypotheses ncu} "
+if [[ $parts == *" shapes "* ]]; then
+    for r in $(seq 1 "${ROUNDS:-2}"); do
+        for k in 16 20; do
+            for g in 2 100 10000; do
+                one "ours-k$k-g$g" "$dir/async-bench" --only launches --log2-elems $k --graph-len $g --launches 10000
+                one "cuda-k$k-g$g" "$dir/async-cuda" --only launches --log2-elems $k --graph-len $g --launches 10000
+            done
+        done
+    done
+    python3 - "$rows" <<'EOF'
+import csv, statistics, sys
+from collections import defaultdict
+v = defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["case"] == "graph" and r["metric"] == "us_per_launch" and "-k" in r["variant"]:
+        v[r["variant"]].append(float(r["value"]))
+print("| floats | launches per graph | ours µs/launch | CUDA C µs/launch | ratio |")
+print("|---|---:|---:|---:|---:|")
+for k in (16, 20):
+    for g in (2, 100, 10000):
+        o, c = v.get(f"ours-k{k}-g{g}"), v.get(f"cuda-k{k}-g{g}")
+        if o and c:
+            mo, mc = statistics.median(o), statistics.median(c)
+            print(f"| 2^{k} | {g} | {mo:.3f} | {mc:.3f} | {mo / mc:.3f} |")
+EOF
+fi
+[[ $parts == *" hypotheses "* ]] || exit 0
 for r in $(seq 1 "${ROUNDS:-2}"); do
     echo "round $r"
     for part in launches jacobi; do
@@ -61,7 +93,9 @@ for b, c in cases:
     print(f"| {b} | {c} | " + " | ".join(cells) + " |")
 EOF
 
-if [ -x "$ncu" ]; then
+if [[ $parts != *" ncu "* ]]; then
+    :
+elif [ -x "$ncu" ]; then
     echo
     echo "== ncu: GPU time, registers, stack and occupancy per kernel (a few launches each)"
     m=gpu__time_duration.sum,launch__registers_per_thread,launch__occupancy_limit_registers,sm__warps_active.avg.pct_of_peak_sustained_active,launch__stack_size
