@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cuda.h>
 #include <fstream>
 #include <sstream>
@@ -70,7 +71,13 @@ static double run(CUfunction f, bool ours, size_t n, unsigned g, unsigned r, uns
   }
   CK(cuStreamEndCapture(s, &graph));
   CK(cuGraphInstantiate(&exec, graph, 0));
-  (void)ours;
+  // FK_DOT=PREFIX: each kernel's graph, verbose DOT, to PREFIX-ours.dot /
+  // PREFIX-nvcc.dot (cuGraphDebugDotPrint), to compare with the graph
+  // offload's runtime captures (async-bench --raw-capture-dot).
+  if (getenv("FK_DOT")) {
+    std::string path = std::string(getenv("FK_DOT")) + (ours ? "-ours.dot" : "-nvcc.dot");
+    CK(cuGraphDebugDotPrint(graph, path.c_str(), 1));
+  }
   std::vector<double> t;
   *ok = true;
   for (unsigned rep = 0; rep <= reps; rep++) {
@@ -118,6 +125,26 @@ int main(int argc, char **argv) {
   CUfunction fa, fb;
   CK(cuModuleGetFunction(&fa, ma, "inc"));
   CK(cuModuleGetFunction(&fb, mb, argv[3]));
+  // What offload's runtime does to a context before any launch, one step
+  // at a time (FK_SETUP, a list): `stack` sets CU_LIMIT_STACK_SIZE to
+  // 8 KiB; `slot` maps pinned host memory for the panic record and stores
+  // its device address in the image's __offload_global_panic_slot, as
+  // runtime/cuda/recover.rs's PanicSlot::install does.
+  std::string setup = getenv("FK_SETUP") ? getenv("FK_SETUP") : "";
+  if (setup.find("stack") != std::string::npos) CK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 8192));
+  if (setup.find("slot") != std::string::npos) {
+    CUdeviceptr global;
+    size_t size;
+    CK(cuModuleGetGlobal(&global, &size, mb, "__offload_global_panic_slot"));
+    void *host;
+    CK(cuMemHostAlloc(&host, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
+    std::memset(host, 0, 4096);
+    CUdeviceptr dev;
+    CK(cuMemHostGetDevicePointer(&dev, host, 0));
+    CK(cuMemcpyHtoD(global, &dev, 8));
+    CK(cuCtxSynchronize());
+  }
+  std::printf("setup: %s\n", setup.empty() ? "(none)" : setup.c_str());
   // CUDA C's inc takes four parameters; the fifth pointer is ignored by it
   // (cuLaunchKernel reads as many as the function declares).
   size_t n = (size_t)1 << k;

@@ -134,6 +134,12 @@ mod host {
         /// Launches per captured graph (even)
         #[arg(long, default_value_t = 100)]
         pub graph_len: u32,
+        /// Also capture the chain with the driver directly around queued
+        /// launches, replay it with cuGraphLaunch, and write its nodes as
+        /// DOT to this file (`graph-gap.sh`: tells offload's capture and
+        /// replay from the kernel nodes themselves)
+        #[arg(long, hide = true)]
+        pub raw_capture_dot: Option<std::path::PathBuf>,
         /// MiB through the pipeline
         #[arg(long, default_value_t = 1024)]
         pub mib: usize,
@@ -302,6 +308,17 @@ mod host {
             }
         }
         drop(graph);
+        if let Some(path) = &a.raw_capture_dot {
+            x.copy_from_slice(&init)?;
+            let t = raw_capture(&q, gl as u32, (l / gl) as u32, a.reps, path, || {
+                for _ in 0..gl / 2 {
+                    inc::on(&q, cfg, &x, &mut y)?;
+                    inc::on(&q, cfg, &y, &mut x)?;
+                }
+                Ok(())
+            })?;
+            out.row(bench, "graph_raw_capture", n, "us_per_launch", t);
+        }
         out.row(bench, "graph", n, "us_per_launch", per(&t_all));
         out.row(bench, "graph", n, "us_submit_per_launch", per(&s_all));
         out.row(
@@ -319,6 +336,70 @@ mod host {
             "the chain's result differs from x + launches",
         );
         Ok(())
+    }
+
+    /// µs per launch of a graph captured by the driver around `launches`
+    /// (queued launches of `per_graph` kernels on `q`), replayed `replays`
+    /// times with `cuGraphLaunch`, median of `reps`; its nodes go to `dot`
+    /// (`cuGraphDebugDotPrint`, verbose). Only for `--raw-capture-dot`.
+    fn raw_capture(
+        q: &Queue,
+        per_graph: u32,
+        replays: u32,
+        reps: u32,
+        dot: &std::path::Path,
+        launches: impl FnOnce() -> R<()>,
+    ) -> R<f64> {
+        use offload::cudarc::driver::sys;
+        // A failure here is the experiment's, not offload's: say it, exit 1.
+        fn fail(what: &str) -> ! {
+            eprintln!("error: --raw-capture-dot: {what}");
+            std::process::exit(1)
+        }
+        let ck = |r: sys::CUresult, op: &str| {
+            if r != sys::CUresult::CUDA_SUCCESS {
+                fail(&format!("{op}: {r:?}"))
+            }
+        };
+        let stream = q.cu_stream().unwrap_or_else(|| fail("needs the GPU"));
+        let path = std::ffi::CString::new(dot.to_string_lossy().as_bytes()).unwrap_or_else(|_| fail("bad path"));
+        q.synchronize()?;
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+        // SAFETY: the queue's stream, idle (synchronized above); the
+        // capture ends below before anything else uses it; the graph and
+        // its exec are destroyed before returning, after the last replay
+        // has finished (cuStreamSynchronize).
+        unsafe {
+            ck(
+                sys::cuStreamBeginCapture_v2(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED),
+                "cuStreamBeginCapture",
+            );
+            let captured = launches();
+            ck(sys::cuStreamEndCapture(stream, &mut graph), "cuStreamEndCapture");
+            captured?;
+            ck(sys::cuGraphDebugDotPrint(graph, path.as_ptr(), 1), "cuGraphDebugDotPrint");
+            ck(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0), "cuGraphInstantiate");
+        }
+        let mut t = Vec::new();
+        for rep in 0..=reps {
+            let t0 = Instant::now();
+            for _ in 0..replays {
+                // SAFETY: as above.
+                unsafe { ck(sys::cuGraphLaunch(exec, stream), "cuGraphLaunch") };
+            }
+            // SAFETY: as above.
+            unsafe { ck(sys::cuStreamSynchronize(stream), "cuStreamSynchronize") };
+            if rep > 0 {
+                t.push(t0.elapsed().as_secs_f64());
+            }
+        }
+        // SAFETY: replays finished (synchronized above).
+        unsafe {
+            sys::cuGraphExecDestroy(exec);
+            sys::cuGraphDestroy(graph);
+        }
+        Ok(median(&t) / (per_graph as f64 * replays as f64) * 1e6)
     }
 
     /// `f(chunk index, chunk)` for every chunk, on one thread per chunk.
