@@ -490,6 +490,34 @@ fn a_scope_returns_the_closures_error_or_the_queues() {
 }
 
 #[test]
+fn a_scope_leaves_the_queues_error_when_the_closure_returns_its_own() {
+    let q = Queue::new().unwrap();
+    let mut v = vec![0u32; 256];
+    let mut d = vec![0u32; 4096];
+    // A kernel that panics in thread 2, then a launch the closure returns
+    // the error of (a block of 4096 threads: above the limit of 1024).
+    let r = offload::scope(&q, |s| {
+        panics_at::on(s, for_len(256), 2, &mut v)?;
+        panics_at::on(s, LaunchConfig::new(1u32, 4096u32), 0, &mut d)
+    });
+    assert!(matches!(&r, Err(Error::InvalidLaunch(_))), "{r:?}");
+    // The panic stays for the queue's next synchronization, reported once.
+    assert_panics_at(&q.synchronize(), for_len(256), 2);
+    q.synchronize().unwrap();
+    // Likewise when the closure panics: the scope resumes its panic, and
+    // the kernel's panic stays for the queue.
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = offload::scope(&q, |s| -> offload::Result<()> {
+            panics_at::on(s, for_len(256), 7, &mut v)?;
+            panic!("the closure's own panic");
+        });
+    }));
+    assert_eq!(caught.unwrap_err().downcast_ref::<&str>(), Some(&"the closure's own panic"));
+    assert_panics_at(&q.synchronize(), for_len(256), 7);
+    q.synchronize().unwrap();
+}
+
+#[test]
 fn pinned_copies_are_queued_and_ordered() {
     let q = Queue::new().unwrap();
     let src: Vec<u64> = (0..N as u64).map(|i| i * i).collect();

@@ -53,7 +53,7 @@ pub(crate) struct ScopeState {
 /// `f`'s error if it returned one (the queue's own error then stays for its
 /// next synchronization); else the first error of the queue's work
 /// (`docs/async.md`, section 5). If `f` panics, the scope waits for the
-/// queue, then resumes the panic.
+/// queue, then resumes the panic (the queue's error again stays).
 pub fn scope<'env, R>(
     q: &'env Queue,
     f: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> Result<R>,
@@ -65,17 +65,21 @@ pub fn scope<'env, R>(
         _env: PhantomData,
     };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&s)));
-    let end = s.finish();
+    s.finish();
     match r {
         Err(panic) => std::panic::resume_unwind(panic),
+        // The queue's error is not `f`'s to drop: it stays pending, so the
+        // queue's next synchronization reports it.
         Ok(Err(e)) => Err(e),
-        Ok(Ok(v)) => end.map(|()| v),
+        Ok(Ok(v)) => q.inner.progress.take_error().map(|()| v),
     }
 }
 
 impl<'scope, 'env> Scope<'scope, 'env> {
     /// Waits for the queue, copies back, frees the scope's device memory.
-    fn finish(&self) -> Result<()> {
+    /// Errors, of the queue's work and of the copies back (in that order),
+    /// join the queue's pending error: [`scope`] takes it or leaves it.
+    fn finish(&self) {
         let q = &self.state.queue;
         let seq = *q.lock_submit();
         q.wait_host(seq);
@@ -84,8 +88,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             super::Imp::Cuda(c) => self.state.copies.lock().unwrap_or_else(|e| e.into_inner()).finish(c.cuda()),
             super::Imp::Host(_) => Ok(()),
         };
-        let queue_error = q.progress.take_error();
-        queue_error.and(back)
+        if let Err(e) = back {
+            q.progress.fail(e);
+        }
     }
 
     /// Enqueues a copy of the host memory `src` into `dst` (host → device).
