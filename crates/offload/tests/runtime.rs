@@ -253,6 +253,111 @@ fn a_panicking_kernel_reports_and_the_next_launch_works() {
     assert!(out.iter().enumerate().all(|(i, &v)| v == i as u32 + 1));
 }
 
+/// Every thread writes 7 into its element, except thread `at`, which
+/// panics first.
+#[kernel]
+fn sevens_but(at: usize, v: &mut [u32]) {
+    if let Some((i, o)) = v.at_thread() {
+        assert!(i != at, "thread {} panics", i);
+        *o = 7;
+    }
+}
+
+/// Checks one launch of `sevens_but` over 4096 elements for each panic
+/// position (first, a middle and the last block): the kernel reports the
+/// panicking thread, and every other thread finished (all elements 7 but
+/// that one).
+#[offload::host]
+fn check_sevens_but() {
+    let cfg = offload::for_len(4096);
+    for at in [0usize, 17, 300, 2100, 4095] {
+        let mut v = vec![0u32; 4096];
+        let e = sevens_but(cfg, at, &mut v).unwrap_err();
+        let Error::KernelPanic(p) = &e else { panic!("at {at}: {e}") };
+        assert_eq!(p.message, panic_message(format!("thread {at} panics")), "{e}");
+        let b = cfg.block.x as usize;
+        assert_eq!(
+            (p.block.as_str(), p.thread.as_str()),
+            (&*format!("({}, 0, 0)", at / b), &*format!("({}, 0, 0)", at % b))
+        );
+        let unwritten: Vec<usize> = (0..v.len()).filter(|&i| v[i] != 7).collect();
+        let first: Vec<_> = unwritten.iter().take(8).collect();
+        assert_eq!(unwritten.len(), 1, "at {at}: {} elements are not 7, the first {first:?}", unwritten.len());
+        assert_eq!((unwritten[0], v[at]), (at, 0), "at {at}: only the panicking thread's element is not 7");
+    }
+}
+
+/// The GPU thread that panics stops; every other thread of its block and
+/// of the grid finishes (docs/device-model.md, "Panics"). On the host
+/// fallback also with 1 and 2 workers (children with
+/// `OFFLOAD_HOST_THREADS`): it used to leave the rest of the launch undone,
+/// how much depending on the number of workers.
+#[test]
+fn a_panicking_thread_stops_and_the_other_threads_finish() {
+    check_sevens_but();
+    if std::env::var("OFFLOAD_RUNTIME_TEST_CHILD").is_err()
+        && offload::backend().unwrap().kind == offload::BackendKind::Host
+    {
+        let test = "a_panicking_thread_stops_and_the_other_threads_finish";
+        for threads in ["1", "2"] {
+            let limit = std::time::Duration::from_secs(120);
+            let (status, stderr) = child(test, "workers", limit, &[("OFFLOAD_HOST_THREADS", threads)], None);
+            assert!(status.is_some_and(|s| s.success()), "OFFLOAD_HOST_THREADS={threads}: {status:?}\n{stderr}");
+        }
+    }
+}
+
+/// Thread `t` of each block of 64 stores its global index + 1 in shared
+/// memory, waits at a barrier, and writes the value of thread `63 - t` into
+/// its element. Global thread `at` panics before the barrier (`after`
+/// false) or after it.
+#[kernel]
+fn mirror_but(at: u32, after: bool, out: &mut [u32]) {
+    let s = offload::shared_array!(u32; 64);
+    let (t, n) = (offload::thread_idx().x, offload::block_dim().x);
+    let me = offload::block_idx().x * n + t;
+    assert!(after || me != at, "thread {} panics before the barrier", me);
+    s.set(t as usize, me + 1);
+    offload::sync_threads();
+    assert!(!after || me != at, "thread {} panics after the barrier", me);
+    let v = s.get((n - 1 - t) as usize);
+    offload::sync_threads();
+    if let Some(o) = out.get_mut(me as usize) {
+        *o = v;
+    }
+}
+
+/// A thread that panics before or between barriers stops; the barriers then
+/// wait for the live threads only (as on sm_70 and later, where an exited
+/// thread no longer takes part in `bar.sync`), and every other thread
+/// finishes. Before the barrier, the panicking thread's partner reads a
+/// value nobody wrote: that element is left unchecked.
+#[test]
+fn a_thread_that_panics_near_a_barrier_stops_and_the_block_finishes() {
+    let (grid, block) = (3u32, 64u32);
+    for (at, after) in [(70u32, false), (5, true), (191, false), (128, true)] {
+        let mut out = vec![u32::MAX; (grid * block) as usize];
+        let e = mirror_but(LaunchConfig::new(grid, block), at, after, &mut out).unwrap_err();
+        let Error::KernelPanic(p) = &e else { panic!("{e}") };
+        let when = if after { "after" } else { "before" };
+        assert_eq!(p.message, panic_message(format!("thread {at} panics {when} the barrier")), "{e}");
+        assert_eq!(
+            (p.block.as_str(), p.thread.as_str()),
+            (&*format!("({}, 0, 0)", at / block), &*format!("({}, 0, 0)", at % block))
+        );
+        let partner = at / block * block + (block - 1 - at % block);
+        for (i, &v) in out.iter().enumerate() {
+            let i = i as u32;
+            let want = i / block * block + (block - 1 - i % block) + 1;
+            if i == at {
+                assert_eq!(v, u32::MAX, "{at} {when}: the panicking thread wrote its element");
+            } else if after || i != partner {
+                assert_eq!(v, want, "{at} {when}: element {i}");
+            }
+        }
+    }
+}
+
 /// Lanes 5 and 21 hold 2^31: the first step of the warp's butterfly
 /// (offset 16) adds the two, which overflows in lanes 5 and 21 only (with
 /// overflow checks: a debug build, offload's code included).

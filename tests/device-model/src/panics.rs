@@ -1,5 +1,6 @@
 //! Panics in kernels become `Err(KernelPanic)` naming the kernel, the
-//! message, `file:line:column` and the block/thread; the next launch works.
+//! message, `file:line:column` and the block/thread; the other threads
+//! finish; the next launch works.
 
 use offload::{block_idx, kernel, thread_idx};
 
@@ -106,7 +107,7 @@ mod host {
     }
 
     pub fn check() -> Result<String, String> {
-        let mut out = vec![0u32; 1000];
+        let mut out = vec![u32::MAX; 1000];
         let x: Vec<u32> = (0..1000).collect();
         let first = expect_panic(
             "explicit",
@@ -118,6 +119,17 @@ mod host {
             "(2, 0, 0)",
             "(37, 0, 0)",
         )?;
+        // The panicking thread stops; every other thread finishes (the host
+        // fallback used to leave the rest of the launch undone).
+        let unwritten: Vec<usize> = (0..out.len()).filter(|&i| out[i] != i as u32).collect();
+        if unwritten != [2 * 256 + 37] {
+            let first: Vec<_> = unwritten.iter().take(8).collect();
+            return Err(format!(
+                "explicit: {} elements not written by their thread, the first {first:?}; expected only 549, the \
+                 panicking thread's",
+                unwritten.len()
+            ));
+        }
         let oob = expect_panic(
             "index out of bounds",
             out_of_bounds(offload::for_len(1000), &x, &mut out),

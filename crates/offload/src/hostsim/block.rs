@@ -46,7 +46,7 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use super::arena::Arena;
 use super::collective::{warp_results, WarpOp, WARP};
 use super::deadlock;
-use super::failure::{Abort, BlockFailure};
+use super::failure::{take_panic, Abort, BlockFailure};
 use super::stack::ThreadStack;
 use super::stack_guard;
 use super::state::{Block, Wait, BLOCK, NO_RUNNER, PRIVATE, YIELDER};
@@ -123,6 +123,8 @@ impl Executor {
             next: Cell::new(0),
             sequencer: Cell::new(NO_RUNNER),
             current: Cell::new(NO_RUNNER),
+            panic: RefCell::new(None),
+            unwinding: Cell::new(false),
             dirty: Cell::new(false),
             arena: RefCell::new(Arena::checkout()),
             shared_limit: 0,
@@ -173,6 +175,7 @@ impl Executor {
             b.ctx.block = block_idx;
             b.next.set(0);
             b.sequencer.set(NO_RUNNER);
+            *b.panic.get_mut() = None;
             if b.dirty.replace(false) {
                 b.wait.iter().for_each(|w| w.set(Wait::Done));
             }
@@ -188,6 +191,16 @@ impl Executor {
         BLOCK.with(|c| c.set(block));
         CTX.with(|c| c.set(self.block.ctx));
         let result = self.schedule(block, body);
+        // A thread that panicked ended there and the others ran on
+        // (`threads::stopped`); the block reports its first panic, also when
+        // it then failed otherwise (the other threads of a warp whose lane
+        // panicked wait at its next collective for ever), except when its
+        // shared memory exceeds the limit, which a GPU reports before the
+        // kernel runs.
+        let result = match (result, self.block.panic.get_mut().take()) {
+            (r @ Err(BlockFailure::Aborted { abort: Abort::SharedMemory { .. }, .. }), _) | (r, None) => r,
+            (_, Some((thread, record))) => Err(BlockFailure::Panic { thread, record }),
+        };
         BLOCK.with(|c| c.set(core::ptr::null()));
         YIELDER.with(|c| c.set(core::ptr::null()));
         PRIVATE.with(|c| c.set((0, 0)));
@@ -218,12 +231,15 @@ impl Executor {
             }
         };
         // Unwind runners still suspended (only after a failure), with the
-        // block still installed so that their drops see a sane state.
+        // block still installed so that their drops see a sane state, and
+        // `unwinding` telling `threads::stopped` that this is no panic.
+        b.unwinding.set(true);
         for co in self.q.runners.iter_mut().flatten() {
             if !co.done() {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| co.force_unwind()));
             }
         }
+        b.unwinding.set(false);
         for co in self.q.runners.drain(..).flatten() {
             if co.done() {
                 self.stacks.push(co.into_stack());
@@ -321,13 +337,16 @@ impl Executor {
                 Ok(())
             }
             Err(payload) => {
+                // The runtime stopped the thread (`Abort`): a kernel's panic
+                // ends its thread only and is caught in the runner's loop
+                // (`threads::stopped`).
                 let thread = CTX.with(|c| c.get()).thread;
                 // The panicking runner is finished; drop it (its stack is
                 // not reused: it may be mid-frame).
                 self.q.runners[rid as usize] = None;
                 Err(match payload.downcast::<Abort>() {
                     Ok(abort) => BlockFailure::Aborted { abort: *abort, thread },
-                    Err(_) => BlockFailure::Panic { thread },
+                    Err(_) => BlockFailure::Panic { thread, record: take_panic() },
                 })
             }
         }

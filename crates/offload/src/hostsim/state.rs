@@ -9,6 +9,7 @@ use corosensei::Yielder;
 
 use super::arena::Arena;
 use super::collective::WarpOp;
+use super::failure::PanicRecord;
 use crate::device::dim::Dim3;
 use crate::device::thread::ThreadCtx;
 
@@ -46,6 +47,12 @@ pub(crate) struct Block {
     pub(super) sequencer: Cell<u32>,
     /// The runner being resumed.
     pub(super) current: Cell<u32>,
+    /// The block's first panicking thread (`threadIdx`) and what the panic
+    /// hook saw; the block's other threads run on (`threads::stopped`).
+    pub(super) panic: RefCell<Option<(Dim3, Option<PanicRecord>)>>,
+    /// The scheduler unwinds the runners still suspended after a failure:
+    /// the unwinding that a runner's loop catches is no panic of a thread.
+    pub(super) unwinding: Cell<bool>,
     /// A failed block left `wait` entries other than `Done`.
     pub(super) dirty: Cell<bool>,
     pub(super) arena: RefCell<Arena>,

@@ -12,10 +12,25 @@
 //! collective) suspends the whole runner; the scheduler then starts a new
 //! runner for the following threads, and when the waiting thread is
 //! resumed and returns, its runner ends (it lost the sequence).
+//!
+//! A thread that panics ends there, as a GPU thread that panics exits
+//! (docs/device-model.md, "Panics"): the loop runs inside one
+//! `catch_unwind` (a landing pad, nothing per thread), and after a panic
+//! [`stopped`] records the block's first panic and the runner goes on with
+//! the next thread, or ends if it no longer holds the sequence. The
+//! threads that returned, the panicking one included, count as arrived at
+//! later barriers. A panic of the runtime itself ([`Abort`]) goes on to
+//! the scheduler and stops the block, as does the scheduler's unwinding of
+//! suspended runners after a failure.
 
-use super::state::{Block, Wait, BLOCK};
+use std::any::Any;
+use std::boxed::Box;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+use super::failure::{take_panic, Abort};
+use super::state::{linear, Block, Wait, BLOCK};
 use crate::device::dim::Dim3;
-use crate::device::thread::{is_1d, set_thread_idx, set_thread_x};
+use crate::device::thread::{is_1d, set_thread_idx, set_thread_x, CTX};
 
 /// The index of linear thread `t` in a block of `d` threads (x fastest).
 pub(super) fn unlinear(t: u32, d: Dim3) -> Dim3 {
@@ -49,14 +64,28 @@ pub(crate) fn run_threads<F: Fn()>(body: &F) {
     // before each thread, what they are lets it use the values it has in
     // registers and drop those loads.
     let (bi, bd, gd) = (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim);
-    if is_1d(bd, gd) {
+    let one_d = is_1d(bd, gd);
+    // Each pass starts at `b.next`, the thread after one that panicked.
+    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_loop(b, body, one_d, (bi, bd, gd)))) {
+        if !stopped(b, payload) {
+            return;
+        }
+    }
+}
+
+/// The loop over the threads of the calling runner: [`threads_1d`] for a
+/// 1-D launch (`one_d`), else [`threads`], with the optimizer told the
+/// block's index and the extents `(bi, bd, gd)`.
+#[inline(always)]
+fn run_loop<F: Fn()>(b: &Block, body: &F, one_d: bool, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
+    if one_d {
         // A 1-D launch gets its own copy of the loop, in which the body's
         // geometry functions know that the y and z extents are 1.
         let (bx, bdx, gdx) = (bi.x, bd.x, gd.x);
         threads_1d(b, body, || {
             let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
             // SAFETY: the thread context holds this block's index and the
-            // launch's extents, which is 1-D (tested above).
+            // launch's extents, which is 1-D (`one_d`, tested by the caller).
             unsafe {
                 core::hint::assert_unchecked(i.x == bx && i.y == 0 && i.z == 0);
                 core::hint::assert_unchecked(d.x == bdx && d.y == 1 && d.z == 1);
@@ -71,6 +100,35 @@ pub(crate) fn run_threads<F: Fn()>(body: &F) {
             unsafe { core::hint::assert_unchecked(i == bi && d == bd && g == gd) }
         });
     }
+}
+
+/// The calling GPU thread of block `b` panicked with `payload` (the runner
+/// caught it): the thread has ended, and the block's first panic is kept.
+/// Whether the runner goes on with the next thread (it holds the
+/// sequence). A panic of the runtime itself ([`Abort`]) goes on to the
+/// scheduler, and so does the scheduler's own unwinding of a suspended
+/// runner after the block failed (`Block::unwinding`; corosensei's
+/// `force_unwind` must reach the coroutine's root).
+#[cold]
+#[inline(never)]
+fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> bool {
+    if b.unwinding.get() || payload.is::<Abort>() {
+        resume_unwind(payload);
+    }
+    drop(payload);
+    let thread = CTX.with(|c| c.get()).thread;
+    let t = linear(thread, b.ctx.block_dim);
+    b.wait[t as usize].set(Wait::Done);
+    let record = take_panic();
+    let mut first = b.panic.borrow_mut();
+    if first.is_none() {
+        *first = Some((thread, record));
+    }
+    if b.sequencer.get() != b.current.get() {
+        return false;
+    }
+    b.next.set(t + 1);
+    true
 }
 
 /// The loop of [`run_threads`] for a 1-D launch: only `threadIdx.x`

@@ -17,13 +17,14 @@
 //! frames, unoptimized ones above all, are larger than the GPU's. A stack
 //! the system cannot allocate fails the launch with [`Error::Memory`].
 //!
-//! A panic in the body stops the launch; the launcher returns
-//! [`Error::KernelPanic`] with the message, location, block and thread, and
-//! later launches run normally. A thread that overflows its stack stops the
+//! A panic in the body ends the panicking simulated GPU thread, as a
+//! panicking GPU thread exits; every other thread of the launch runs to its
+//! end (`hostsim::threads`), then the launcher returns
+//! [`Error::KernelPanic`] with the message, location, block and thread of
+//! the first panic recorded, and later launches run normally. A thread that overflows its stack stops the
 //! launch with [`Error::StackOverflow`] (see `stack_guard`), and later
 //! launches run normally too.
 
-use std::cell::RefCell;
 use std::format;
 use std::string::{String, ToString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,7 +37,7 @@ use crate::device::config::LaunchConfig;
 use crate::device::dim::Dim3;
 use crate::device::thread::{ThreadCtx, CTX};
 use crate::hostsim::block::Executor;
-use crate::hostsim::failure::{Abort, BlockFailure};
+use crate::hostsim::failure::{self, Abort, BlockFailure, PanicRecord};
 use crate::hostsim::stack_guard::{self, KernelName};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::spec::{ArgSpec, KernelInfo};
@@ -102,12 +103,6 @@ impl Host {
     }
 }
 
-/// What the panic hook saw for a panic inside a kernel body.
-struct PanicRecord {
-    message: String,
-    location: String,
-}
-
 /// Held shared by every launch of the host fallback while its kernel runs,
 /// exclusively by `DeviceGlobal::read`/`write`, so that host code never
 /// copies a device global while kernels use it.
@@ -120,7 +115,6 @@ pub(crate) fn in_host_kernel() -> bool {
 
 std::thread_local! {
     static IN_KERNEL: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
-    static LAST_PANIC: RefCell<Option<PanicRecord>> = const { RefCell::new(None) };
 }
 
 /// Installs (once) a panic hook that records panics raised inside kernel
@@ -155,7 +149,7 @@ fn install_panic_hook() {
                         fmt3(ctx.thread)
                     );
                 }
-                LAST_PANIC.with(|p| *p.borrow_mut() = Some(PanicRecord { message, location }));
+                failure::record_panic(PanicRecord { message, location });
             } else {
                 previous(info);
             }
@@ -336,7 +330,8 @@ struct Launch<'a> {
     chunk: u64,
     /// The first block not claimed.
     next: AtomicU64,
-    /// A block failed: the workers stop.
+    /// A block failed otherwise than by a panic: the workers stop (a
+    /// panicking thread ends alone, as on a GPU).
     stop: AtomicBool,
     /// The first failure.
     failure: Mutex<Option<Error>>,
@@ -344,7 +339,7 @@ struct Launch<'a> {
 
 impl Launch<'_> {
     /// One worker's part: claims runs of blocks and runs them until none is
-    /// left or one fails.
+    /// left or one fails otherwise than by a panic.
     fn work(&self) {
         // Stack overflows of the simulated threads become errors (see
         // `stack_guard`).
@@ -366,13 +361,16 @@ impl Launch<'_> {
                 }
                 let block = unlinear(b, cfg.grid);
                 if let Err(f) = exec.run_block(block, cfg.shared_mem_bytes, self.body) {
+                    let panic = matches!(f, BlockFailure::Panic { .. });
                     let err = self.error(f, block);
                     let mut slot = self.failure.lock().unwrap_or_else(|e| e.into_inner());
                     if slot.is_none() {
                         *slot = Some(err);
                     }
-                    self.stop.store(true, Ordering::Relaxed);
-                    break 'claims;
+                    if !panic {
+                        self.stop.store(true, Ordering::Relaxed);
+                        break 'claims;
+                    }
                 }
             }
         }
@@ -383,9 +381,8 @@ impl Launch<'_> {
     fn error(&self, f: BlockFailure, block: Dim3) -> Error {
         let (kernel, stack_kib) = (self.kernel, self.host.stack_size / 1024);
         match f {
-            BlockFailure::Panic { thread } => {
-                let rec = LAST_PANIC.with(|p| p.borrow_mut().take());
-                let (message, location) = match rec {
+            BlockFailure::Panic { thread, record } => {
+                let (message, location) = match record {
                     Some(r) => (r.message, r.location),
                     None => ("<panic message unavailable>".into(), "<unknown>".into()),
                 };
