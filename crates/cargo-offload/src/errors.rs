@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | 0 | [`exit::OK`] | success |
 //! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
-//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that is quoted (the variable is split at spaces, not shell-parsed) or contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
+//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: a `--package`, `--bin`, `--example`, `--test` or `--bench` name that selects nothing, `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that is quoted (the variable is split at spaces, not shell-parsed) or contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
 //! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or a tool asked about it (`rustc -vV`, `rustup which`, `llc`, `nvidia-smi`) did not answer in time, or `cargo-offload` and the crate's `offload` are of different versions |
 //! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link (in `check` and `clippy`: device code has errors the host pass does not), or a binary launches kernels its device image lacks |
 //! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
@@ -85,6 +85,14 @@ pub enum CliError {
     /// `[package.metadata.offload]` (or the workspace's) is invalid.
     #[error("{table}: {problem}")]
     Config { table: String, problem: String },
+
+    /// `--package`, `--bin`, `--example`, `--test` or `--bench` (`flag`)
+    /// names nothing cargo could select: no package of the workspace or
+    /// its dependencies, no such target in any workspace member. cargo
+    /// itself would refuse it; caught first so that it is a usage error,
+    /// not a failed device pass.
+    #[error("`{flag} {name}` names no {what} of this workspace")]
+    NoSuchSelection { flag: &'static str, name: String, what: &'static str, known: Vec<String> },
 
     #[error(transparent)]
     Ptx(#[from] crate::ptx::PtxError),
@@ -233,6 +241,7 @@ impl CliError {
             | AmdNeedsArch
             | ArchList(_)
             | Config { .. }
+            | NoSuchSelection { .. }
             | Ptx(_)
             | DeviceFlags(_)
             | StrippedBinary { .. } => exit::USAGE,
@@ -284,6 +293,7 @@ impl CliError {
                     .into()]
             }
             OffloadVersion { own, found } => offload_version_hints(own, found),
+            NoSuchSelection { what, known, name, .. } => selection_hints(what, name, known),
             TargetSpec { .. } => vec!["use a device toolchain whose rustc knows amdgcn-amd-amdhsa".into()],
             ProbeTimedOut { probe, .. } => vec![format!(
                 "run `{probe}` by hand to see what it waits for (`cargo offload doctor` lists the tools); set \
@@ -429,6 +439,28 @@ pub fn finish(result: Result<i32>) -> i32 {
             e.exit_code()
         }
     }
+}
+
+/// The hints of [`CliError::NoSuchSelection`]: the closest names (at most
+/// two edits), then the list (up to 20).
+fn selection_hints(what: &str, name: &str, known: &[String]) -> Vec<String> {
+    let mut hints = Vec::new();
+    let close: Vec<&String> = known.iter().filter(|k| strsim::damerau_levenshtein(k, name) <= 2).collect();
+    if let Some(k) = close.first() {
+        hints.push(format!("did you mean `{k}`?"));
+    }
+    if known.is_empty() {
+        hints.push(format!("the workspace has no {what}"));
+    } else {
+        let shown: Vec<&str> = known.iter().take(20).map(String::as_str).collect();
+        let more = if known.len() > 20 { format!(" and {} more", known.len() - 20) } else { String::new() };
+        let whats = match what.strip_suffix('y') {
+            Some(stem) => format!("{stem}ies"),
+            None => format!("{what}s"),
+        };
+        hints.push(format!("the {whats} are: {}{more}", shown.join(", ")));
+    }
+    hints
 }
 
 #[cfg(test)]

@@ -83,6 +83,7 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
         meta.packages.iter().filter(|p| p.name.as_str() == "offload").map(|p| p.version.to_string()),
         env!("CARGO_PKG_VERSION"),
     )?;
+    check_selection(cargo, &meta)?;
     let target_dir = match &cargo.target_dir {
         Some(t) => std::path::absolute(t).unwrap_or_else(|_| t.clone()),
         None => meta.target_directory.clone().into_std_path_buf(),
@@ -105,6 +106,47 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     };
     let config = Config::from_json(metadata).map_err(|problem| CliError::Config { table, problem })?;
     Ok(Workspace { target_dir, root: meta.workspace_root.into_std_path_buf(), config })
+}
+
+/// Refuses `--package`/`--bin`/`--example`/`--test`/`--bench` names that
+/// select nothing, before any pass runs (cargo would refuse them too, but
+/// only inside the device pass, which would then look like a failed device
+/// build). Package specs other than plain names (`name@1.0`, URLs, globs)
+/// are left to cargo; target names are checked against every workspace
+/// member's targets of that kind.
+fn check_selection(cargo: &CargoOpts, meta: &cargo_metadata::Metadata) -> Result<()> {
+    let packages: Vec<String> = meta.packages.iter().map(|p| p.name.to_string()).collect();
+    let plain = |s: &str| s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    for p in cargo.package.iter().filter(|p| plain(p)) {
+        if !packages.iter().any(|k| k == p) {
+            let mut known: Vec<String> = meta.workspace_packages().iter().map(|p| p.name.to_string()).collect();
+            known.sort();
+            return Err(CliError::NoSuchSelection { flag: "--package", name: p.clone(), what: "package", known });
+        }
+    }
+    let members = meta.workspace_packages();
+    for (flag, names, kind, what) in [
+        ("--bin", &cargo.bin, cargo_metadata::TargetKind::Bin, "binary"),
+        ("--example", &cargo.example, cargo_metadata::TargetKind::Example, "example"),
+        ("--test", &cargo.test, cargo_metadata::TargetKind::Test, "test target"),
+        ("--bench", &cargo.bench, cargo_metadata::TargetKind::Bench, "bench target"),
+    ] {
+        let mut known: Vec<String> = members
+            .iter()
+            .flat_map(|p| p.targets.iter())
+            .filter(|t| t.kind.contains(&kind))
+            .map(|t| t.name.clone())
+            .collect();
+        known.sort();
+        known.dedup();
+        // cargo takes glob patterns for target names too.
+        for n in names.iter().filter(|n| !n.contains(['*', '?', '['])) {
+            if !known.iter().any(|k| k == n) {
+                return Err(CliError::NoSuchSelection { flag, name: n.clone(), what, known });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A warning for each key of a `[<table>.metadata]` table (`table`:

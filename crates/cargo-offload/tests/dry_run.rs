@@ -602,6 +602,28 @@ fn bad_input_is_rejected_before_any_build() {
         &[("OFFLOAD_DEVICE_RUSTFLAGS", "-Ctarget-feature=+ptx99")],
         &["is newer than the device LLVM"],
     );
+    // Names cargo cannot select: a usage error before any pass, with the
+    // closest name and the list (cargo's own error came from inside the
+    // device pass, which then looked like a failed device build, exit 4).
+    rejected(
+        &["build", "-p", "fixture_bin_onyl"],
+        &[],
+        &[
+            "error: `--package fixture_bin_onyl` names no package of this workspace",
+            "did you mean `fixture_bin_only`?",
+            "the packages are: fixture_bin_only",
+        ],
+    );
+    rejected(
+        &["build", "--bin", "nope"],
+        &[],
+        &["error: `--bin nope` names no binary of this workspace", "the binaries are: fixture_bin_only"],
+    );
+    rejected(
+        &["run", "--example", "demo"],
+        &[],
+        &["error: `--example demo` names no example of this workspace", "the workspace has no example"],
+    );
     f.edit_manifest(|s| {
         s.replace("[dependencies]", "[package.metadata.offload]\narchs = [\"sm_80\"]\n\n[dependencies]")
     });
