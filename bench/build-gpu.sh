@@ -76,7 +76,9 @@ cp "$deck"/{ligand.in,protein.in,forcefield.in,poses.in,ref_energies.out} "$out/
 {
     echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo ' (with uncommitted changes)')"
     echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), arch $arch"
-    echo "device rustc: $(/usr/bin/rustc --version 2>/dev/null || echo unknown)"
+    # The toolchain cargo offload used (its doctor's `device rustc` line;
+    # OFFLOAD_RUSTC or the first complete candidate), not a fixed path.
+    echo "device rustc: $(cargo offload doctor 2>/dev/null | sed -n 's/^ *ok *device rustc *//p' | head -1)"
     echo "commands: cargo offload build --release --arch $arch -p babelstream -p minibude -p microbench;" \
         "cargo offload build --release --arch $arch --fmad -p minibude;" \
         "cargo offload build --release --arch $arch --fast-math -p minibude"
