@@ -91,8 +91,15 @@ pub enum CliError {
     /// its dependencies, no such target in any workspace member. cargo
     /// itself would refuse it; caught first so that it is a usage error,
     /// not a failed device pass.
-    #[error("`{flag} {name}` names no {what} of this workspace")]
-    NoSuchSelection { flag: &'static str, name: String, what: &'static str, known: Vec<String> },
+    #[error("`{flag} {name}` names no {what} of {among}")]
+    NoSuchSelection {
+        flag: &'static str,
+        name: String,
+        what: &'static str,
+        among: &'static str,
+        /// The workspace's own packages or targets of that kind.
+        known: Vec<String>,
+    },
 
     #[error(transparent)]
     Ptx(#[from] crate::ptx::PtxError),
@@ -450,7 +457,7 @@ fn selection_hints(what: &str, name: &str, known: &[String]) -> Vec<String> {
         hints.push(format!("did you mean `{k}`?"));
     }
     if known.is_empty() {
-        hints.push(format!("the workspace has no {what}"));
+        hints.push(format!("the workspace itself has no {what}"));
     } else {
         let shown: Vec<&str> = known.iter().take(20).map(String::as_str).collect();
         let more = if known.len() > 20 { format!(" and {} more", known.len() - 20) } else { String::new() };
@@ -458,7 +465,7 @@ fn selection_hints(what: &str, name: &str, known: &[String]) -> Vec<String> {
             Some(stem) => format!("{stem}ies"),
             None => format!("{what}s"),
         };
-        hints.push(format!("the {whats} are: {}{more}", shown.join(", ")));
+        hints.push(format!("the workspace's {whats} are: {}{more}", shown.join(", ")));
     }
     hints
 }

@@ -111,38 +111,53 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
 /// Refuses `--package`/`--bin`/`--example`/`--test`/`--bench` names that
 /// select nothing, before any pass runs (cargo would refuse them too, but
 /// only inside the device pass, which would then look like a failed device
-/// build). Package specs other than plain names (`name@1.0`, URLs, globs)
-/// are left to cargo; target names are checked against every workspace
-/// member's targets of that kind.
+/// build). Only what is surely wrong is refused, never what cargo accepts:
+/// a plain package name that is in none of the packages `cargo metadata`
+/// resolved, unless features are given on the command line (they may
+/// enable an optional dependency that the metadata, resolved without them,
+/// lacks); a target name that no package of the graph has, members and
+/// dependencies alike (`-p dep --bin b` builds a dependency's binary).
+/// Specs other than plain names (`name@1.0`, URLs) and glob patterns are
+/// left to cargo.
 fn check_selection(cargo: &CargoOpts, meta: &cargo_metadata::Metadata) -> Result<()> {
-    let packages: Vec<String> = meta.packages.iter().map(|p| p.name.to_string()).collect();
     let plain = |s: &str| s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    for p in cargo.package.iter().filter(|p| plain(p)) {
-        if !packages.iter().any(|k| k == p) {
+    let features_given = !cargo.features.is_empty() || cargo.all_features;
+    for p in cargo.package.iter().filter(|p| plain(p) && !features_given) {
+        if !meta.packages.iter().any(|k| k.name.as_str() == p) {
             let mut known: Vec<String> = meta.workspace_packages().iter().map(|p| p.name.to_string()).collect();
             known.sort();
-            return Err(CliError::NoSuchSelection { flag: "--package", name: p.clone(), what: "package", known });
+            return Err(CliError::NoSuchSelection {
+                flag: "--package",
+                name: p.clone(),
+                what: "package",
+                among: "this workspace or its dependencies",
+                known,
+            });
         }
     }
-    let members = meta.workspace_packages();
     for (flag, names, kind, what) in [
         ("--bin", &cargo.bin, cargo_metadata::TargetKind::Bin, "binary"),
         ("--example", &cargo.example, cargo_metadata::TargetKind::Example, "example"),
         ("--test", &cargo.test, cargo_metadata::TargetKind::Test, "test target"),
         ("--bench", &cargo.bench, cargo_metadata::TargetKind::Bench, "bench target"),
     ] {
-        let mut known: Vec<String> = members
-            .iter()
-            .flat_map(|p| p.targets.iter())
-            .filter(|t| t.kind.contains(&kind))
-            .map(|t| t.name.clone())
-            .collect();
-        known.sort();
-        known.dedup();
+        let of_all = |p: &&cargo_metadata::Package| -> Vec<String> {
+            p.targets.iter().filter(|t| t.kind.contains(&kind)).map(|t| t.name.clone()).collect()
+        };
         // cargo takes glob patterns for target names too.
         for n in names.iter().filter(|n| !n.contains(['*', '?', '['])) {
-            if !known.iter().any(|k| k == n) {
-                return Err(CliError::NoSuchSelection { flag, name: n.clone(), what, known });
+            if !meta.packages.iter().flat_map(|p| of_all(&p)).any(|k| &k == n) {
+                // The list shows the workspace's own targets of that kind.
+                let mut known: Vec<String> = meta.workspace_packages().iter().flat_map(of_all).collect();
+                known.sort();
+                known.dedup();
+                return Err(CliError::NoSuchSelection {
+                    flag,
+                    name: n.clone(),
+                    what,
+                    among: "this workspace or its dependencies",
+                    known,
+                });
             }
         }
     }

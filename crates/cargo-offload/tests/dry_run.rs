@@ -609,20 +609,37 @@ fn bad_input_is_rejected_before_any_build() {
         &["build", "-p", "fixture_bin_onyl"],
         &[],
         &[
-            "error: `--package fixture_bin_onyl` names no package of this workspace",
+            "error: `--package fixture_bin_onyl` names no package of this workspace or its dependencies",
             "did you mean `fixture_bin_only`?",
-            "the packages are: fixture_bin_only",
+            "the workspace's packages are: fixture_bin_only",
         ],
     );
     rejected(
         &["build", "--bin", "nope"],
         &[],
-        &["error: `--bin nope` names no binary of this workspace", "the binaries are: fixture_bin_only"],
+        &[
+            "error: `--bin nope` names no binary of this workspace or its dependencies",
+            "the workspace's binaries are: fixture_bin_only",
+        ],
     );
+    // What cargo accepts is not refused: a dependency's package, a glob,
+    // and a package the metadata may lack because features enable it.
+    for args in [
+        &["build", "--dry-run", "-p", "offload"][..],
+        &["build", "--dry-run", "-p", "fixture_*"],
+        &["build", "--dry-run", "-p", "some-optional-dep", "-F", "some-feature"],
+        &["build", "--dry-run", "--bin", "fixture_*"],
+    ] {
+        let (code, _, stderr) = f.offload(args, &[]);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+    }
     rejected(
         &["run", "--example", "demo"],
         &[],
-        &["error: `--example demo` names no example of this workspace", "the workspace has no example"],
+        &[
+            "error: `--example demo` names no example of this workspace or its dependencies",
+            "the workspace itself has no example",
+        ],
     );
     f.edit_manifest(|s| {
         s.replace("[dependencies]", "[package.metadata.offload]\narchs = [\"sm_80\"]\n\n[dependencies]")
