@@ -63,6 +63,37 @@ for k in (16, 20):
             print(f"| 2^{k} | {g} | {mo:.3f} | {mc:.3f} | {mo / mc:.3f} |")
 EOF
 fi
+# PARTS=foreign: nvcc's `inc` and ours (the image's PTX, which the build
+# copies into DIR), replayed with the driver API alone inside async-bench's
+# process (--foreign, src/foreign.rs): before offload starts, after its
+# graph replay, and on offload's buffers and queue stream. The same
+# harness steps as foreign-kernel.cu, in the runtime's process: tells
+# whether the runtime's extra cost per kernel node follows the process or
+# offload's objects.
+if [[ $parts == *" foreign "* ]]; then
+    "$nvcc" -O3 -arch=sm_90 -ptx -o "$dir/async-cuda.ptx" "$root/bench/cuda/async.cu" || exit 1
+    sym=$(grep -o '__offload_kernel_async_bench_inc_[0-9A-Za-z_]*' "$dir/async-bench.ptx" | head -1)
+    for r in $(seq 1 "${ROUNDS:-2}"); do
+        for k in 16 20; do
+            one "foreign-k$k" "$dir/async-bench" --only launches --log2-elems $k \
+                --foreign "$dir/async-cuda.ptx:inc:4:nvcc" --foreign "$dir/async-bench.ptx:$sym:5:ours"
+            one "cuda-k$k" "$dir/async-cuda" --only launches --log2-elems $k
+        done
+    done
+    python3 - "$rows" <<'EOF'
+import csv, statistics, sys
+from collections import defaultdict
+v = defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    side, _, k = r["variant"].partition("-")
+    if r["metric"] == "us_per_launch" and side in ("foreign", "cuda"):
+        v[(k, side + ": " + r["case"])].append(float(r["value"]))
+print("| floats | side: case | µs per launch (median) |")
+print("|---|---|---:|")
+for (k, c), xs in sorted(v.items()):
+    print(f"| 2^{k[1:]} | {c} | {statistics.median(xs):.3f} |")
+EOF
+fi
 [[ $parts == *" hypotheses "* ]] || exit 0
 for r in $(seq 1 "${ROUNDS:-2}"); do
     echo "round $r"

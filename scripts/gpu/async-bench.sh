@@ -29,6 +29,9 @@ build() { # dir
         # Symbols only: the device image is an allocated section and stays.
         strip "$out/$b"
     done
+    # The device image's PTX, for bench/async/graph-gap.sh's foreign-kernel
+    # replays (PARTS=foreign).
+    cp "target/offload/nvptx64-nvidia-cuda-$arch/nvptx64-nvidia-cuda/release/async-bench.ptx" "$out/" 2>/dev/null || true
     {
         echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo ' (with uncommitted changes)')"
         echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), arch $arch"

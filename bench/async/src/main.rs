@@ -140,6 +140,12 @@ mod host {
         /// replay from the kernel nodes themselves)
         #[arg(long, hide = true)]
         pub raw_capture_dot: Option<std::path::PathBuf>,
+        /// `PTX:SYMBOL:PARAMS[:LABEL]` (repeatable): replay that kernel
+        /// with the driver API alone, in this process, before offload
+        /// starts, after its graph replay, and on its buffers and queue
+        /// (`graph-gap.sh`, see src/foreign.rs)
+        #[arg(long, hide = true)]
+        pub foreign: Vec<String>,
         /// MiB through the pipeline
         #[arg(long, default_value_t = 1024)]
         pub mib: usize,
@@ -308,6 +314,26 @@ mod host {
             }
         }
         drop(graph);
+        // The foreign kernels, after offload's replay: in offload's
+        // context on their own objects, then on offload's buffers and
+        // queue stream.
+        for spec in &foreign_specs(a) {
+            q.synchronize()?;
+            let (g, r) = (gl as u32, (l / gl) as u32);
+            let (t, ok) = crate::foreign::replay(spec, n, g, r, a.reps, None, None);
+            let case = format!("foreign_after_{}", spec.label);
+            out.row(bench, &case, n, "us_per_launch", t);
+            out.valid(bench, &case, n, ok, "the foreign chain's result differs");
+            let on = crate::foreign::Borrowed {
+                x: x.cu_deviceptr().expect("needs the GPU"),
+                y: y.cu_deviceptr().expect("needs the GPU"),
+                stream: q.cu_stream().expect("needs the GPU"),
+            };
+            let (t, ok) = crate::foreign::replay(spec, n, g, r, a.reps, Some(&on), None);
+            let case = format!("foreign_on_offload_{}", spec.label);
+            out.row(bench, &case, n, "us_per_launch", t);
+            out.valid(bench, &case, n, ok, "the foreign chain's result differs");
+        }
         if let Some(path) = &a.raw_capture_dot {
             x.copy_from_slice(&init)?;
             let t = raw_capture(&q, gl as u32, (l / gl) as u32, a.reps, path, || {
@@ -683,7 +709,37 @@ mod host {
         Ok(())
     }
 
+    fn foreign_specs(a: &Args) -> Vec<crate::foreign::Spec> {
+        a.foreign
+            .iter()
+            .map(|s| {
+                crate::foreign::Spec::parse(s).unwrap_or_else(|e| {
+                    eprintln!("error: {e}");
+                    std::process::exit(2)
+                })
+            })
+            .collect()
+    }
+
     pub fn run(a: Args) -> R<bool> {
+        // The foreign kernels before offload has touched the GPU (the
+        // harness's situation, in this process).
+        let specs = foreign_specs(&a);
+        if !specs.is_empty() {
+            crate::foreign::enter();
+            let n = 1usize << a.log2_elems;
+            let (g, r) = (a.graph_len, a.launches / a.graph_len);
+            for spec in &specs {
+                let (t, ok) = crate::foreign::replay(spec, n, g, r, a.reps, None, None);
+                let case = format!("foreign_before_{}", spec.label);
+                let o = Out { csv: a.csv, ok: true };
+                o.row("async_launch", &case, n, "us_per_launch", t);
+                if !ok {
+                    eprintln!("error: {case}: the foreign chain's result differs");
+                    std::process::exit(1);
+                }
+            }
+        }
         let b = offload::backend()?;
         if !a.csv {
             println!("Backend: {b}");
@@ -705,6 +761,9 @@ mod host {
         Ok(out.ok)
     }
 }
+
+#[cfg(not(offload_device))]
+mod foreign;
 
 #[offload::host]
 fn main() {
