@@ -73,12 +73,16 @@ fi
 if [[ $parts == *" foreign "* ]]; then
     "$nvcc" -O3 -arch=sm_90 -ptx -o "$dir/async-cuda.ptx" "$root/bench/cuda/async.cu" || exit 1
     sym=$(grep -o '__offload_kernel_async_bench_inc_[0-9A-Za-z_]*' "$dir/async-bench.ptx" | head -1)
+    # Checkpoints in each process: before offload starts, after its start
+    # (`init`), after its blocking, queued and graph runs; on offload's
+    # buffers and stream. OFFLOAD_GAP_SKIP (branch gap's runtime only)
+    # leaves start-up steps out: the per-thread stack limit, the panic slot.
     for r in $(seq 1 "${ROUNDS:-2}"); do
-        for k in 16 20; do
-            one "foreign-k$k" "$dir/async-bench" --only launches --log2-elems $k \
+        for skip in none stack slot stack,slot; do
+            one "foreign_${skip/,/+}-k16" env OFFLOAD_GAP_SKIP=$skip "$dir/async-bench" --only launches \
                 --foreign "$dir/async-cuda.ptx:inc:4:nvcc" --foreign "$dir/async-bench.ptx:$sym:5:ours"
-            one "cuda-k$k" "$dir/async-cuda" --only launches --log2-elems $k
         done
+        one "cuda-k16" "$dir/async-cuda" --only launches
     done
     python3 - "$rows" <<'EOF'
 import csv, statistics, sys
@@ -86,7 +90,7 @@ from collections import defaultdict
 v = defaultdict(list)
 for r in csv.DictReader(open(sys.argv[1])):
     side, _, k = r["variant"].partition("-")
-    if r["metric"] == "us_per_launch" and side in ("foreign", "cuda"):
+    if r["metric"] == "us_per_launch" and side.startswith(("foreign", "cuda")) and k.startswith("k"):
         v[(k, side + ": " + r["case"])].append(float(r["value"]))
 print("| floats | side: case | µs per launch (median) |")
 print("|---|---|---:|")

@@ -254,6 +254,9 @@ mod host {
             ok,
             "the chain's result differs from x + launches",
         );
+        if !a.foreign.is_empty() {
+            foreign_at(a, "blocking");
+        }
 
         // Queued: l launches on one queue, one synchronize.
         x.copy_from_slice(&init)?;
@@ -274,6 +277,10 @@ mod host {
                 t_all.push(t);
                 s_all.push(s);
             }
+        }
+        if !a.foreign.is_empty() {
+            q.synchronize()?;
+            foreign_at(a, "queued");
         }
         out.row(bench, "queued", n, "us_per_launch", per(&t_all));
         out.row(bench, "queued", n, "us_submit_per_launch", per(&s_all));
@@ -709,6 +716,22 @@ mod host {
         Ok(())
     }
 
+    /// Replays every `--foreign` kernel on its own objects now, as rows
+    /// `foreign_<stage>_<label>` (the bisection of graph-gap.sh PARTS=foreign).
+    fn foreign_at(a: &Args, stage: &str) {
+        let n = 1usize << a.log2_elems;
+        let (g, r) = (a.graph_len, a.launches / a.graph_len);
+        for spec in &foreign_specs(a) {
+            let (t, ok) = crate::foreign::replay(spec, n, g, r, a.reps, None, None);
+            let case = format!("foreign_{stage}_{}", spec.label);
+            Out { csv: a.csv, ok: true }.row("async_launch", &case, n, "us_per_launch", t);
+            if !ok {
+                eprintln!("error: {case}: the foreign chain's result differs");
+                std::process::exit(1);
+            }
+        }
+    }
+
     fn foreign_specs(a: &Args) -> Vec<crate::foreign::Spec> {
         a.foreign
             .iter()
@@ -723,24 +746,15 @@ mod host {
 
     pub fn run(a: Args) -> R<bool> {
         // The foreign kernels before offload has touched the GPU (the
-        // harness's situation, in this process).
-        let specs = foreign_specs(&a);
-        if !specs.is_empty() {
+        // harness's situation, in this process), then after its start.
+        if !a.foreign.is_empty() {
             crate::foreign::enter();
-            let n = 1usize << a.log2_elems;
-            let (g, r) = (a.graph_len, a.launches / a.graph_len);
-            for spec in &specs {
-                let (t, ok) = crate::foreign::replay(spec, n, g, r, a.reps, None, None);
-                let case = format!("foreign_before_{}", spec.label);
-                let o = Out { csv: a.csv, ok: true };
-                o.row("async_launch", &case, n, "us_per_launch", t);
-                if !ok {
-                    eprintln!("error: {case}: the foreign chain's result differs");
-                    std::process::exit(1);
-                }
-            }
+            foreign_at(&a, "before");
         }
         let b = offload::backend()?;
+        if !a.foreign.is_empty() {
+            foreign_at(&a, "init");
+        }
         if !a.csv {
             println!("Backend: {b}");
         }
