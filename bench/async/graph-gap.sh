@@ -78,8 +78,8 @@ if [[ $parts == *" foreign "* ]]; then
     # buffers and stream. OFFLOAD_GAP_SKIP (branch gap's runtime only)
     # leaves start-up steps out: the per-thread stack limit, the panic slot.
     for r in $(seq 1 "${ROUNDS:-2}"); do
-        for skip in none stack slot stack,slot; do
-            one "foreign_${skip/,/+}-k16" env OFFLOAD_GAP_SKIP=$skip "$dir/async-bench" --only launches \
+        for pre in ${PREWORK:-1:keep 1:destroy 2:keep}; do
+            one "foreign_pre${pre/:/_}-k16" env FOREIGN_PREWORK=$pre "$dir/async-bench" --only launches \
                 --foreign "$dir/async-cuda.ptx:inc:4:nvcc" --foreign "$dir/async-bench.ptx:$sym:5:ours"
         done
         one "cuda-k16" "$dir/async-cuda" --only launches

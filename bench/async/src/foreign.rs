@@ -176,3 +176,55 @@ pub fn replay(
     t.sort_by(|a, b| a.total_cmp(b));
     (t[t.len() / 2], ok)
 }
+
+/// `FOREIGN_PREWORK=K:keep|destroy` (graph-gap.sh): before offload starts,
+/// `K` streams of this process each run `launches` launches of `spec`'s
+/// kernel and are then kept alive or destroyed — the multi-stream
+/// hypothesis, with the driver API alone.
+pub fn prework(spec: &Spec, n: usize, how: &str, launches: u32) {
+    let (k, keep) = match how.split_once(':') {
+        Some((k, m)) => (k.parse::<usize>().unwrap_or_else(|_| fail(format!("FOREIGN_PREWORK={how}"))), m == "keep"),
+        None => fail(format!("FOREIGN_PREWORK={how}: expected K:keep|destroy")),
+    };
+    let mut image = std::fs::read(&spec.path).unwrap_or_else(|e| fail(format!("{}: {e}", spec.path)));
+    image.push(0);
+    let symbol = CString::new(spec.symbol.as_str()).unwrap_or_else(|_| fail("bad symbol".into()));
+    // SAFETY: driver calls on objects made here; params point at locals
+    // that outlive the launches (copied at each call); the streams are
+    // synchronized before anything is freed. Kept streams and the module
+    // live until the process ends (on purpose).
+    unsafe {
+        let mut m = std::ptr::null_mut();
+        ck(sys::cuModuleLoadData(&mut m, image.as_ptr() as *const c_void), "cuModuleLoadData");
+        let mut f = std::ptr::null_mut();
+        ck(sys::cuModuleGetFunction(&mut f, m, symbol.as_ptr()), "cuModuleGetFunction");
+        let (mut x, mut y) = (0, 0);
+        ck(sys::cuMemAlloc_v2(&mut x, n * 4), "cuMemAlloc");
+        ck(sys::cuMemAlloc_v2(&mut y, n * 4), "cuMemAlloc");
+        let mut len = n as u64;
+        let mut shape = 1u32;
+        let mut p: Vec<*mut c_void> = vec![
+            &mut x as *mut _ as *mut c_void,
+            &mut len as *mut _ as *mut c_void,
+            &mut y as *mut _ as *mut c_void,
+            &mut len as *mut _ as *mut c_void,
+            &mut shape as *mut _ as *mut c_void,
+        ];
+        p.truncate(spec.params);
+        let grid = n.div_ceil(256) as u32;
+        for _ in 0..k {
+            let mut s = std::ptr::null_mut();
+            ck(sys::cuStreamCreate(&mut s, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32), "cuStreamCreate");
+            for _ in 0..launches {
+                ck(
+                    sys::cuLaunchKernel(f, grid, 1, 1, 256, 1, 1, 0, s, p.as_mut_ptr(), std::ptr::null_mut()),
+                    "cuLaunchKernel",
+                );
+            }
+            ck(sys::cuStreamSynchronize(s), "cuStreamSynchronize");
+            if !keep {
+                ck(sys::cuStreamDestroy_v2(s), "cuStreamDestroy");
+            }
+        }
+    }
+}

@@ -750,6 +750,11 @@ mod host {
         if !a.foreign.is_empty() {
             crate::foreign::enter();
             foreign_at(&a, "before");
+            if let Ok(how) = std::env::var("FOREIGN_PREWORK") {
+                let spec = &foreign_specs(&a)[0];
+                crate::foreign::prework(spec, 1usize << a.log2_elems, &how, 1000);
+                foreign_at(&a, "prework");
+            }
         }
         let b = offload::backend()?;
         if !a.foreign.is_empty() {
