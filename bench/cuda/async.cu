@@ -82,6 +82,7 @@ struct Args {
   std::vector<int> queues = {1, 2, 3, 4};
   unsigned jacobi_n = 512, jacobi_steps = 500, reps = 5;
   size_t stack_bytes = 0; // 0: the CUDA default per-thread stack
+  unsigned extra_streams = 0;
   bool csv = false;
 };
 
@@ -483,7 +484,7 @@ static void usage(const char *argv0) {
   std::fprintf(stderr,
                "usage: %s [--only launches|overlap|jacobi] [--launches N] [--log2-elems K] [--graph-len G] [--mib M]\n"
                "       [--chunk-mib C] [--queues 1,2,3,4] [--jacobi-n N] [--jacobi-steps S] [--reps R] [--csv]\n"
-               "       [--stack-bytes B]\n",
+               "       [--stack-bytes B] [--extra-streams K]\n",
                argv0);
   std::exit(2);
 }
@@ -506,6 +507,7 @@ int main(int argc, char **argv) {
     else if (a == "--jacobi-steps") A.jacobi_steps = std::stoul(next());
     else if (a == "--reps") A.reps = std::stoul(next());
     else if (a == "--stack-bytes") A.stack_bytes = std::stoul(next());
+    else if (a == "--extra-streams") A.extra_streams = std::stoul(next());
     else if (a == "--queues") {
       A.queues.clear();
       std::string v = next();
@@ -523,6 +525,21 @@ int main(int argc, char **argv) {
   // offload sets an 8 KiB per-thread stack (its CU_LIMIT_STACK_SIZE); this
   // sets the same here, to see whether the limit alone changes a timing.
   if (A.stack_bytes) CU(cudaDeviceSetLimit(cudaLimitStackSize, A.stack_bytes));
+  // --extra-streams K: K more streams run a few kernels first and stay
+  // alive, as offload's runtime has streams of its own beside a queue's
+  // (graph-gap.sh: the per-node cost of graph replay follows the number of
+  // streams that have run work in the context).
+  if (A.extra_streams) {
+    float *d, *o;
+    CU(cudaMalloc(&d, 4 << 16));
+    CU(cudaMalloc(&o, 4 << 16));
+    for (unsigned k = 0; k < A.extra_streams; k++) {
+      cudaStream_t e;
+      CU(cudaStreamCreateWithFlags(&e, cudaStreamNonBlocking));
+      for (int i = 0; i < 10; i++) inc<<<256, BLOCK, 0, e>>>(d, 1 << 16, o, 1 << 16);
+      CU(cudaStreamSynchronize(e));
+    }
+  }
   if (!A.csv) {
     cudaDeviceProp p;
     CU(cudaGetDeviceProperties(&p, 0));

@@ -157,8 +157,14 @@ impl Cuda {
             .map_err(|e| Unusable::Failed(driver_error("cuCtxSetCurrent", None, e)))?;
 
         let (module, loaded) = load_with_fallback(all, chosen, major, minor)?;
-        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
-            .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?;
+        // EXPERIMENT (branch gap): OFFLOAD_GAP_NULL_STREAM=1, the legacy
+        // stream for blocking work instead of a stream of its own.
+        let stream = if std::env::var_os("OFFLOAD_GAP_NULL_STREAM").is_some() {
+            core::ptr::null_mut()
+        } else {
+            result::stream::create(result::stream::StreamKind::NonBlocking)
+                .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?
+        };
         // EXPERIMENT (branch gap only, graph-gap bisection): OFFLOAD_GAP_SKIP
         // = a list of stack, probe, slot: leave that start-up step out.
         let skip = std::env::var("OFFLOAD_GAP_SKIP").unwrap_or_default();
