@@ -104,6 +104,9 @@ def summarize_async(data, add, rows):
             None, higher=False, note="information: the driver call offload makes")
         add(g, "graph replay", get(b, "offload", "graph", m), get(b, "cuda", "graph", m), u,
             TARGETS["async_graph"], higher=False, note="a graph of --graph-len (100) launches, replayed")
+        add(g, "graph replay vs CUDA C with one more stream", get(b, "offload", "graph", m),
+            get(b, "cuda_x1", "graph", m), u, None, higher=False,
+            note="information: CUDA C after a second stream ran work, as offload's blocking API's stream has")
         add(g, "blocking launch (C: launch + sync)", get(b, "offload", "blocking", m), get(b, "cuda", "blocking", m), u,
             None, higher=False, note="information: today's blocking launch")
         for case, cc in [("queued", "queued"), ("queued", "queued_driver"), ("graph", "graph")]:
@@ -138,6 +141,10 @@ def summarize_async(data, add, rows):
                                 ("graph_2", None, "information: a graph of 2 steps, replayed"),
                                 ("blocking", None, "information: launch + sync per step")]:
             add(g, case, get(b, "offload", case, m), get(b, "cuda", case, m), u, tgt, higher=False, note=note)
+            if case == "graph_all":
+                add(g, "graph_all vs CUDA C with one more stream", get(b, "offload", case, m),
+                    get(b, "cuda_x1", case, m), u, None, higher=False,
+                    note="information: CUDA C after a second stream ran work")
     for impl in ["offload", "cuda"]:
         vals = [v for k, vs in data.items() if k[0].startswith("async_") and k[1] == impl and k[5] == "valid" for v in vs]
         if vals:

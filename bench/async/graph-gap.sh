@@ -13,6 +13,12 @@
 #   in the Jacobi kernel: ours with --jacobi-unchecked;
 # - per-kernel GPU time, registers and occupancy: ncu on a few launches of
 #   each kernel (needs ncu; skipped without it).
+# PARTS (default "hypotheses ncu") also takes `shapes`, `foreign` and
+# `streams`, described where they run below. What they found (2026-12-01/02,
+# bench/results/2026-12-02-graph-gap): the stack limit and the panic slot
+# change nothing; Rust's kernel code costs ~0.10 µs per node; the rest
+# (~0.18 µs per node) is the CUDA driver's, once a second stream of the
+# context has run work, in CUDA C as well (PARTS=streams).
 # Rows go to $OUT/graph-gap/rows.csv (variant,<the programs' CSV row>),
 # ncu's to $OUT/graph-gap/ncu-*.csv; the table is printed at the end.
 set -uo pipefail
@@ -75,11 +81,13 @@ if [[ $parts == *" foreign "* ]]; then
     sym=$(grep -o '__offload_kernel_async_bench_inc_[0-9A-Za-z_]*' "$dir/async-bench.ptx" | head -1)
     # Checkpoints in each process: before offload starts, after its start
     # (`init`), after its blocking, queued and graph runs; on offload's
-    # buffers and stream. OFFLOAD_GAP_SKIP (branch gap's runtime only)
-    # leaves start-up steps out: the per-thread stack limit, the panic slot.
+    # buffers and stream. FOREIGN_PREWORK=K:keep|destroy: before offload
+    # starts, K more streams run work (kept alive or destroyed).
     for r in $(seq 1 "${ROUNDS:-2}"); do
-        for pre in ${PREWORK:-1:keep 1:destroy 2:keep}; do
-            one "foreign_pre${pre/:/_}-k16" env FOREIGN_PREWORK=$pre "$dir/async-bench" --only launches \
+        for pre in ${PREWORK:-none 1:keep 1:destroy 2:keep}; do
+            env=()
+            [ "$pre" = none ] || env=(FOREIGN_PREWORK=$pre)
+            one "foreign_pre${pre/:/_}-k16" env "${env[@]}" "$dir/async-bench" --only launches \
                 --foreign "$dir/async-cuda.ptx:inc:4:nvcc" --foreign "$dir/async-bench.ptx:$sym:5:ours"
         done
         one "cuda-k16" "$dir/async-cuda" --only launches
@@ -96,6 +104,37 @@ print("| floats | side: case | µs per launch (median) |")
 print("|---|---|---:|")
 for (k, c), xs in sorted(v.items()):
     print(f"| 2^{k[1:]} | {c} | {statistics.median(xs):.3f} |")
+EOF
+fi
+# PARTS=streams: ours against CUDA C with 0 to 3 more streams that have
+# run work (async.cu --extra-streams K), launches and Jacobi, ROUNDS
+# rounds: the per-node cost of graph replay follows the streams a context
+# has used, in CUDA C as in offload.
+if [[ $parts == *" streams "* ]]; then
+    for r in $(seq 1 "${ROUNDS:-2}"); do
+        for part in launches jacobi; do
+            one ours "$dir/async-bench" --only $part
+            for k in 0 1 2 3; do
+                one "cuda-x$k" "$dir/async-cuda" --only $part --extra-streams $k
+            done
+        done
+    done
+    python3 - "$rows" <<'EOF'
+import csv, statistics, sys
+from collections import defaultdict
+v = defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["metric"] in ("us_per_launch", "us_per_step") and r["variant"] in ("ours",) + tuple(f"cuda-x{k}" for k in range(4)):
+        v[(r["bench"], r["case"], r["variant"])].append(float(r["value"]))
+cols = ["ours", "cuda-x0", "cuda-x1", "cuda-x2", "cuda-x3"]
+print("| bench | case | " + " | ".join(cols) + " | ours / x0 | ours / x1 |")
+print("|---|---|" + "---:|" * (len(cols) + 2))
+for b, c in sorted({(b, c) for b, c, _ in v}):
+    m = {x: statistics.median(v[(b, c, x)]) for x in cols if v.get((b, c, x))}
+    cells = [f"{m[x]:.3f}" if x in m else "" for x in cols]
+    r0 = f"{m['ours'] / m['cuda-x0']:.3f}" if "ours" in m and "cuda-x0" in m else ""
+    r1 = f"{m['ours'] / m['cuda-x1']:.3f}" if "ours" in m and "cuda-x1" in m else ""
+    print(f"| {b} | {c} | " + " | ".join(cells) + f" | {r0} | {r1} |")
 EOF
 fi
 [[ $parts == *" hypotheses "* ]] || exit 0

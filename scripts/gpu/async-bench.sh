@@ -93,6 +93,12 @@ run() { # dir
             one "$r" "CUDA C" "$dir/async-cuda"
             one "$r" offload env OFFLOAD_DEVICE="$device" "$dir/async-bench"
         fi
+        # CUDA C with one more stream that has run work, as offload's
+        # blocking API has beside a queue: the driver's cost per graph
+        # kernel node rises with it (bench/README.md, "the graph gap").
+        for part in launches jacobi; do
+            one "$r" "CUDA C, one more stream, $part" "$dir/async-cuda" --only $part --extra-streams 1
+        done
     done
     echo "invalid results (rows 'valid' = 0): $(grep -c ',valid,0' "$raw")"
     gpu_check "async-bench: every variant's result is exact, ours and CUDA's" 0 -- \

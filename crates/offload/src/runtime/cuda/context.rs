@@ -157,26 +157,13 @@ impl Cuda {
             .map_err(|e| Unusable::Failed(driver_error("cuCtxSetCurrent", None, e)))?;
 
         let (module, loaded) = load_with_fallback(all, chosen, major, minor)?;
-        // EXPERIMENT (branch gap): OFFLOAD_GAP_NULL_STREAM=1, the legacy
-        // stream for blocking work instead of a stream of its own.
-        let stream = if std::env::var_os("OFFLOAD_GAP_NULL_STREAM").is_some() {
-            core::ptr::null_mut()
-        } else {
-            result::stream::create(result::stream::StreamKind::NonBlocking)
-                .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?
-        };
-        // EXPERIMENT (branch gap only, graph-gap bisection): OFFLOAD_GAP_SKIP
-        // = a list of stack, probe, slot: leave that start-up step out.
-        let skip = std::env::var("OFFLOAD_GAP_SKIP").unwrap_or_default();
-        let stack_bytes = if skip.contains("stack") {
-            1024
-        } else {
-            recover::configure_context().map_err(Unusable::Failed)?
-        };
+        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| Unusable::Failed(driver_error("cuStreamCreate", None, e)))?;
+        let stack_bytes = recover::configure_context().map_err(Unusable::Failed)?;
         // After the limit: the recursion checks' floor depends on it.
-        let stack_probe = if skip.contains("probe") { Some(false) } else { recover::has_stack_probe(all, &loaded) };
+        let stack_probe = recover::has_stack_probe(all, &loaded);
         recover::install_stack_floor(module, stream, stack_probe).map_err(Unusable::Failed)?;
-        let panic = if skip.contains("slot") { None } else { PanicSlot::install(module) };
+        let panic = PanicSlot::install(module);
 
         let description = describe(&device, mem, &loaded);
         let kernels = loaded.kernel_names().map(String::from).collect();
