@@ -31,7 +31,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 use std::vec::Vec;
 
-use super::backend::{Backend, BackendInfo, BackendKind};
+use super::backend::Backend;
+use super::info::{BackendInfo, BackendKind};
 use super::{images, limits};
 use crate::device::config::LaunchConfig;
 use crate::device::dim::Dim3;

@@ -4,7 +4,7 @@
 
 use std::format;
 
-use super::device;
+use super::device_backend;
 use super::error::{Error, Result};
 use super::select::{self, current_device};
 use super::spec::{self, ArgSpec, KernelInfo};
@@ -30,7 +30,7 @@ pub fn launch(
     crate::runtime::queue::graph::refuse_blocking_in_capture(kernel)?;
     let device = current_device()?;
     let backend = device.backend()?;
-    device::check_args(kernel, device, args)?;
+    device_backend::check_args(kernel, device, args)?;
     // Buffers with pending queued work: the launch comes after it (and a
     // graph replay enqueued meanwhile after the launch: see `queue::graph`).
     let _replays = crate::runtime::queue::graph::hold();

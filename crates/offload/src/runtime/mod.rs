@@ -8,9 +8,11 @@
 //! | `args` | what a launcher accepts for slice parameters ([`SliceArg`], [`SliceArgMut`]) |
 //! | `buffer`, `pinned` | device-resident and page-locked memory |
 //! | `error` | [`Error`], everything a launch can report |
-//! | `device` | [`Device`]s: the GPUs and the host, peer access, the check that work gets only its device's memory |
+//! | `device` | [`Device`]s: the GPUs and the host, what is known of them before they start |
+//! | `device_backend` | each device's backend, started at its first use; peer access; the check that work gets only its device's memory |
 //! | `select` | the device list, each thread's device and the default device (`OFFLOAD_DEVICE`, `OFFLOAD_HOST_DEVICES`) |
-//! | `backend` | the backend interface and [`BackendInfo`] |
+//! | `backend` | the backend interface |
+//! | `info` | [`BackendKind`] and [`BackendInfo`] |
 //! | `cuda` | the CUDA backend |
 //! | `host` | the host fallback's backend (blocks on worker threads; the threads of a block in `hostsim`) |
 //! | `images`, `limits` | the embedded device images; per-block limits both backends check |
@@ -31,10 +33,12 @@ mod backend;
 mod buffer;
 pub(crate) mod cuda;
 pub(crate) mod device;
+pub(crate) mod device_backend;
 pub mod error;
 pub(crate) mod host;
 pub(crate) mod host_queue;
 mod images;
+mod info;
 pub(crate) mod launch;
 mod limits;
 mod pinned;
@@ -44,9 +48,9 @@ pub(crate) mod spec;
 
 pub use args::{SliceArg, SliceArgMut};
 pub(crate) use backend::Backend;
-pub use backend::{BackendInfo, BackendKind};
 pub use buffer::DeviceBuffer;
 pub use device::Device;
 pub use error::{Error, Result};
+pub use info::{BackendInfo, BackendKind};
 pub use pinned::{Mapped, MappedMut, PinnedBuffer};
 pub use select::{backend, current_device, devices, set_device};

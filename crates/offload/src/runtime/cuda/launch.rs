@@ -16,8 +16,9 @@ use super::error::driver_error;
 use super::memory::Allocations;
 use super::recover;
 use crate::device::config::LaunchConfig;
-use crate::runtime::backend::{Backend, BackendInfo};
+use crate::runtime::backend::Backend;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::info::BackendInfo;
 use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
 
 impl Backend for Cuda {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::track::{self, Resource, Tracker};
 use super::{graph, Imp, Queue, QueueInner};
-use crate::runtime::device::check_buffer;
 use crate::runtime::device::Device;
+use crate::runtime::device_backend::check_buffer;
 use crate::runtime::error::{Error, Result};
 use crate::{BackendKind, DeviceBuffer, DeviceCopy, PinnedBuffer};
 

@@ -9,7 +9,7 @@ use super::scope::{Scope, ScopeState};
 use super::track::{self, Resource};
 use super::{Imp, Queue, QueueInner};
 use crate::runtime::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
-use crate::runtime::device::Concrete;
+use crate::runtime::device_backend::Concrete;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::host::Host;
 use crate::runtime::select;
@@ -199,7 +199,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         return Ok(());
     }
     let backend = queue.device.concrete()?;
-    crate::runtime::device::check_args(kernel, queue.device, args)?;
+    crate::runtime::device_backend::check_args(kernel, queue.device, args)?;
     trace_queued(kernel, queue, &cfg);
     let _replays = super::graph::hold();
     let buffers = spec::tracked(args);

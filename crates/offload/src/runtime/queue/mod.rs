@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::runtime::cuda::queue::{elapsed_ms, CudaQueue, Fence, TimedEvent};
-use crate::runtime::device::{Concrete, Device};
+use crate::runtime::device::Device;
+use crate::runtime::device_backend::Concrete;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::host_queue::HostQueue;
 use crate::runtime::select::current_device;
