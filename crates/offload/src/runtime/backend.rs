@@ -5,7 +5,8 @@
 
 use super::error::Result;
 use super::info::BackendInfo;
-use super::spec::{ArgSpec, KernelInfo};
+use super::kernel::KernelInfo;
+use super::spec::ArgSpec;
 use crate::device::config::LaunchConfig;
 
 /// The backend interface: the generic front in `launch.rs` validates and

@@ -20,7 +20,8 @@ use super::device::{Device, DeviceId, Entry};
 use super::error::{Error, Result};
 use super::host::Host;
 use super::info::BackendInfo;
-use super::spec::{ArgKind, ArgSpec, KernelInfo};
+use super::kernel::KernelInfo;
+use super::spec::{ArgKind, ArgSpec};
 
 /// A device's state once the runtime uses it.
 struct Started {

@@ -41,7 +41,8 @@ use crate::hostsim::block::Executor;
 use crate::hostsim::failure::{self, Abort, BlockFailure, PanicRecord};
 use crate::hostsim::stack_guard::{self, KernelName};
 use crate::runtime::error::{Error, Result};
-use crate::runtime::spec::{ArgSpec, KernelInfo};
+use crate::runtime::kernel::KernelInfo;
+use crate::runtime::spec::ArgSpec;
 
 mod pool;
 

@@ -6,8 +6,9 @@ use std::format;
 
 use super::device_backend;
 use super::error::{Error, Result};
+use super::kernel::KernelInfo;
 use super::select::{self, current_device};
-use super::spec::{self, ArgSpec, KernelInfo};
+use super::spec::{self, ArgSpec};
 use crate::device::config::LaunchConfig;
 
 /// Launches `kernel`: validates `cfg`, then runs it on this thread's device

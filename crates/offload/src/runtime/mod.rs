@@ -4,7 +4,7 @@
 //! | module | what |
 //! | --- | --- |
 //! | `launch` | the generic front of every launch (validate, trace, hand over to the backend) |
-//! | `spec` | what a generated launcher describes: the kernel and how each argument travels |
+//! | `kernel`, `spec` | what a generated launcher describes: the kernel; how each argument travels |
 //! | `args` | what a launcher accepts for slice parameters ([`SliceArg`], [`SliceArgMut`]) |
 //! | `buffer`, `pinned` | device-resident and page-locked memory |
 //! | `error` | [`Error`], everything a launch can report |
@@ -39,6 +39,7 @@ pub(crate) mod host;
 pub(crate) mod host_queue;
 mod images;
 mod info;
+pub(crate) mod kernel;
 pub(crate) mod launch;
 mod limits;
 mod pinned;

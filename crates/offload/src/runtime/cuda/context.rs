@@ -33,8 +33,8 @@ use super::staging::Transfers;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::images;
 use crate::runtime::info::{BackendInfo, BackendKind};
+use crate::runtime::kernel::KernelInfo;
 use crate::runtime::limits;
-use crate::runtime::spec::KernelInfo;
 
 pub(super) struct State {
     pub(super) ctx: sys::CUcontext,

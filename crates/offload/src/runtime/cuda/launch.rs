@@ -19,7 +19,8 @@ use crate::device::config::LaunchConfig;
 use crate::runtime::backend::Backend;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::info::BackendInfo;
-use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
+use crate::runtime::kernel::KernelInfo;
+use crate::runtime::spec::{ArgKind, ArgSpec};
 
 impl Backend for Cuda {
     fn info(&self) -> &BackendInfo {

@@ -12,8 +12,9 @@ use crate::runtime::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
 use crate::runtime::device_backend::Concrete;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::host::Host;
+use crate::runtime::kernel::KernelInfo;
 use crate::runtime::select;
-use crate::runtime::spec::{self, ArgSpec, KernelInfo};
+use crate::runtime::spec::{self, ArgSpec};
 use crate::{DeviceBuffer, DeviceCopy, LaunchConfig, MapElem};
 use std::sync::Arc;
 

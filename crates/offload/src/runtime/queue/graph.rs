@@ -22,7 +22,7 @@ use super::track::{self, Resource, Use};
 use super::{Imp, Queue, QueueInner};
 use crate::runtime::cuda::queue::graph::CudaGraph;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::spec::KernelInfo;
+use crate::runtime::kernel::KernelInfo;
 use crate::{DeviceBuffer, DeviceCopy};
 
 /// A recorded host operation, re-runnable (a graph replays it).

@@ -49,8 +49,9 @@ use cudarc::driver::sys;
 use super::context::Cuda;
 use super::error::driver_error;
 use crate::runtime::error::{Error, Result};
+use crate::runtime::kernel::KernelInfo;
 use crate::runtime::queue::progress::Progress;
-use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
+use crate::runtime::spec::{ArgKind, ArgSpec};
 use crate::LaunchConfig;
 
 pub(crate) use event::{elapsed_ms, Fence, TimedEvent};
