@@ -28,13 +28,13 @@ pub fn launch(
     if cfg.threads() == 0 {
         return Ok(());
     }
-    crate::runtime::queue::graph::refuse_blocking_in_capture(kernel)?;
+    crate::runtime::queue::capture::refuse_blocking_in_capture(kernel)?;
     let device = current_device()?;
     let backend = device.backend()?;
     device_backend::check_args(kernel, device, args)?;
     // Buffers with pending queued work: the launch comes after it (and a
     // graph replay enqueued meanwhile after the launch: see `queue::graph`).
-    let _replays = crate::runtime::queue::graph::hold();
+    let _replays = crate::runtime::queue::capture::hold();
     for (res, write) in spec::tracked(args) {
         res.tracker.wait_host(write);
     }
