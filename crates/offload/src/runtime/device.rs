@@ -42,13 +42,13 @@ pub(crate) enum DeviceId {
 /// What is known of a device before it starts (its backend, once started,
 /// is `device_backend`'s, found by `index`).
 pub(crate) struct Entry {
-    /// Position in [`devices`].
+    /// Position in [`devices`](crate::devices).
     pub(crate) index: usize,
     pub(crate) id: DeviceId,
     pub(crate) name: String,
     pub(crate) compute_capability: Option<(u32, u32)>,
     pub(crate) memory_bytes: u64,
-    /// How many devices the process has (the length of [`devices`]).
+    /// How many devices the process has (the length of [`devices`](crate::devices)).
     pub(crate) count: usize,
 }
 
@@ -68,8 +68,8 @@ impl Entry {
 }
 
 /// One device that runs kernels: a CUDA GPU or the host CPU (the host
-/// fallback). Get them from [`devices`]; choose one for a thread with
-/// [`set_device`], for a queue with [`Queue::on_device`](crate::Queue::on_device),
+/// fallback). Get them from [`devices`](crate::devices); choose one for a thread with
+/// [`set_device`](crate::set_device), for a queue with [`Queue::on_device`](crate::Queue::on_device),
 /// for a buffer with [`DeviceBuffer::zeroed_on`](crate::DeviceBuffer::zeroed_on).
 ///
 /// `Copy`, `Send + Sync`; two `Device`s are equal if they are the same
@@ -103,7 +103,7 @@ impl core::fmt::Debug for Device {
 }
 
 impl Device {
-    /// Its position in [`devices`].
+    /// Its position in [`devices`](crate::devices).
     pub fn index(&self) -> usize {
         self.0.index
     }

@@ -22,7 +22,7 @@ pub struct KernelInfo {
     /// For one instantiation of a generic kernel, its type arguments as the
     /// host binary's symbols spell them (`f32`, `f64, app::Vec3`); else "".
     pub instance: &'static str,
-    /// The parameters' names, in order (one per [`ArgSpec`] of a launch),
+    /// The parameters' names, in order (one per [`ArgSpec`](crate::__private::ArgSpec) of a launch),
     /// for errors that name an argument.
     pub params: &'static [&'static str],
 }

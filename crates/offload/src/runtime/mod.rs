@@ -22,11 +22,27 @@
 //! Who calls whom: a generated launcher (through `__private`) maps its
 //! arguments with `args` and `spec` and calls `launch::launch`, which takes
 //! the thread's device from `select`, checks its arguments' devices
-//! (`device`) and calls the device's backend's `launch_impl`; `buffer`, `pinned` and
+//! (`device_backend`) and calls the device's backend's `launch_impl`; `buffer`, `pinned` and
 //! device globals (`device::global`) call their device's memory operations
-//! the same way. `select` lists the devices; `device` starts a device's
+//! the same way. `select` lists the devices; `device_backend` starts a device's
 //! `cuda::Cuda` or `host::Host` at its first use; both implement
 //! `backend::Backend`, read `images` and check `limits`.
+//!
+//! Layers, each importing only those below it (`scripts/module-cycles.py`
+//! checks that no files import each other, as cudarc's `sys` → `result` →
+//! safe API):
+//!
+//! 1. plain data: `info`, `kernel`, `images`, `limits`, `cuda::peer_support`;
+//! 2. `device` (the handles), then `error`, which names devices;
+//! 3. the backends' lower halves: the CUDA context, probe and recovery, a CUDA
+//!    queue's stream and events (`cuda::queue`), `host_queue`, `queue::progress`;
+//! 4. a queue's shared state (`queue::inner`), buffers' pending work
+//!    (`queue::track`), what a launch describes (`spec`, which names tracked
+//!    memory), the `backend` interface and its implementations (`cuda`'s
+//!    launch paths, `host`);
+//! 5. `device_backend` (each device's started backend), `select`;
+//! 6. the memory types (`buffer`, `pinned`, `args`), `launch`, and the rest
+//!    of `queue` (captures, queues, events, queued work, graphs, futures).
 
 pub(crate) mod args;
 mod backend;

@@ -64,7 +64,7 @@ impl Queue {
 /// host fallback a marker the worker reaches).
 ///
 /// `Send + Sync`; [`Queue::wait`] on any queue, any number of times.
-/// `.await` it (see [`Wait`]), or [`synchronize`](Self::synchronize).
+/// `.await` it (see [`Wait`](crate::Wait)), or [`synchronize`](Self::synchronize).
 pub struct Event {
     pub(crate) queue: Arc<QueueInner>,
     pub(crate) seq: u64,

@@ -25,7 +25,7 @@ use crate::runtime::select::current_device;
 /// [`memcpy_dtoh`](Self::memcpy_dtoh) and [`memcpy_dtod`](Self::memcpy_dtod);
 /// all return as soon as the work is enqueued. Work on one queue runs in
 /// the order it was enqueued (CUDA stream semantics); work on different
-/// queues is ordered by [`Event`]s, and by the buffers both use (see
+/// queues is ordered by [`Event`](crate::Event)s, and by the buffers both use (see
 /// `docs/async.md`, section 3). Errors of the work arrive at the next
 /// [`synchronize`](Self::synchronize) (section 5).
 ///
@@ -53,8 +53,8 @@ impl Queue {
     /// many, run at the same time.
     ///
     /// # Errors
-    /// The device's start error ([`Device::info`]); [`Error::Driver`] if
-    /// `cuStreamCreate` fails; [`Error::Queue`] if the host fallback cannot
+    /// The device's start error ([`Device::info`]); [`Error::Driver`](crate::Error::Driver) if
+    /// `cuStreamCreate` fails; [`Error::Queue`](crate::Error::Queue) if the host fallback cannot
     /// start the worker thread.
     pub fn on_device(device: Device) -> Result<Queue> {
         let backend = device.concrete()?;
@@ -82,7 +82,7 @@ impl Queue {
     /// kernel (`docs/async.md`, section 5).
     ///
     /// # Errors
-    /// That error; [`Error::Queue`] inside [`capture`](Self::capture).
+    /// That error; [`Error::Queue`](crate::Error::Queue) inside [`capture`](Self::capture).
     pub fn synchronize(&self) -> Result<()> {
         refuse_in_capture(&self.inner, "synchronize a queue")?;
         let seq = *self.inner.lock_submit();

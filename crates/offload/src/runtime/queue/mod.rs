@@ -13,16 +13,19 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | `inner` | a queue's shared state and how one queue waits for another's work |
 //! | `progress` | how far a queue's work has come, and its pending error |
+//! | `inner` | a queue's shared state and how one queue waits for another's work |
 //! | `track` | buffers' pending work, as `(queue, sequence number)` pairs |
-//! | `capture` | what a capture in progress collects; what it refuses |
-//! | `handle` | [`Queue`] |
-//! | `event` | [`Event`] |
-//! | `enqueue`, `copy`, `scope` | queued launches and copies, scopes of borrowed host memory |
-//! | `graph`, `future`, `interop` | [`Graph`]s, futures ([`Wait`]), work of other libraries on a queue |
+//! | `capture` | what a capture in progress collects; what it refuses; the replay lock |
+//! | `handle`, `event` | [`Queue`], [`Event`] |
+//! | `copy`, `scope` | queued copies; scopes of borrowed host memory |
+//! | `graph` | [`Capture`], [`Graph`] |
+//! | `enqueue` | queued launches |
+//! | `future`, `interop` | futures ([`Wait`]); other libraries' work on a queue |
 //!
-//! Each row uses only rows above it (and the backends' halves).
+//! Each row uses only rows above it (and the backends' halves): the
+//! queue's state sits below the buffers whose pending work names it, and
+//! the captures, which hold buffers, above both.
 
 pub(crate) mod capture;
 pub(crate) mod copy;
