@@ -34,8 +34,9 @@ struct Started {
 }
 
 /// The state of every device of the process, by [`Device::index`]: made at
-/// the first use of any, as long as the device list (every `Device` comes
-/// from that one list, `select::devices`).
+/// the first use of any, one per device of the list (every `Device` the
+/// runtime starts comes from that one list, `select::devices`, whose length
+/// each entry keeps as `count`).
 static STARTED: OnceLock<Box<[Started]>> = OnceLock::new();
 
 fn started(device: Device) -> &'static Started {

@@ -25,8 +25,8 @@ pub(crate) struct QueueInner {
     pub(crate) progress: Arc<Progress>,
     pub(crate) imp: Imp,
     /// Whether a capture (`Queue::capture`) collects the queue's work now;
-    /// what it has collected is `capture`'s. Set and cleared with the
-    /// submit lock held.
+    /// what it has collected is `capture`'s. Set with the submit lock held,
+    /// which enqueueing holds while it reads it.
     pub(crate) capturing: AtomicBool,
 }
 
