@@ -12,10 +12,11 @@ pub use crate::{
     device::shared::host_shared_array,
     runtime::{
         args::{MapIn, MapInOut},
+        kernel::{Instances, KernelInfo},
         launch::{check_same_len, check_shape, launch},
         queue::enqueue::{launch_to, HostReferences, InScope, OutsideScope, Target},
         queue::track::graveyard_holds,
-        spec::{ArgSpec, Instances, KernelInfo},
+        spec::ArgSpec,
     },
 };
 

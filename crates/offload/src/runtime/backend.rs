@@ -1,62 +1,13 @@
 //! The backend interface: what the generic front of a launch (`launch`),
 //! the memory types (`buffer`, `pinned`) and device globals need from a
 //! backend, implemented by the CUDA backend (`cuda`) and the host fallback
-//! (`host`), and what describes a backend to the user ([`BackendInfo`]).
+//! (`host`). What describes a backend to the user is `info`'s.
 
-use std::string::String;
-
-use super::error::{Error, Result};
-use super::spec::{ArgSpec, KernelInfo};
+use super::error::Result;
+use super::info::BackendInfo;
+use super::kernel::KernelInfo;
+use super::spec::ArgSpec;
 use crate::device::config::LaunchConfig;
-
-/// Which kind of backend runs kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    /// An NVIDIA GPU through the CUDA driver API.
-    Cuda,
-    /// The host CPU (the host fallback).
-    Host,
-}
-
-impl core::fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            BackendKind::Cuda => "cuda",
-            BackendKind::Host => "host",
-        })
-    }
-}
-
-/// What runs this process's kernels; see [`backend`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackendInfo {
-    /// The backend kind.
-    pub kind: BackendKind,
-    /// A one-line description: the GPU's name, compute capability, memory,
-    /// driver version and the image loaded; or the host's worker threads.
-    pub description: String,
-    /// Units that run blocks concurrently: the GPU's streaming
-    /// multiprocessors (`CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`), or the
-    /// host fallback's worker threads. Sizes grids as CUDA code sizes them
-    /// from `cudaDeviceProp::multiProcessorCount`.
-    pub multiprocessors: u32,
-    /// Bytes of shared memory one block may use, static and dynamic
-    /// together: the GPU's opt-in limit
-    /// (`CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`, CUDA's
-    /// `cudaDeviceProp::sharedMemPerBlockOptin`, e.g. 232448 = 227 KiB on an
-    /// H200), or on the host fallback the same limit of the architecture the
-    /// binary's images were built for. A launch may ask for this much
-    /// dynamic shared memory minus the kernel's static shared memory; more
-    /// is [`Error::InvalidLaunch`] before anything runs. (The CUDA backend
-    /// makes the per-kernel opt-in above 48 KiB itself.)
-    pub shared_memory_per_block: u32,
-}
-
-impl core::fmt::Display for BackendInfo {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}: {}", self.kind, self.description)
-    }
-}
 
 /// The backend interface: the generic front in `launch.rs` validates and
 /// traces; a backend maps arguments and runs the kernel.
@@ -117,30 +68,4 @@ pub(crate) trait Backend: Send + Sync {
     /// image's global `symbol` of `bytes` bytes (CUDA `cuModuleGetGlobal`);
     /// `host` is the host fallback's storage for it.
     fn global(&self, symbol: &str, bytes: usize, host: *mut u8) -> Result<u64>;
-}
-
-/// Why the CUDA backend could not start.
-#[derive(Debug)]
-pub(crate) enum Unusable {
-    NoDriver,
-    NoGpu,
-    Failed(Error),
-}
-
-impl Unusable {
-    /// The error of a device that was asked for and cannot start.
-    pub(crate) fn into_error(self) -> Error {
-        match self {
-            Unusable::Failed(e) => e,
-            other => Error::NoDevice { reason: other.reason().into() },
-        }
-    }
-
-    pub(crate) fn reason(&self) -> String {
-        match self {
-            Unusable::NoDriver => "no CUDA driver (libcuda.so was not found)".into(),
-            Unusable::NoGpu => "the CUDA driver reports no GPU".into(),
-            Unusable::Failed(e) => std::format!("{e}"),
-        }
-    }
 }

@@ -1,6 +1,7 @@
 //! Device-resident memory: data that stays on the device across launches.
 
 use core::marker::PhantomData;
+use std::boxed::Box;
 use std::sync::Arc;
 use std::vec::Vec;
 
@@ -8,7 +9,7 @@ use super::device::Device;
 use super::select::current_device;
 use crate::device::device_copy::DeviceCopy;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::queue::track::Resource;
+use crate::runtime::queue::track::{self, Resource};
 
 /// `len` elements of `T` in the memory of one [`Device`] (GPU global
 /// memory, allocated with `cuMemAlloc` in its context; host memory on the
@@ -59,6 +60,29 @@ fn bytes_of<T>(len: usize) -> Result<usize> {
     })
 }
 
+/// `bytes` of zeroed memory of `device`, freed through its backend (once
+/// its pending work has finished, see `track`).
+fn alloc(device: Device, bytes: usize) -> Result<Resource> {
+    track::reap();
+    let backend = device.backend()?;
+    let generation = backend.generation();
+    let addr = backend.alloc_zeroed(bytes)?;
+    let free = move || {
+        // Memory of a context that was reset after a fault is gone with it,
+        // and is not freed again (its address may belong to a newer
+        // allocation).
+        if generation != backend.generation() {
+            return;
+        }
+        // SAFETY: `addr` was allocated by this device's backend with `bytes`
+        // bytes in this context generation and is freed once; no work uses
+        // it any more (`free_when_idle`), and no buffer or graph refers to
+        // it (the last owner is gone).
+        unsafe { backend.free(addr, bytes) };
+    };
+    Ok(Resource::new(addr, device, Box::new(free)))
+}
+
 impl<T: DeviceCopy> DeviceBuffer<T> {
     /// `len` elements on this thread's device ([`current_device`]), every
     /// byte zero (a valid value of every `DeviceCopy` type).
@@ -76,7 +100,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// As [`zeroed`](Self::zeroed); the device's start error ([`Device::info`]).
     pub fn zeroed_on(device: Device, len: usize) -> Result<Self> {
         let bytes = bytes_of::<T>(len)?;
-        Ok(DeviceBuffer { res: Arc::new(Resource::alloc(device, bytes)?), len, _elem: PhantomData })
+        Ok(DeviceBuffer { res: Arc::new(alloc(device, bytes)?), len, _elem: PhantomData })
     }
 
     /// A buffer on this thread's device holding a copy of `data` (one
@@ -141,8 +165,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
-        crate::runtime::queue::graph::refuse_copy_in_capture("copy into a DeviceBuffer")?;
-        let _replays = crate::runtime::queue::graph::hold();
+        crate::runtime::queue::capture::refuse_copy_in_capture("copy into a DeviceBuffer")?;
+        let _replays = crate::runtime::queue::capture::hold();
         self.res.tracker.wait_host(true);
         // SAFETY: `addr` holds `len` elements (allocated by this backend);
         // `data` is valid for reads of as many; `&mut self` excludes other
@@ -169,8 +193,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
-        crate::runtime::queue::graph::refuse_copy_in_capture("copy out of a DeviceBuffer")?;
-        let _replays = crate::runtime::queue::graph::hold();
+        crate::runtime::queue::capture::refuse_copy_in_capture("copy out of a DeviceBuffer")?;
+        let _replays = crate::runtime::queue::capture::hold();
         self.res.tracker.wait_host(false);
         // SAFETY: as in `copy_from_slice` (queued writers finished, no
         // replay starts meanwhile); bytes written into `out` were copied

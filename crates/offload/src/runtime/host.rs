@@ -31,7 +31,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, Once};
 use std::vec::Vec;
 
-use super::backend::{Backend, BackendInfo, BackendKind};
+use super::backend::Backend;
+use super::info::{BackendInfo, BackendKind};
 use super::{images, limits};
 use crate::device::config::LaunchConfig;
 use crate::device::dim::Dim3;
@@ -40,7 +41,8 @@ use crate::hostsim::block::Executor;
 use crate::hostsim::failure::{self, Abort, BlockFailure, PanicRecord};
 use crate::hostsim::stack_guard::{self, KernelName};
 use crate::runtime::error::{Error, Result};
-use crate::runtime::spec::{ArgSpec, KernelInfo};
+use crate::runtime::kernel::KernelInfo;
+use crate::runtime::spec::ArgSpec;
 
 mod pool;
 

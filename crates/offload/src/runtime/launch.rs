@@ -4,10 +4,11 @@
 
 use std::format;
 
-use super::device;
+use super::device_backend;
 use super::error::{Error, Result};
+use super::kernel::KernelInfo;
 use super::select::{self, current_device};
-use super::spec::{self, ArgSpec, KernelInfo};
+use super::spec::{self, ArgSpec};
 use crate::device::config::LaunchConfig;
 
 /// Launches `kernel`: validates `cfg`, then runs it on this thread's device
@@ -27,13 +28,13 @@ pub fn launch(
     if cfg.threads() == 0 {
         return Ok(());
     }
-    crate::runtime::queue::graph::refuse_blocking_in_capture(kernel)?;
+    crate::runtime::queue::capture::refuse_blocking_in_capture(kernel)?;
     let device = current_device()?;
     let backend = device.backend()?;
-    device::check_args(kernel, device, args)?;
+    device_backend::check_args(kernel, device, args)?;
     // Buffers with pending queued work: the launch comes after it (and a
     // graph replay enqueued meanwhile after the launch: see `queue::graph`).
-    let _replays = crate::runtime::queue::graph::hold();
+    let _replays = crate::runtime::queue::capture::hold();
     for (res, write) in spec::tracked(args) {
         res.tracker.wait_host(write);
     }

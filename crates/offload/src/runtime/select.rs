@@ -30,10 +30,10 @@ use std::string::String;
 use std::sync::OnceLock;
 use std::vec::Vec;
 
-use super::backend::{BackendInfo, Unusable};
-use super::cuda::probe::{self, Gpu};
+use super::cuda::probe::{self, Gpu, Unusable};
 use super::device::{self, Device, DeviceId, Entry};
 use super::error::{Error, Result};
+use super::info::BackendInfo;
 
 /// The process's devices and its default one.
 pub(crate) struct Runtime {

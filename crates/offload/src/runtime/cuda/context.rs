@@ -26,14 +26,15 @@ use offload_image::{Image, ImageKind};
 
 use super::error::driver_error;
 use super::memory::{AddressHasher, Allocations, ArgCache};
+use super::probe::Unusable;
 use super::probe::{self, attr};
 use super::recover::{self, PanicSlot};
 use super::staging::Transfers;
-use crate::runtime::backend::{BackendInfo, BackendKind, Unusable};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::images;
+use crate::runtime::info::{BackendInfo, BackendKind};
+use crate::runtime::kernel::KernelInfo;
 use crate::runtime::limits;
-use crate::runtime::spec::KernelInfo;
 
 pub(super) struct State {
     pub(super) ctx: sys::CUcontext,

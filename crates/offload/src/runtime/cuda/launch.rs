@@ -16,9 +16,11 @@ use super::error::driver_error;
 use super::memory::Allocations;
 use super::recover;
 use crate::device::config::LaunchConfig;
-use crate::runtime::backend::{Backend, BackendInfo};
+use crate::runtime::backend::Backend;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::spec::{ArgKind, ArgSpec, KernelInfo};
+use crate::runtime::info::BackendInfo;
+use crate::runtime::kernel::KernelInfo;
+use crate::runtime::spec::{ArgKind, ArgSpec};
 
 impl Backend for Cuda {
     fn info(&self) -> &BackendInfo {

@@ -22,6 +22,7 @@
 //! | `memory` | device memory of mapped arguments, cached between launches |
 //! | `staging` | pinned staging of large copies from and to pageable memory |
 //! | `recover` | what happens around a kernel that fails: panic records, stack floor, atomic copy-back |
+//! | `peer_support` | whether one GPU can reach another's memory (before either starts) |
 //! | `peer` | peer access between GPUs and copies between their memory |
 //! | `error` | driver errors as [`Error::Driver`](crate::Error::Driver) |
 //!
@@ -29,7 +30,7 @@
 //! `runtime::device` creates a [`Cuda`] per GPU; `launch` locks its
 //! `context::State` and uses `memory`, `staging` and `recover`; `context`
 //! uses `probe`, `recover` (after a failed kernel) and `staging`; `peer`
-//! uses `probe` and `context`; everything uses `error`. The generic launch
+//! uses `context`; everything uses `error`. The generic launch
 //! front (`runtime::launch`) decodes a divergence recorded as a panic with
 //! `recover::divergence_from_record`.
 
@@ -38,6 +39,7 @@ mod error;
 mod launch;
 mod memory;
 pub(crate) mod peer;
+pub(crate) mod peer_support;
 pub(crate) mod probe;
 pub(crate) mod queue;
 pub(crate) mod recover;

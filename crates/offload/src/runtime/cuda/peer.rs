@@ -1,46 +1,16 @@
 //! Peer access between GPUs (CUDA Driver API, "Peer Context Memory
-//! Access"): whether one GPU can reach another's memory
-//! (`cuDeviceCanAccessPeer`), letting it (`cuCtxEnablePeerAccess`), and
+//! Access"): letting one GPU reach another's memory
+//! (`cuCtxEnablePeerAccess`; whether it can is `peer_support`'s), and
 //! copies between the memory of two GPUs (`cuMemcpyPeerAsync`, which works
 //! with or without peer access: without it the driver stages the copy
 //! through host memory).
-
-use std::sync::Mutex;
-use std::vec::Vec;
 
 use cudarc::driver::result;
 use cudarc::driver::sys;
 
 use super::context::Cuda;
 use super::error::driver_error;
-use super::probe;
 use crate::runtime::error::Result;
-
-/// `cuDeviceCanAccessPeer` answers, `(a, b, yes)`, asked once per pair.
-static ANSWERS: Mutex<Vec<(u32, u32, bool)>> = Mutex::new(Vec::new());
-
-/// Whether GPU `a` can access the memory of GPU `b` (`cuDeviceCanAccessPeer`;
-/// false where the driver cannot say).
-pub(crate) fn can_access(a: u32, b: u32) -> bool {
-    if a == b {
-        return true;
-    }
-    let mut answers = ANSWERS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&(_, _, yes)) = answers.iter().find(|&&(x, y, _)| (x, y) == (a, b)) {
-        return yes;
-    }
-    let ask = || -> Option<bool> {
-        let (da, db) = (probe::device(a).ok()?, probe::device(b).ok()?);
-        let mut yes: core::ffi::c_int = 0;
-        // SAFETY: both handles came from `cuDeviceGet` after `cuInit` (the
-        // devices were listed); writes one int.
-        unsafe { sys::cuDeviceCanAccessPeer(&mut yes, da, db) }.result().ok()?;
-        Some(yes != 0)
-    };
-    let yes = ask().unwrap_or(false);
-    answers.push((a, b, yes));
-    yes
-}
 
 impl Cuda {
     /// Lets kernels of this GPU's context use the memory of `peer`'s

@@ -13,7 +13,6 @@ use cudarc::driver::sys;
 use offload_image::Image;
 
 use super::error::driver_error;
-use crate::runtime::backend::Unusable;
 use crate::runtime::error::Error;
 
 /// One GPU, as the driver describes it without a context.
@@ -105,6 +104,32 @@ pub(crate) fn choose_image(
             ),
         })
     })
+}
+
+/// Why the CUDA backend could not start.
+#[derive(Debug)]
+pub(crate) enum Unusable {
+    NoDriver,
+    NoGpu,
+    Failed(Error),
+}
+
+impl Unusable {
+    /// The error of a device that was asked for and cannot start.
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            Unusable::Failed(e) => e,
+            other => Error::NoDevice { reason: other.reason().into() },
+        }
+    }
+
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            Unusable::NoDriver => "no CUDA driver (libcuda.so was not found)".into(),
+            Unusable::NoGpu => "the CUDA driver reports no GPU".into(),
+            Unusable::Failed(e) => std::format!("{e}"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,11 @@
 use std::boxed::Box;
 use std::sync::Arc;
 
+use super::capture;
 use super::track::{self, Resource, Tracker};
-use super::{graph, Imp, Queue, QueueInner};
-use crate::runtime::device::check_buffer;
+use super::{Imp, Queue, QueueInner};
 use crate::runtime::device::Device;
+use crate::runtime::device_backend::check_buffer;
 use crate::runtime::error::{Error, Result};
 use crate::{BackendKind, DeviceBuffer, DeviceCopy, PinnedBuffer};
 
@@ -79,11 +80,11 @@ pub(crate) unsafe fn enqueue(
     if copy.bytes == 0 {
         return Ok(());
     }
-    let _replays = graph::hold();
+    let _replays = capture::hold();
     let mut seq = queue.lock_submit();
-    let capturing = graph::is_capturing(queue);
+    let capturing = capture::is_capturing(queue);
     if !capturing {
-        graph::refuse_other_queue_in_capture("enqueue a copy")?;
+        capture::refuse_other_queue_in_capture("enqueue a copy")?;
     }
     if capturing {
         if copy.dir != Dir::DtoD || scoped {
@@ -94,7 +95,7 @@ pub(crate) unsafe fn enqueue(
                     .into(),
             }));
         }
-        graph::note_copy(queue, keep);
+        capture::note_copy(queue, keep);
     } else {
         track::order_before(queue, &mut seq, buffers.iter().copied())?;
     }
@@ -107,7 +108,7 @@ pub(crate) unsafe fn enqueue(
                 Ok(())
             });
             if capturing {
-                graph::push_host_op(queue, op);
+                capture::push_host_op(queue, op);
                 return Ok(());
             }
             *seq += 1;

@@ -9,11 +9,12 @@ use super::scope::{Scope, ScopeState};
 use super::track::{self, Resource};
 use super::{Imp, Queue, QueueInner};
 use crate::runtime::args::{MapIn, MapInOut, SliceArg, SliceArgMut};
-use crate::runtime::device::Concrete;
+use crate::runtime::device_backend::Concrete;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::host::Host;
+use crate::runtime::kernel::KernelInfo;
 use crate::runtime::select;
-use crate::runtime::spec::{self, ArgSpec, KernelInfo};
+use crate::runtime::spec::{self, ArgSpec};
 use crate::{DeviceBuffer, DeviceCopy, LaunchConfig, MapElem};
 use std::sync::Arc;
 
@@ -199,16 +200,16 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
         return Ok(());
     }
     let backend = queue.device.concrete()?;
-    crate::runtime::device::check_args(kernel, queue.device, args)?;
+    crate::runtime::device_backend::check_args(kernel, queue.device, args)?;
     trace_queued(kernel, queue, &cfg);
-    let _replays = super::graph::hold();
+    let _replays = super::capture::hold();
     let buffers = spec::tracked(args);
     let mut seq = queue.lock_submit();
-    let capturing = super::graph::is_capturing(queue);
+    let capturing = super::capture::is_capturing(queue);
     if capturing {
         capture_launch(target, queue, kernel, buffers.clone())?;
     } else {
-        super::graph::refuse_other_queue_in_capture("enqueue a launch")?;
+        super::capture::refuse_other_queue_in_capture("enqueue a launch")?;
         track::order_before(queue, &mut seq, buffers.clone().map(|(r, w)| (&r.tracker, w)))?;
     }
     match (&queue.imp, backend) {
@@ -217,7 +218,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
             // SAFETY: the caller's contract.
             let op = unsafe { host_op(backend, kernel, cfg, host) };
             if capturing {
-                super::graph::push_host_op(queue, op);
+                super::capture::push_host_op(queue, op);
                 return Ok(());
             }
             *seq += 1;
@@ -275,7 +276,7 @@ fn capture_launch<'r>(
             ),
         }));
     }
-    super::graph::note_launch(queue, kernel, buffers);
+    super::capture::note_launch(queue, kernel, buffers);
     Ok(())
 }
 
@@ -290,7 +291,7 @@ unsafe fn host_op<'a, F: Fn() + Send + Sync + 'a>(
     kernel: &'static KernelInfo,
     cfg: LaunchConfig,
     host: F,
-) -> super::graph::HostOp {
+) -> super::capture::HostOp {
     let body: Arc<dyn Fn() + Send + Sync + 'a> = Arc::new(host);
     // SAFETY: the caller guarantees that everything `host` borrows outlives
     // the launch (and, captured in a graph, every replay: only tracked

@@ -1,161 +1,22 @@
 //! Graphs: a sequence of queued launches and device copies, captured once
 //! (`cuStreamBeginCapture` … `cuStreamEndCapture`, `cuGraphInstantiate`)
 //! and replayed with one call (`cuGraphLaunch`). On the host fallback the
-//! graph is the recorded list of operations, which a replay enqueues.
-//!
-//! A replay writes buffers without borrowing them (the graph keeps their
-//! memory, not a borrow), so unlike a launch it can meet other work on its
-//! buffers that has already looked at their pending work. Every enqueue
-//! that orders itself by buffers (launches, copies) and every blocking use
-//! of a buffer therefore holds [`REPLAYS`] shared while it looks and
-//! registers; a replay holds it exclusively. A replay thus either comes
-//! after such a use (and waits for it as pending work) or before it (and
-//! the use waits for the replay), never in between.
+//! graph is the recorded list of operations, which a replay enqueues. What
+//! a capture collects, and how replays are ordered with other work on their
+//! buffers, is `capture`'s.
 
 use std::boxed::Box;
-use std::cell::Cell;
 use std::string::String;
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex};
 use std::vec::Vec;
 
+use super::capture::{self, refuse_in_capture, HostOp};
 use super::track::{self, Resource, Use};
 use super::{Imp, Queue, QueueInner};
 use crate::runtime::cuda::queue::graph::CudaGraph;
 use crate::runtime::error::{Error, Result};
-use crate::runtime::spec::KernelInfo;
+use crate::runtime::kernel::KernelInfo;
 use crate::{DeviceBuffer, DeviceCopy};
-
-/// A recorded host operation, re-runnable (a graph replays it).
-pub(crate) type HostOp = Arc<dyn Fn() -> Result<()> + Send + Sync + 'static>;
-
-/// See the module docs.
-static REPLAYS: RwLock<()> = RwLock::new(());
-
-/// Held while work orders itself by buffers' pending work (see the module
-/// docs).
-pub(crate) fn hold() -> RwLockReadGuard<'static, ()> {
-    REPLAYS.read().unwrap_or_else(|e| e.into_inner())
-}
-
-std::thread_local! {
-    /// This thread is inside [`Queue::capture`].
-    static CAPTURING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// What a capture collects.
-#[derive(Default)]
-pub(crate) struct CaptureState {
-    kernels: Vec<&'static KernelInfo>,
-    /// Device memory the graph uses, and whether it writes it.
-    buffers: Vec<(Arc<Resource>, bool)>,
-    host_ops: Vec<HostOp>,
-}
-
-impl CaptureState {
-    fn keep(&mut self, res: &Arc<Resource>, write: bool) {
-        match self.buffers.iter_mut().find(|(r, _)| Arc::ptr_eq(r, res)) {
-            Some(entry) => entry.1 |= write,
-            None => self.buffers.push((res.clone(), write)),
-        }
-    }
-}
-
-/// Whether `queue` is being captured.
-pub(crate) fn is_capturing(queue: &QueueInner) -> bool {
-    queue.capture.lock().unwrap_or_else(|e| e.into_inner()).is_some()
-}
-
-/// [`Error::Queue`] for an operation that a capture cannot contain: a
-/// synchronization, an event, a wait, on any queue of a thread that is
-/// capturing (CUDA: `cudaErrorStreamCaptureUnsupported`, which also
-/// invalidates the capture).
-pub(crate) fn refuse_in_capture(queue: &QueueInner, op: &'static str) -> Result<()> {
-    if CAPTURING.with(|c| c.get()) || is_capturing(queue) {
-        return Err(Error::from(crate::error::Queue {
-            op,
-            reason: "inside `Queue::capture` only queued launches and `memcpy_dtod` on the captured queue are allowed \
-                     (CUDA forbids synchronizing during stream capture); do it before or after the capture"
-                .into(),
-        }));
-    }
-    Ok(())
-}
-
-/// [`Error::Queue`] for queued work on a queue other than the one being
-/// captured, from the capturing thread (its tracking could join the
-/// captured stream with another, which CUDA forbids).
-pub(crate) fn refuse_other_queue_in_capture(op: &'static str) -> Result<()> {
-    if CAPTURING.with(|c| c.get()) {
-        return Err(Error::from(crate::error::Queue {
-            op,
-            reason: "inside `Queue::capture` only the captured queue takes work; enqueue on other queues before or \
-                     after the capture"
-                .into(),
-        }));
-    }
-    Ok(())
-}
-
-/// [`Error::InvalidLaunch`] for a blocking launch inside a capture.
-pub(crate) fn refuse_blocking_in_capture(kernel: &KernelInfo) -> Result<()> {
-    if CAPTURING.with(|c| c.get()) {
-        return Err(Error::from(crate::error::InvalidLaunch {
-            kernel: kernel.path(),
-            reason:
-                "a blocking launch inside `Queue::capture` (it would synchronize, which CUDA forbids during stream \
-                     capture): use `kernel::on(g, …)` with the capture, or launch it before or after"
-                    .into(),
-        }));
-    }
-    Ok(())
-}
-
-/// [`Error::Queue`] for a blocking copy inside a capture.
-pub(crate) fn refuse_copy_in_capture(op: &'static str) -> Result<()> {
-    if CAPTURING.with(|c| c.get()) {
-        return Err(Error::from(crate::error::Queue {
-            op,
-            reason: "a blocking copy inside `Queue::capture` (CUDA forbids synchronous copies during stream capture): \
-                     use `g.memcpy_dtod`, or copy before or after the capture"
-                .into(),
-        }));
-    }
-    Ok(())
-}
-
-/// A launch of `kernel` being captured on `queue` with `buffers`.
-pub(crate) fn note_launch<'r>(
-    queue: &QueueInner,
-    kernel: &'static KernelInfo,
-    buffers: impl IntoIterator<Item = (&'r Arc<Resource>, bool)>,
-) {
-    let mut c = queue.capture.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(c) = c.as_mut() {
-        if !c.kernels.iter().any(|k| core::ptr::eq(*k, kernel)) {
-            c.kernels.push(kernel);
-        }
-        for (r, w) in buffers {
-            c.keep(r, w);
-        }
-    }
-}
-
-/// A copy being captured on `queue`.
-pub(crate) fn note_copy(queue: &QueueInner, keep: &[(&Arc<Resource>, bool)]) {
-    let mut c = queue.capture.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(c) = c.as_mut() {
-        for &(r, w) in keep {
-            c.keep(r, w);
-        }
-    }
-}
-
-/// Host fallback: an operation captured on `queue`.
-pub(crate) fn push_host_op(queue: &QueueInner, op: HostOp) {
-    if let Some(c) = queue.capture.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-        c.host_ops.push(op);
-    }
-}
 
 /// What [`Queue::capture`] hands its closure: enqueue on it as on a bare
 /// queue (`kernel::on(g, …)` with values and [`DeviceBuffer`]s,
@@ -232,7 +93,7 @@ impl Queue {
         refuse_in_capture(&self.inner, "capture a graph")?;
         {
             let seq = self.inner.lock_submit();
-            if is_capturing(&self.inner) {
+            if capture::is_capturing(&self.inner) {
                 return Err(Error::from(crate::error::Queue {
                     op: "capture a graph",
                     reason: "the queue is already being captured".into(),
@@ -246,18 +107,18 @@ impl Queue {
                     c.fence(&self.inner.progress, *seq)?;
                 }
             }
-            *self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()) = Some(CaptureState::default());
+            capture::begin(&self.inner);
             if let Imp::Cuda(c) = &self.inner.imp {
                 if let Err(e) = c.begin_capture() {
-                    *self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    capture::end(&self.inner);
                     return Err(e);
                 }
             }
         }
-        CAPTURING.with(|c| c.set(true));
+        capture::set_thread_capturing(true);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&Capture { queue: self })));
-        CAPTURING.with(|c| c.set(false));
-        let state = self.inner.capture.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+        capture::set_thread_capturing(false);
+        let state = capture::end(&self.inner);
         let ended = match &self.inner.imp {
             Imp::Cuda(c) => {
                 let _seq = self.inner.lock_submit();
@@ -309,7 +170,7 @@ impl Graph {
                 ),
             }));
         }
-        let _replays = REPLAYS.write().unwrap_or_else(|e| e.into_inner());
+        let _replays = capture::hold_exclusive();
         let queue = &q.inner;
         let mut seq = queue.lock_submit();
         let buffers: Vec<(&track::Tracker, bool)> = self.buffers.iter().map(|(r, w)| (&r.tracker, *w)).collect();

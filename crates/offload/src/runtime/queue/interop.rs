@@ -7,8 +7,9 @@ use std::vec::Vec;
 
 use cudarc::driver::sys;
 
+use super::capture;
 use super::track::{self, Tracker};
-use super::{graph, Imp, Queue};
+use super::{Imp, Queue};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::select::current_device;
 use crate::{BackendKind, DeviceBuffer, DeviceCopy};
@@ -89,7 +90,7 @@ impl Queue {
     /// [`Error::Queue`] on the host fallback (there is no stream) and
     /// inside a capture; `f`'s error.
     pub fn external<R>(&self, uses: &mut [BufferUse<'_>], f: impl FnOnce(sys::CUstream) -> Result<R>) -> Result<R> {
-        graph::refuse_in_capture(&self.inner, "run external work on a queue")?;
+        capture::refuse_in_capture(&self.inner, "run external work on a queue")?;
         let Imp::Cuda(c) = &self.inner.imp else {
             return Err(Error::from(crate::error::Queue {
                 op: "run external work on a queue",
@@ -97,7 +98,7 @@ impl Queue {
                     .into(),
             }));
         };
-        let _replays = graph::hold();
+        let _replays = capture::hold();
         let buffers: Vec<(&Tracker, bool)> = uses.iter().map(|u| (u.tracker, u.write)).collect();
         let stream = {
             let mut seq = self.inner.lock_submit();

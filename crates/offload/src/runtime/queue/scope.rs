@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use super::copy::{self, CopyOp, Dir};
 use super::{Queue, QueueInner};
 use crate::runtime::cuda::queue::scope::ScopeCopies;
-use crate::runtime::device::check_buffer;
+use crate::runtime::device_backend::check_buffer;
 use crate::runtime::error::Result;
 use crate::{DeviceBuffer, DeviceCopy};
 

@@ -18,11 +18,13 @@
 //! graveyard and is freed once that work has finished ([`reap`]): never
 //! under a running kernel or copy.
 
+use std::boxed::Box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::vec::Vec;
 
-use super::QueueInner;
+use super::inner::QueueInner;
+use crate::runtime::device::Device;
 use crate::runtime::error::Result;
 
 /// One queued operation's use of a buffer: complete once `(queue, seq)` is.
@@ -137,14 +139,14 @@ struct Grave {
     /// The memory's address (for tests).
     addr: u64,
     uses: Vec<Use>,
-    free: std::boxed::Box<dyn FnOnce() + Send>,
+    free: Box<dyn FnOnce() + Send>,
 }
 
 static GRAVEYARD: Mutex<Vec<Grave>> = Mutex::new(Vec::new());
 
 /// Frees memory through `free` once the tracked work is complete: now if
 /// it is, else later (see [`reap`]).
-pub(crate) fn free_when_idle(t: &Tracker, addr: u64, free: std::boxed::Box<dyn FnOnce() + Send>) {
+pub(crate) fn free_when_idle(t: &Tracker, addr: u64, free: Box<dyn FnOnce() + Send>) {
     let uses = t.all();
     if uses.is_empty() {
         free();
@@ -186,47 +188,28 @@ pub fn graveyard_holds(addr: u64) -> bool {
 
 /// Device memory of one [`DeviceBuffer`](crate::DeviceBuffer), shared with
 /// the graphs that use it (see `graph`): freed when the last owner drops
-/// it and its pending work has finished.
+/// it and its pending work has finished. How to free it is its allocator's
+/// (`buffer`, through the device's backend), given at [`new`](Self::new).
 pub(crate) struct Resource {
     pub(crate) addr: u64,
-    pub(crate) bytes: usize,
     /// The device whose memory it is.
-    pub(crate) device: crate::runtime::device::Device,
-    /// The device's context generation the memory belongs to: memory of a
-    /// context that was reset after a fault is gone with it, and is not
-    /// freed again (its address may belong to a newer allocation).
-    generation: u64,
+    pub(crate) device: Device,
     pub(crate) tracker: Tracker,
+    /// Frees the memory; run once, when no work uses it any more.
+    free: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
 impl Resource {
-    /// `bytes` of zeroed memory of `device`.
-    pub(crate) fn alloc(device: crate::runtime::device::Device, bytes: usize) -> Result<Resource> {
-        reap();
-        let backend = device.backend()?;
-        let generation = backend.generation();
-        let addr = backend.alloc_zeroed(bytes)?;
-        Ok(Resource { addr, bytes, device, generation, tracker: Tracker::default() })
+    /// Memory at `addr` of `device`, which `free` frees.
+    pub(crate) fn new(addr: u64, device: Device, free: Box<dyn FnOnce() + Send + Sync>) -> Resource {
+        Resource { addr, device, tracker: Tracker::default(), free: Some(free) }
     }
 }
 
 impl Drop for Resource {
     fn drop(&mut self) {
-        let (addr, bytes, generation, device) = (self.addr, self.bytes, self.generation, self.device);
-        free_when_idle(
-            &self.tracker,
-            addr,
-            std::boxed::Box::new(move || {
-                let Ok(backend) = device.backend() else { return };
-                if generation != backend.generation() {
-                    return;
-                }
-                // SAFETY: `addr` was allocated by this device's backend with
-                // `bytes` bytes in this context generation and is freed
-                // once; no work uses it any more (`free_when_idle`), and no
-                // buffer or graph refers to it (the last owner is gone).
-                unsafe { backend.free(addr, bytes) };
-            }),
-        );
+        if let Some(free) = self.free.take() {
+            free_when_idle(&self.tracker, self.addr, free);
+        }
     }
 }
