@@ -1,5 +1,5 @@
 //! Formatted output from kernels: [`println!`](crate::println) and
-//! [`print!`](crate::print) (CUDA's device `printf`).
+//! [`print!`](macro@crate::print) (CUDA's device `printf`).
 //!
 //! # Design
 //!
@@ -106,7 +106,7 @@ impl fmt::Write for Line {
 }
 
 /// Prints to stdout from a kernel (or from host code), like
-/// `std::print!`; see [`print`](crate::print) module docs for the GPU's
+/// `std::print!`; see the [`print`](mod@crate::print) module docs for the GPU's
 /// buffering and the line limit.
 #[macro_export]
 macro_rules! print {

@@ -112,11 +112,12 @@ shared_elem! {
 }
 
 /// A fixed-size shared-memory array of `N` elements of `T` per block
-/// (CUDA `__shared__ T a[N];`). Declare one with [`shared_array!`]; every
+/// (CUDA `__shared__ T a[N];`). Declare one with [`shared_array!`](crate::shared_array!); every
 /// thread of a block gets the same array, every block its own.
 ///
-/// Access is atomic (see the [module docs](self)), so `get` / `set` /
-/// `atomic_*` are safe from any thread; order them with [`sync_threads`].
+/// Every access is atomic (`get` / `set` are PTX `ld.relaxed` /
+/// `st.relaxed`, the `atomic_*` methods `atom`), so they are safe from any thread;
+/// order them with [`sync_threads`].
 /// Indices out of bounds panic, as slices do.
 #[repr(transparent)]
 pub struct SharedArray<T: SharedElem, const N: usize> {

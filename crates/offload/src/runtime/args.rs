@@ -16,7 +16,7 @@ use crate::{DeviceBuffer, DeviceCopy, DisjointSlice, DisjointSliceNd, MapElem};
 
 /// Accepted where a kernel takes `&[T]`. Implemented for `[T]`, `Vec<T>`,
 /// `[T; N]`, `Box<[T]>`, [`DeviceBuffer<T>`], [`PinnedBuffer<T>`](crate::PinnedBuffer)
-/// and its [`Mapped`] view; `T` is plain data (`DeviceCopy`) or an atomic
+/// and its [`Mapped`](crate::Mapped) view; `T` is plain data (`DeviceCopy`) or an atomic
 /// (`MapElem`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed where the kernel takes `&[{T}]`",
@@ -30,7 +30,7 @@ pub trait SliceArg<T: MapElem> {
 
 /// Accepted where a kernel takes `&mut [T]`. Implemented for `[T]`,
 /// `Vec<T>`, `[T; N]`, `Box<[T]>`, [`DeviceBuffer<T>`],
-/// [`PinnedBuffer<T>`](crate::PinnedBuffer) and its [`MappedMut`] view.
+/// [`PinnedBuffer<T>`](crate::PinnedBuffer) and its [`MappedMut`](crate::MappedMut) view.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed where the kernel takes `&mut [{T}]`",
     label = "expected `&mut` to `[{T}]`, `Vec<{T}>`, `[{T}; N]`, `Box<[{T}]>`, `DeviceBuffer<{T}>`, `PinnedBuffer<{T}>` or `MappedMut<{T}>` (`&mut pinned.mapped_mut()`)"
