@@ -4,10 +4,10 @@
 //! generated code names only `::offload::__private::…` and `::offload::…`.
 //!
 //! This file is the entry only. Each macro is a module split parse → check →
-//! generate ([`kernel`] has one module per role; [`symbol`] names the
+//! generate ([`kernel`] has one module per role; `symbol` names the
 //! exported symbols of kernels and device globals). Every diagnostic is a
 //! `syn::Error` on the offending token; a kernel's are collected in a
-//! [`ctxt::Ctxt`] so that all of them come at once. Errors are emitted next
+//! `ctxt::Ctxt` so that all of them come at once. Errors are emitted next
 //! to the user's item (a rejected kernel keeps a host-only stub of its
 //! signature) so that the rest of the crate still type-checks. The macros
 //! never panic.
