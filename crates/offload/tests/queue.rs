@@ -8,9 +8,9 @@
 //! it.
 
 use offload::prelude::*;
-use offload::LaunchConfig;
 #[offload::host]
 use offload::Error;
+use offload::LaunchConfig;
 
 /// The 64-bit LCG of Knuth's MMIX, `iters` steps from `v`.
 fn lcg(mut v: u64, iters: u32) -> u64 {
@@ -662,6 +662,56 @@ fn a_graph_keeps_its_buffers_and_refuses_what_it_cannot_hold() {
     assert!(r.is_ok(), "{r:?}");
     q.synchronize().unwrap();
     drop(graph);
+}
+
+/// A launch or copy that another thread enqueues on a queue while it is
+/// being captured is refused (CUDA would capture it: it would not run now
+/// but at every replay of a graph that never named it), and so is that
+/// thread's synchronize, with a message that says another thread is
+/// capturing; the capture itself is unaffected.
+#[test]
+fn work_from_another_thread_on_a_queue_being_captured_is_refused() {
+    let q = Queue::new().unwrap();
+    let init: Vec<u64> = (0..N as u64).collect();
+    let a = DeviceBuffer::from_slice(&init).unwrap();
+    let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut other = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut other2 = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let graph = std::thread::scope(|ts| {
+        q.capture(|g| {
+            // The other thread runs to the end while this one is capturing.
+            let (launch, copy, sync) = ts
+                .spawn(|| {
+                    let launch = plus::on(&q, cfg(), 5, &a, &mut other);
+                    let copy = q.memcpy_dtod(&a, &mut other2);
+                    (launch, copy, q.synchronize())
+                })
+                .join()
+                .unwrap();
+            for (what, r) in [("launch", launch), ("copy", copy), ("synchronize", sync)] {
+                match r {
+                    Err(Error::Queue(e)) => {
+                        let text = e.to_string();
+                        assert!(text.contains("another thread is capturing this queue"), "{what}: {text}");
+                    }
+                    r => panic!("{what} from another thread during the capture: expected Error::Queue, got {r:?}"),
+                }
+            }
+            plus::on(g, cfg(), 1, &a, &mut b)
+        })
+        .unwrap()
+    });
+    graph.launch(&q).unwrap();
+    q.synchronize().unwrap();
+    let want: Vec<u64> = init.iter().map(|v| v + 1).collect();
+    assert_eq!(b.to_vec().unwrap(), want);
+    // Neither the refused launch nor the refused copy ran, now or in the replay.
+    assert_eq!(other.to_vec().unwrap(), vec![0; N]);
+    assert_eq!(other2.to_vec().unwrap(), vec![0; N]);
+    // After the capture the queue takes work from any thread again.
+    std::thread::scope(|ts| ts.spawn(|| plus::on(&q, cfg(), 5, &a, &mut other)).join().unwrap()).unwrap();
+    q.synchronize().unwrap();
+    assert_eq!(other.to_vec().unwrap(), init.iter().map(|v| v + 5).collect::<Vec<_>>());
 }
 
 #[test]

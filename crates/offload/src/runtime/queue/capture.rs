@@ -113,7 +113,10 @@ pub(crate) fn set_thread_capturing(yes: bool) {
 /// capturing (CUDA: `cudaErrorStreamCaptureUnsupported`, which also
 /// invalidates the capture).
 pub(crate) fn refuse_in_capture(queue: &QueueInner, op: &'static str) -> Result<()> {
-    if CAPTURING.with(|c| c.get()) || is_capturing(queue) {
+    if !CAPTURING.with(|c| c.get()) && is_capturing(queue) {
+        return Err(captured_by_another_thread(op));
+    }
+    if CAPTURING.with(|c| c.get()) {
         return Err(Error::from(crate::error::Queue {
             op,
             reason: "inside `Queue::capture` only queued launches and `memcpy_dtod` on the captured queue are allowed \
@@ -122,6 +125,27 @@ pub(crate) fn refuse_in_capture(queue: &QueueInner, op: &'static str) -> Result<
         }));
     }
     Ok(())
+}
+
+/// [`Error::Queue`] for work enqueued on a queue that another thread is
+/// capturing into a graph. CUDA would capture it (a capturing stream takes
+/// work from every thread): it would not run now but at every replay of a
+/// graph whose code never named it, a silent wrong answer for the thread
+/// that enqueued it.
+pub(crate) fn refuse_captured_by_another_thread(queue: &QueueInner, op: &'static str) -> Result<()> {
+    if is_capturing(queue) && !CAPTURING.with(|c| c.get()) {
+        return Err(captured_by_another_thread(op));
+    }
+    Ok(())
+}
+
+fn captured_by_another_thread(op: &'static str) -> Error {
+    Error::from(crate::error::Queue {
+        op,
+        reason: "another thread is capturing this queue into a graph (`Queue::capture`), so nothing enqueued on it \
+                 runs until that graph is launched; wait until the capture has ended, or use another queue"
+            .into(),
+    })
 }
 
 /// [`Error::Queue`] for queued work on a queue other than the one being

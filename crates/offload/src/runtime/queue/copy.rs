@@ -83,6 +83,7 @@ pub(crate) unsafe fn enqueue(
     let _replays = capture::hold();
     let mut seq = queue.lock_submit();
     let capturing = capture::is_capturing(queue);
+    capture::refuse_captured_by_another_thread(queue, "enqueue a copy")?;
     if !capturing {
         capture::refuse_other_queue_in_capture("enqueue a copy")?;
     }

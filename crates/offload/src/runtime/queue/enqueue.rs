@@ -35,6 +35,11 @@ pub enum InScope {}
 /// [`Scope`] (`offload::scope(&q, |s| …)`) or a [`Capture`]
 /// (`q.capture(|g| …)`). `'a` is how long the launch's borrowed arguments
 /// must live: for a scope, until the scope ends.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a queue, scope or capture that a queued launch can go to",
+    label = "pass `&Queue`, a scope's `s` or a capture's `g` here",
+    note = "for an `Arc<Queue>` or a `Box<Queue>` `q`, pass `&*q` (docs/async.md, section 2)"
+)]
 pub trait Enqueue<'a>: sealed::Sealed {
     /// Which arguments are accepted: [`OutsideScope`] (buffers only) or
     /// [`InScope`] (host memory too).
@@ -96,7 +101,7 @@ impl Target<'_> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed where the kernel takes `&[{T}]` in a queued launch here",
     label = "host memory in a queued launch outside `offload::scope`, or not a slice of `{T}`",
-    note = "outside `offload::scope(&q, |s| …)` a queued launch takes only `&DeviceBuffer<{T}>`: host memory must stay borrowed until the launch has finished, which only a scope guarantees (docs/async.md, sections 2 and 4)"
+    note = "outside `offload::scope(&q, |s| …)` a queued launch takes only `&DeviceBuffer<{T}>`: host memory must stay borrowed until the launch has finished, which only a scope guarantees; a graph (`Queue::capture`) takes `DeviceBuffer`s only (docs/async.md, sections 2, 4 and 6)"
 )]
 pub trait QueueSliceArg<'q, T, M> {
     /// The view the launch maps.
@@ -111,7 +116,7 @@ pub trait QueueSliceArg<'q, T, M> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed where the kernel takes `&mut [{T}]` in a queued launch here",
     label = "host memory in a queued launch outside `offload::scope`, or not a mutable slice of `{T}`",
-    note = "outside `offload::scope(&q, |s| …)` a queued launch takes only `&mut DeviceBuffer<{T}>`: host memory must stay borrowed until the launch has finished, which only a scope guarantees (docs/async.md, sections 2 and 4)"
+    note = "outside `offload::scope(&q, |s| …)` a queued launch takes only `&mut DeviceBuffer<{T}>`: host memory must stay borrowed until the launch has finished, which only a scope guarantees; a graph (`Queue::capture`) takes `DeviceBuffer`s only (docs/async.md, sections 2, 4 and 6)"
 )]
 // No bound on `T` here: a kernel whose element type is not `DeviceCopy` is
 // reported once, at its blocking launcher's parameter.
@@ -206,6 +211,7 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
     let buffers = spec::tracked(args);
     let mut seq = queue.lock_submit();
     let capturing = super::capture::is_capturing(queue);
+    super::capture::refuse_captured_by_another_thread(queue, "enqueue a launch")?;
     if capturing {
         capture_launch(target, queue, kernel, buffers.clone())?;
     } else {
