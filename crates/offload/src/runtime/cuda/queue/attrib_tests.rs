@@ -20,14 +20,16 @@ fn take(name: &str) -> Verdict {
     Verdict::Take(name.into())
 }
 
-/// Each row: the location, the check's own kernels, the other queues'
-/// kernels, and what the check does.
+/// A row of the table: the location, the check's own kernels, the other
+/// queues' kernels, and what the check does.
+type Row<'a> = ((&'a str, u32), &'a [&'static KernelInfo], &'a [&'static KernelInfo], Verdict);
+
 #[test]
 fn a_panic_goes_to_the_check_whose_kernel_contains_its_location() {
     let (c, p, e) = (&CHURN, &PANICS_AT, &ELSEWHERE);
     let (f32_, f64_) = (&SCALE_F32, &SCALE_F64);
     #[rustfmt::skip]
-    let table: &[((&str, u32), &[&'static KernelInfo], &[&'static KernelInfo], Verdict)] = &[
+    let table: &[Row<'_>] = &[
         // Issue 11: `churn`'s queue checks first; the panic is in `panics_at`.
         (("src/main.rs", 24), &[c], &[p], Verdict::Leave),
         (("src/main.rs", 24), &[p], &[c], take("app::panics_at")),
