@@ -15,10 +15,10 @@
 //!   reported on the queue whose unchecked kernel contains its location,
 //!   naming that kernel; a panic outside every kernel's lines names the
 //!   kernels launched since the last check as candidates (`attrib`). A
-//!   sticky fault
-//!   (`CUDA_ERROR_ILLEGAL_ADDRESS`, a trap) is reported the same way and
-//!   the context rebuilt, as the blocking path does; streams, fences and
-//!   allocations of the old context are then forgotten, never used.
+//!   sticky fault (`CUDA_ERROR_ILLEGAL_ADDRESS`, a trap) is reported with
+//!   those candidates and the context rebuilt, as the blocking path does;
+//!   streams, fences and allocations of the old context are then
+//!   forgotten, never used.
 //!
 //! | module | what |
 //! | --- | --- |
@@ -32,9 +32,9 @@
 //!
 //! Who calls whom: `launch`, `copy` and `graph` add methods to
 //! [`CudaQueue`]; `launch` uses `scope`; this module uses `attrib` and
-//! `event`; `attrib`, `event` and `scope` use none of them. Nothing here uses the generic queue
-//! (`runtime::queue`) but its `Progress` and, in `copy`, the description of
-//! a copy. The queue itself (this module) knows nothing of a launch's
+//! `event`; `attrib`, `event` and `scope` use none of them. Nothing here
+//! uses the generic queue (`runtime::queue`) but its `Progress` and, in
+//! `copy`, the description of a copy. The queue itself (this module) knows nothing of a launch's
 //! arguments (`runtime::spec`): the generic queue, which those name, sits
 //! on it.
 
