@@ -517,6 +517,42 @@ fn a_scope_leaves_the_queues_error_when_the_closure_returns_its_own() {
     q.synchronize().unwrap();
 }
 
+/// Two threads, each with its own queue: one launches `panics_at` again
+/// and again, the other `fill`. Every panic is reported on the panicking
+/// queue, naming `panics_at` with its thread, and never on the other
+/// (issue 11). The host fallback catches each launch's panic by itself, so
+/// this passes there regardless. On a GPU the context has one panic
+/// record, which the first queue that checks takes: before panics were
+/// attributed by their location (the CUDA backend's `queue::attrib`), this
+/// failed there, `fill`'s queue reporting `panics_at`'s panic (named
+/// `queue::fill` or "one of" both) and the panicking queue's synchronize
+/// returning `Ok(())`.
+#[test]
+fn a_panic_is_reported_on_its_own_queue_while_another_queue_runs() {
+    let rounds = 100u32;
+    std::thread::scope(|t| {
+        t.spawn(|| {
+            let q = Queue::new().unwrap();
+            let mut out = DeviceBuffer::<u32>::zeroed(64).unwrap();
+            for r in 0..rounds {
+                let bad = (r * 7) % 64;
+                panics_at::on(&q, for_len(64), bad, &mut out).unwrap();
+                assert_panics_at(&q.synchronize(), for_len(64), bad);
+            }
+        });
+        t.spawn(|| {
+            let q = Queue::new().unwrap();
+            let mut v = DeviceBuffer::<u64>::zeroed(N).unwrap();
+            for r in 0..2 * u64::from(rounds) {
+                fill::on(&q, cfg(), r, &mut v).unwrap();
+                let got = q.synchronize();
+                assert!(got.is_ok(), "round {r}: the other queue's panic reported on `fill`'s queue: {got:?}");
+                assert_eq!(v.to_vec().unwrap(), vec![r; N], "round {r}");
+            }
+        });
+    });
+}
+
 #[test]
 fn pinned_copies_are_queued_and_ordered() {
     let q = Queue::new().unwrap();

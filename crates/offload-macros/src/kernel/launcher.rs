@@ -10,7 +10,7 @@ use super::body::{self, Body};
 use super::param::{Mapping, Param};
 use super::types::mentions;
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::Ident;
 
@@ -114,7 +114,7 @@ fn shared_launch(b: &Body, shared: &Ident, parts: &Parts, select: &TokenStream) 
 fn kernel_statics(b: &Body) -> TokenStream {
     let sym = &b.sym;
     let param_names: Vec<String> = b.kernel.params.iter().map(|p| p.name.to_string()).collect();
-    let base_info = kernel_info(&b.name.to_string(), sym, &param_names);
+    let base_info = kernel_info(&b.name.to_string(), sym, &param_names, &b.kernel.func);
     let record_tail = if b.generic() { "\tgeneric\0" } else { "\0" };
     quote! {
         static __OFFLOAD_KERNEL: ::offload::__private::KernelInfo = #base_info;
@@ -409,14 +409,30 @@ fn same_len_check(names: &[Ident]) -> Option<TokenStream> {
 }
 
 /// The kernel's `KernelInfo` (an instance's is made at run time from it).
-fn kernel_info(name: &str, sym: &str, params: &[String]) -> TokenStream {
+///
+/// Its source span, for telling which kernel a GPU panic came from (the
+/// CUDA backend's `queue::attrib`): `file!()` and `line!()` spelled at the
+/// fn item's first token (after its attributes) and `line!()` at the
+/// closing brace of its body. `line!()` and `file!()` report the span of
+/// their own invocation, traced out of macro expansions to the outermost
+/// call site, as `core::panic::Location` does for a panic in the body
+/// (rustc `expand_line`, `const_caller_location`), so a panic written in
+/// the body has a location inside `[line, last_line]` of `file`.
+fn kernel_info(name: &str, sym: &str, params: &[String], func: &syn::ItemFn) -> TokenStream {
+    let first = func.vis.to_token_stream().into_iter().chain(func.sig.to_token_stream()).next();
+    let first = first.map_or_else(|| func.sig.fn_token.span, |t| t.span());
+    let last = func.block.brace_token.span.close();
+    let file = quote_spanned!(first=> ::core::file!());
+    let line = quote_spanned!(first=> ::core::line!());
+    let last_line = quote_spanned!(last=> ::core::line!());
     quote! {
         ::offload::__private::KernelInfo {
             name: #name,
             symbol: #sym,
             module_path: ::core::module_path!(),
-            file: ::core::file!(),
-            line: ::core::line!(),
+            file: #file,
+            line: #line,
+            last_line: #last_line,
             instance: "",
             params: &[#(#params),*],
         }

@@ -15,10 +15,14 @@ pub struct KernelInfo {
     pub symbol: &'static str,
     /// `module_path!()` of the definition.
     pub module_path: &'static str,
-    /// `file!()` of the definition.
+    /// `file!()` of the definition, as `core::panic::Location::file`
+    /// spells the file of a panic in its body.
     pub file: &'static str,
-    /// `line!()` of the definition.
+    /// `line!()` of the function's first token (after its attributes).
     pub line: u32,
+    /// `line!()` of the closing brace of its body: `line..=last_line` are
+    /// the lines of the kernel in `file` (see [`KernelInfo::contains`]).
+    pub last_line: u32,
     /// For one instantiation of a generic kernel, its type arguments as the
     /// host binary's symbols spell them (`f32`, `f64, app::Vec3`); else "".
     pub instance: &'static str,
@@ -28,6 +32,18 @@ pub struct KernelInfo {
 }
 
 impl KernelInfo {
+    /// Whether a panic at `file:line` (a `core::panic::Location`'s, as a
+    /// GPU's panic record holds it) is in this kernel's own function: in
+    /// `file`, between its first and last line. A panic in a function it
+    /// calls is not, unless that is written inside the kernel (a closure, a
+    /// nested fn) or is `#[track_caller]` (`unwrap`, `expect`, indexing:
+    /// their location is the call in the kernel). Code from a macro counts
+    /// at the outermost macro call, for the kernel's lines and the
+    /// location alike (both come from `file!()`/`line!()`-style spans).
+    pub fn contains(&self, file: &str, line: u32) -> bool {
+        self.file == file && (self.line..=self.last_line).contains(&line)
+    }
+
     /// `module::path::name`.
     pub fn path(&self) -> String {
         if self.instance.is_empty() {

@@ -115,9 +115,10 @@ pub(crate) struct Cuda {
     /// The context in use and its generation, readable without the lock.
     pub(super) current: Arc<Current>,
     /// Kernels launched on this GPU's queues whose completion nobody has
-    /// checked yet: `(queue id, kernel)`, each pair once. A panic found in
-    /// the context's record is attributed to them (see `queue`).
-    pub(super) unchecked: Mutex<Vec<(u64, &'static KernelInfo)>>,
+    /// checked yet, and panics kept for queues: a panic found in the
+    /// context's record is attributed to them (see `queue::attrib`). Lock
+    /// order: the state's lock, if taken, first.
+    pub(super) unchecked: Mutex<super::queue::attrib::Unchecked>,
 }
 
 /// The primary context a [`Cuda`] uses now, and its generation: written
@@ -180,7 +181,7 @@ impl Cuda {
         Ok(Cuda {
             info,
             current: current.clone(),
-            unchecked: Mutex::new(Vec::new()),
+            unchecked: Mutex::default(),
             functions: functions.clone(),
             state: Mutex::new(State {
                 ctx,

@@ -14,6 +14,7 @@ use cudarc::driver::sys;
 use super::context::{Cuda, State};
 use super::error::driver_error;
 use super::memory::Allocations;
+use super::queue::attrib::Checker;
 use super::recover;
 use crate::device::config::LaunchConfig;
 use crate::runtime::backend::Backend;
@@ -206,14 +207,15 @@ impl Backend for Cuda {
         // A panicking thread records the panic and exits; the kernel itself
         // completes. Map back anyway (as on the host fallback, the other
         // threads' writes are visible), then report the panic.
-        let panicked = st.panic.as_ref().and_then(|p| p.take(st.stream));
+        // The context has one panic record: with queued kernels not yet
+        // checked, it may be theirs, then kept for their queue (see
+        // `queue::attrib`).
+        let panicked = self.take_attributed(st.panic.as_ref(), st.stream, Checker::Blocking(kernel));
         st.map_back(kernel, args)?;
         // Keep this launch's device memory for the next ones.
         st.allocs = allocs.release(&mut st.cache);
         match panicked {
-            // The context has one panic record: with queued kernels not yet
-            // checked, the panic may be theirs (see `queue`).
-            Some(recorded) => Err(recorded.into_error(&self.with_queued_candidates(kernel.path()), st.stack_bytes)),
+            Some((name, recorded)) => Err(recorded.into_error(&name, st.stack_bytes)),
             None => Ok(()),
         }
     }

@@ -188,6 +188,27 @@ pub(crate) struct Recorded {
 }
 
 impl Recorded {
+    /// Where the thread panicked: the file and line of its
+    /// `core::panic::Location` (line 0 for a stack overflow, whose `file`
+    /// is the recursive function's name).
+    pub(crate) fn location(&self) -> (&str, u32) {
+        (&self.file, self.line)
+    }
+
+    /// A panic record at `file:line` with `message`, as a test's stand-in
+    /// for one read from the device.
+    #[cfg(test)]
+    pub(crate) fn at(file: &str, line: u32, message: &str) -> Recorded {
+        let (block, thread) = (String::from("(0, 0, 0)"), String::from("(1, 0, 0)"));
+        Recorded { message: message.into(), file: file.into(), line, column: 9, block, thread }
+    }
+
+    /// The panic's message, as recorded.
+    #[cfg(test)]
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The launch's error: [`Error::StackOverflow`] for an overflow (with
     /// the context's per-thread stack, `stack_bytes`), else
     /// [`Error::KernelPanic`].

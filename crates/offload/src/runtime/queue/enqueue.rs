@@ -235,6 +235,13 @@ pub unsafe fn launch_to<'a, F: Fn() + Send + Sync + 'a>(
                 Dest::Scope(s) => Some(&s.copies),
                 _ => None,
             };
+            // Noted before the launch too: a panic found by another
+            // queue's check as soon as the kernel runs must see it unchecked
+            // (the CUDA backend's `queue::attrib`); and after it, in case
+            // a check of this queue on another thread came in between.
+            if !capturing {
+                c.note_kernel(queue.id, kernel);
+            }
             c.launch(backend, kernel, &cfg, args, scope)?;
             if capturing {
                 return Ok(());

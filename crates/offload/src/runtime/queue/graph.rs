@@ -194,6 +194,10 @@ impl Graph {
                 );
             }
             (Imp::Cuda(c), GraphImp::Cuda(g)) => {
+                // Before and after the launch, as for a kernel (`enqueue`).
+                for k in &self.kernels {
+                    c.note_kernel(queue.id, k);
+                }
                 c.launch_graph(g)?;
                 *seq += 1;
                 for k in &self.kernels {

@@ -81,6 +81,14 @@ impl Queue {
     /// (a kernel panic, a stack overflow, a driver fault), naming the
     /// kernel (`docs/async.md`, section 5).
     ///
+    /// On a GPU, whose context records one panic at a time for all its
+    /// queues, the attribution is exact when the panic is in the kernel's
+    /// own body (its location lies within the kernel's lines): it is
+    /// reported here only if this queue launched that kernel, else kept
+    /// for the queue that did. A panic elsewhere (a function the kernel
+    /// calls, defined outside it) is reported by the first wait of any
+    /// queue that sees it, naming the unchecked kernels as candidates.
+    ///
     /// # Errors
     /// That error; [`Error::Queue`](crate::Error::Queue) inside [`capture`](Self::capture).
     pub fn synchronize(&self) -> Result<()> {

@@ -12,15 +12,18 @@
 //!   known to cover) and reused for every `m <= n`.
 //! - Errors: the device records a panic in the context's one panic record
 //!   (see `panic_record`); after a wait, the record is read and the panic
-//!   reported on the queue, naming the kernels launched since the last
-//!   check as candidates (exactly one on a single queue). A sticky fault
-//!   (`CUDA_ERROR_ILLEGAL_ADDRESS`, a trap) is reported the same way and
-//!   the context rebuilt, as the blocking path does; streams, fences and
-//!   allocations of the old context are then forgotten, never used.
+//!   reported on the queue whose unchecked kernel contains its location,
+//!   naming that kernel; a panic outside every kernel's lines names the
+//!   kernels launched since the last check as candidates (`attrib`). A
+//!   sticky fault (`CUDA_ERROR_ILLEGAL_ADDRESS`, a trap) is reported with
+//!   those candidates and the context rebuilt, as the blocking path does;
+//!   streams, fences and allocations of the old context are then
+//!   forgotten, never used.
 //!
 //! | module | what |
 //! | --- | --- |
 //! | this one | [`CudaQueue`]: its stream, fences and waits, error attribution |
+//! | `attrib` | which queue a panic record belongs to ([`attrib::Unchecked`]) |
 //! | `launch` | launches in the stream, with a scope's copies of host memory |
 //! | `event` | [`Fence`], [`TimedEvent`], [`elapsed_ms`], the context generation |
 //! | `copy` | copies in the stream |
@@ -28,13 +31,14 @@
 //! | `graph` | stream capture and graph replay ([`graph::CudaGraph`]) |
 //!
 //! Who calls whom: `launch`, `copy` and `graph` add methods to
-//! [`CudaQueue`]; `launch` uses `scope`; this module uses `event`; `event`
-//! and `scope` use none of them. Nothing here uses the generic queue
-//! (`runtime::queue`) but its `Progress` and, in `copy`, the description of
-//! a copy. The queue itself (this module) knows nothing of a launch's
+//! [`CudaQueue`]; `launch` uses `scope`; this module uses `attrib` and
+//! `event`; `attrib`, `event` and `scope` use none of them. Nothing here
+//! uses the generic queue (`runtime::queue`) but its `Progress` and, in
+//! `copy`, the description of a copy. The queue itself (this module) knows nothing of a launch's
 //! arguments (`runtime::spec`): the generic queue, which those name, sits
 //! on it.
 
+pub(crate) mod attrib;
 pub(crate) mod copy;
 mod event;
 pub(crate) mod graph;
@@ -53,10 +57,12 @@ use cudarc::driver::sys;
 
 use super::context::Cuda;
 use super::error::driver_error;
+use super::recover::{PanicSlot, Recorded};
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernel::KernelInfo;
 use crate::runtime::queue::progress::Progress;
 
+use attrib::Checker;
 pub(crate) use event::{elapsed_ms, Fence, TimedEvent};
 
 /// A stream of one context generation.
@@ -138,12 +144,9 @@ impl CudaQueue {
         Ok(s.raw)
     }
 
-    /// Notes a launch for error attribution.
+    /// Notes a launch for error attribution (see `attrib`).
     pub(crate) fn note_kernel(&self, queue: u64, kernel: &'static KernelInfo) {
-        let mut u = self.cuda.unchecked.lock().unwrap_or_else(|e| e.into_inner());
-        if !u.iter().any(|&(q, k)| q == queue && core::ptr::eq(k, kernel)) {
-            u.push((queue, kernel));
-        }
+        self.cuda.unchecked.lock().unwrap_or_else(|e| e.into_inner()).note(queue, kernel);
     }
 
     /// An event with timing recorded now (the caller holds the submit lock).
@@ -290,8 +293,7 @@ impl CudaQueue {
     /// After `queue`'s work up to now has been waited for: the panic the
     /// device recorded, if any, as the queue's error.
     pub(crate) fn collect_errors(&self, queue: u64) -> Option<Error> {
-        let names = self.cuda.take_candidates(queue);
-        self.cuda.take_panic(&names)
+        self.cuda.take_panic(queue)
     }
 }
 
@@ -310,44 +312,28 @@ impl Drop for CudaQueue {
 
 /// What queues need of the backend's state.
 impl Cuda {
-    /// The kernels a panic found after waiting for `queue` may come from:
-    /// the queue's unchecked launches (now checked, so removed), and, while
-    /// other queues of this GPU have unchecked launches (still running,
-    /// perhaps), theirs too. Spelled for the error's `kernel` field:
-    /// `app::k`, or "one of `app::a`, `app::b`".
+    /// The kernels a sticky fault found after waiting for `queue` may come
+    /// from: the queue's unchecked launches (now checked, so removed), and,
+    /// while other queues of this GPU have unchecked launches (still
+    /// running, perhaps), theirs too. Spelled for the error's `kernel`
+    /// field: `app::k`, or "one of `app::a`, `app::b`".
     fn take_candidates(&self, queue: u64) -> String {
-        let mut u = self.unchecked.lock().unwrap_or_else(|e| e.into_inner());
-        let mut names: Vec<String> = u.iter().filter(|(q, _)| *q == queue).map(|(_, k)| k.path()).collect();
-        u.retain(|(q, _)| *q != queue);
-        for (_, k) in u.iter() {
-            let p = k.path();
-            if !names.contains(&p) {
-                names.push(p);
-            }
-        }
-        match names.len() {
-            0 => String::from("<a kernel of another queue or launch>"),
-            1 => names.pop().unwrap_or_default(),
-            _ => format!("one of {}", names.join(", ")),
-        }
+        self.unchecked.lock().unwrap_or_else(|e| e.into_inner()).take_names(queue)
     }
 
-    /// The kernel a panic found by a blocking launch of `kernel` belongs
-    /// to: `kernel`, or, while queued kernels of this GPU are unchecked
-    /// (perhaps still running), "one of" it and them.
-    pub(crate) fn with_queued_candidates(&self, kernel: String) -> String {
-        let u = self.unchecked.lock().unwrap_or_else(|e| e.into_inner());
-        if u.is_empty() {
-            return kernel;
-        }
-        let mut names = std::vec![kernel];
-        for (_, k) in u.iter() {
-            let p = k.path();
-            if !names.contains(&p) {
-                names.push(p);
-            }
-        }
-        format!("one of {}", names.join(", "))
+    /// The panic `slot` (the context's record, locked by the caller with
+    /// the state; `stream` the context's own) holds, taken off the device
+    /// and attributed (see `attrib`) under the `unchecked` lock: the
+    /// record `checker` reports and the kernel it names, if any.
+    pub(crate) fn take_attributed(
+        &self,
+        slot: Option<&PanicSlot>,
+        stream: sys::CUstream,
+        checker: Checker,
+    ) -> Option<(String, Recorded)> {
+        let mut u = self.unchecked.lock().unwrap_or_else(|e| e.into_inner());
+        let found = slot.and_then(|p| p.take(stream));
+        u.check(checker, found)
     }
 
     /// The primary context in use.
@@ -376,13 +362,20 @@ impl Cuda {
         Ok(function.f)
     }
 
-    /// The panic the device recorded, if any, as the error of `kernel`
-    /// (a name, or candidates), and the record emptied. Call after waiting
-    /// for the work that may have recorded it.
-    pub(super) fn take_panic(&self, kernel: &str) -> Option<Error> {
-        let st = self.enter("cuCtxSetCurrent").ok()?;
-        let recorded = st.panic.as_ref().and_then(|p| p.take(st.stream))?;
-        Some(super::recover::divergence_from_record(recorded.into_error(kernel, st.stack_bytes)))
+    /// The panic of `queue`'s work, if the device recorded one (the record
+    /// emptied) or one was kept for it, as its error naming the kernel (or
+    /// candidates; see `attrib`); `queue`'s launches are checked by this.
+    /// Call after waiting for the queue's work.
+    pub(super) fn take_panic(&self, queue: u64) -> Option<Error> {
+        // Without the context (not expected) the device's record stays for
+        // a later check; kept ones are reported anyway.
+        let st = self.enter("cuCtxSetCurrent").ok();
+        let (slot, stream, stack_bytes) = match &st {
+            Some(st) => (st.panic.as_ref(), st.stream, st.stack_bytes),
+            None => (None, core::ptr::null_mut(), 0),
+        };
+        let (kernel, recorded) = self.take_attributed(slot, stream, Checker::Queue(queue))?;
+        Some(super::recover::divergence_from_record(recorded.into_error(&kernel, stack_bytes)))
     }
 
     /// A sticky fault `e` seen while waiting for queued work of `kernel`:
