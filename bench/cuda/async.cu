@@ -100,12 +100,12 @@ static double median(std::vector<double> v) {
 }
 
 static void row(const char *bench, const std::string &c, size_t size, const char *metric, double value) {
-  if (A.csv)
+  if (A.csv) {
     // With --extra-streams K the rows are CUDA C's with K more streams
     // (impl `cuda_xK`), beside the plain baseline's (`cuda`).
     std::string impl = A.extra_streams ? "cuda_x" + std::to_string(A.extra_streams) : "cuda";
     std::printf("%s,%s,default,%s,%zu,%s,%.4f\n", bench, impl.c_str(), c.c_str(), size, metric, value);
-  else
+  } else
     std::printf("%-14s %-13s %11zu %-22s %12.4f\n", bench, c.c_str(), size, metric, value);
 }
 
