@@ -24,6 +24,8 @@
 //! writes the text ([`core_message`]), in `core`'s words, so that the GPU
 //! reports the message the host fallback prints, in every profile.
 
+use crate::report::panic_args::ARGS;
+
 /// Bytes of the file name kept.
 pub(crate) const FILE_BYTES: usize = 192;
 /// Bytes of the panic message kept.
@@ -83,6 +85,12 @@ pub(crate) const SLICE_INDEX: u32 = 2;
 #[cfg_attr(target_arch = "amdgpu", allow(dead_code))]
 pub(crate) const LEN_MISMATCH: u32 = 3;
 
+/// [`PanicRecord::kind`]: a message with format arguments (`panic_args`):
+/// the format string at `message_addr`, the arguments in `values` with
+/// their `tags`; the host formats it (`panic_format::format_message`).
+#[cfg_attr(target_arch = "amdgpu", allow(dead_code))]
+pub(crate) const FORMAT: u32 = 4;
+
 /// The message `core` panics with for a record of `kind` with `values`
 /// (see [`PanicRecord::kind`]), word for word as `core` writes it
 /// (`library/core/src/panicking.rs`, `panic_bounds_check`;
@@ -126,17 +134,21 @@ pub(crate) struct PanicRecord {
     pub message_len: u32,
     /// 1 if the message was cut to `MESSAGE_BYTES`.
     pub truncated: u32,
-    /// What the message is: [`TEXT`], or a panic of `core`'s whose text
-    /// the host writes from `values` ([`BOUNDS`], [`SLICE_INDEX`],
-    /// [`LEN_MISMATCH`]; see [`core_message`]).
+    /// What the message is: [`TEXT`], a panic of `core`'s whose text the
+    /// host writes from `values` ([`BOUNDS`], [`SLICE_INDEX`],
+    /// [`LEN_MISMATCH`]; see [`core_message`]), or a message with format
+    /// arguments ([`FORMAT`]).
     pub kind: u32,
     /// Device address of the file name (a string constant of the image),
     /// which the host copies out after the launch; 0: the name is in `file`.
     pub file_addr: u64,
     /// Device address of a literal message; 0: the message is in `message`.
     pub message_addr: u64,
-    /// The numbers of a `kind` other than [`TEXT`].
-    pub values: [u64; 3],
+    /// The numbers of a `kind` other than [`TEXT`] (the first three for
+    /// `core`'s kinds; [`FORMAT`]'s arguments).
+    pub values: [u64; ARGS],
+    /// [`FORMAT`]: the arguments' tags (`panic_args::TAG_BITS` bits each).
+    pub tags: u32,
     pub file: [u8; FILE_BYTES],
     pub message: [u8; MESSAGE_BYTES],
 }

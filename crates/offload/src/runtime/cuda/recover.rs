@@ -16,8 +16,10 @@ use cudarc::driver::sys;
 use offload_image::{Image, ImageKind};
 
 use super::error::driver_error;
+use crate::report::panic_format::format_message;
 use crate::report::panic_record::{
-    core_message, PanicRecord, CLAIM_SYMBOL, DONE, EMPTY, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW, TEXT,
+    core_message, PanicRecord, CLAIM_SYMBOL, DONE, EMPTY, FILE_BYTES, FORMAT, MESSAGE_BYTES, SLOT_SYMBOL,
+    STACK_OVERFLOW, TEXT,
 };
 use crate::runtime::error::{Error, Result};
 
@@ -312,7 +314,8 @@ impl PanicSlot {
                     }
                     m
                 }
-                kind => core_message(kind, r.values).unwrap_or_else(|| {
+                FORMAT => format_message(&device_string(r.message_addr, r.message_len), r.tags, &r.values),
+                kind => core_message(kind, [r.values[0], r.values[1], r.values[2]]).unwrap_or_else(|| {
                     format!("(a panic record of unknown kind {kind}: is the device image from another offload?)")
                 }),
             };
