@@ -28,7 +28,7 @@ use syn::{Expr, ExprLit, Ident, Lit, LitStr, Macro, Stmt, Token};
 
 /// How many argument values a record holds (offload's `panic_args::ARGS`;
 /// the generated array's type checks that they agree).
-const ARGS: usize = 6;
+const ARGS: usize = 4;
 
 /// `block` with its panicking macros rewritten for the device (see the module docs).
 pub(super) fn rewrite(block: &syn::Block) -> syn::Block {
@@ -254,34 +254,29 @@ fn is_identifier(s: &str) -> bool {
 
 /// The call that records message `m` (evaluating each argument once, by
 /// reference, as `format_args!` does; the first `ARGS` as values or
-/// placeholders by type).
+/// placeholders by type), with a `static` for the format string and the
+/// location (`Location::caller()` there is the macro's: its tokens carry
+/// the macro's span).
 fn record(span: Span, m: &Message) -> TokenStream {
-    let binds: Vec<Ident> =
-        (0..m.args.len()).map(|k| format_ident!("__offload_a{}", k, span = Span::mixed_site())).collect();
+    let hygienic = |name: &str, k: usize| format_ident!("__offload_{}{}", name, k, span = Span::mixed_site());
+    let binds: Vec<Ident> = (0..m.args.len()).map(|k| hygienic("a", k)).collect();
     let args = &m.args;
-    let (tags, bits): (Vec<Ident>, Vec<Ident>) = (0..ARGS)
-        .map(|k| {
-            (
-                format_ident!("__offload_t{}", k, span = Span::mixed_site()),
-                format_ident!("__offload_v{}", k, span = Span::mixed_site()),
-            )
-        })
-        .unzip();
-    let values = (0..ARGS).map(|k| match binds.get(k) {
-        Some(a) => quote_spanned!(span=> (&::offload::__private::FmtArg(#a)).__offload_fmt_arg()),
-        None => quote_spanned!(span=> (0u32, 0u64)),
-    });
-    let shifts = 0..ARGS as u32;
-    let all = Ident::new("__offload_tags", Span::mixed_site());
+    let recorded = &binds[..binds.len().min(ARGS)];
+    let (tags, bits): (Vec<Ident>, Vec<Ident>) =
+        (0..recorded.len()).map(|k| (hygienic("t", k), hygienic("v", k))).unzip();
+    let shifts = 0..recorded.len() as u32;
+    let (all, site) = (Ident::new("__offload_tags", Span::mixed_site()), Ident::new("__OFFLOAD_SITE", span));
     let text = LitStr::new(&m.text, span);
     quote_spanned! {span=>
         match (#(&(#args),)*) {
             (#(#binds,)*) => {
                 #[allow(unused_imports)]
                 use ::offload::__private::{FmtPlaceholder as _, FmtValue as _};
-                #(let (#tags, #bits): (u32, u64) = #values;)*
+                static #site: ::offload::__private::PanicSite =
+                    ::offload::__private::PanicSite { fmt: #text, location: ::core::panic::Location::caller() };
+                #(let (#tags, #bits): (u32, u64) = (&::offload::__private::FmtArg(#recorded)).__offload_fmt_arg();)*
                 let #all = 0u32 #(| #tags << (#shifts * ::offload::__private::TAG_BITS))*;
-                ::offload::__private::panic_format(&#text, #all, [#(#bits),*])
+                ::offload::__private::panic_format(&#site, #all, [#(#bits),*])
             }
         }
     }

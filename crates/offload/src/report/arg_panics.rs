@@ -1,48 +1,68 @@
-//! The recorder of panic messages with format arguments on the GPU (see
+//! The recorders of panic messages with format arguments on the GPU (see
 //! [`panic_args`](crate::report::panic_args)): the kernel macro's
-//! [`panic_format`](crate::report::panic_args::panic_format) calls it in
-//! optimized NVPTX builds.
+//! [`panic_format`](crate::report::panic_args::panic_format) calls the one
+//! for its number of values in optimized NVPTX builds.
 //!
-//! Like `core_panics`' recorders it takes scalars only (in parameters, no
-//! stack), is cold and out of line, calls no function through a pointer and
-//! ends the thread itself (`.noreturn` in PTX), so a kernel's hot path pays
-//! nothing for it; the panic site sets up the call's parameters in its cold
-//! block.
+//! Like `core_panics`' recorders they take scalars only (in parameters, no
+//! stack), are cold and out of line, call no function through a pointer
+//! and end the thread themselves (`.noreturn` in PTX), so a kernel's hot
+//! path pays nothing for them. One recorder per number of values, and one
+//! address for the format string and the location together
+//! ([`PanicSite`]): the SASS calling convention passes parameters in
+//! registers, which the recorder keeps live while it claims the record, so
+//! every parameter a panic site does not need would raise the register
+//! count of a kernel whose own hot path uses fewer (ptxas counts a
+//! kernel's registers over the functions it calls).
 
-use core::panic::Location;
-
-use crate::report::gpu::{begin, exit_thread, publish};
+use crate::report::gpu::{claim, exit_thread, publish, write_place};
+use crate::report::panic_args::PanicSite;
 use crate::report::panic_record::FORMAT;
 
-/// Records a panic whose message is `fmt` (a string constant of the image,
-/// recorded by address) with argument values `a`…`f` and their `tags`
-/// (see `panic_args`), at `location`, and ends the thread.
-#[unsafe(no_mangle)]
-#[cold]
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-pub extern "C" fn __offload_panic_format(
-    fmt: &'static &'static str,
-    tags: u32,
-    a: u64,
-    b: u64,
-    c: u64,
-    d: u64,
-    e: u64,
-    f: u64,
-    location: &'static Location<'static>,
-) -> ! {
-    if let Some(rec) = begin(Some(location)) {
-        // SAFETY: `rec` is the live record this thread claimed (`begin`): it
-        // alone writes it until it publishes it.
+/// Records a panic at `site` whose `N` arguments are `values` with `tags`
+/// (see `panic_args`) and ends the thread.
+#[inline(always)]
+fn record<const N: usize>(site: &'static PanicSite, tags: u32, values: [u64; N]) -> ! {
+    // Claimed first and the values written next, the location read last:
+    // the fewer values live across the claim's loop, the fewer registers.
+    if let Some(rec) = claim() {
+        // SAFETY: `rec` is the live record this thread claimed (`claim`):
+        // it alone writes it until it publishes it; `N <= ARGS` (the
+        // callers below), the length of its `values`, whose others are 0
+        // (the host zeroes the record).
         unsafe {
-            (*rec).kind = FORMAT;
-            (*rec).message_addr = fmt.as_ptr() as u64;
-            (*rec).message_len = fmt.len() as u32;
+            let v = core::ptr::addr_of_mut!((*rec).values) as *mut u64;
+            for (k, x) in values.into_iter().enumerate() {
+                v.add(k).write(x);
+            }
             (*rec).tags = tags;
-            (*rec).values = [a, b, c, d, e, f];
+            (*rec).kind = FORMAT;
+            (*rec).message_addr = site.fmt.as_ptr() as u64;
+            (*rec).message_len = site.fmt.len() as u32;
+            let l = site.location;
+            write_place(rec, l.file(), l.line(), l.column());
             publish(rec);
         }
     }
     exit_thread()
+}
+
+macro_rules! recorders {
+    ($($name:ident($($v:ident),*);)*) => {$(
+        /// Records a panic at `site` with these argument values and their
+        /// `tags` (see `panic_args`), and ends the thread.
+        #[unsafe(no_mangle)]
+        #[cold]
+        #[inline(never)]
+        pub extern "C" fn $name(site: &'static PanicSite, tags: u32, $($v: u64),*) -> ! {
+            record(site, tags, [$($v),*])
+        }
+    )*};
+}
+
+recorders! {
+    __offload_panic_format_0();
+    __offload_panic_format_1(a);
+    __offload_panic_format_2(a, b);
+    __offload_panic_format_3(a, b, c);
+    __offload_panic_format_4(a, b, c, d);
 }

@@ -185,8 +185,21 @@ pub(crate) fn begin(location: Option<&core::panic::Location<'_>>) -> Option<*mut
         None => ("<unknown>", 0, 0),
     };
     let rec = claim()?;
-    // SAFETY: `rec` is the live, mapped record, which this thread claimed:
-    // it alone writes the fields until it publishes them (plain stores).
+    // SAFETY: `rec` is the record this thread claimed.
+    unsafe { write_place(rec, file, line, column) };
+    Some(rec)
+}
+
+/// Writes block, thread and the location (`file`, `line`, `column`) into
+/// the record (see [`begin`]).
+///
+/// # Safety
+/// `rec` is the live record, claimed by this thread ([`claim`]).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) unsafe fn write_place(rec: *mut PanicRecord, file: &str, line: u32, column: u32) {
+    // SAFETY: the caller's contract: this thread alone writes the fields
+    // until it publishes them (plain stores to the mapped record).
     unsafe {
         let t = crate::thread_idx();
         let b = crate::block_idx();
@@ -197,7 +210,6 @@ pub(crate) fn begin(location: Option<&core::panic::Location<'_>>) -> Option<*mut
         (*rec).file_addr = file.as_ptr() as u64;
         (*rec).file_len = file.len() as u32;
     }
-    Some(rec)
 }
 
 /// The record to write if this thread claims the context's panic record
@@ -211,7 +223,7 @@ pub(crate) fn begin(location: Option<&core::panic::Location<'_>>) -> Option<*mut
 /// claims the fresh record for its own failure.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn claim() -> Option<*mut PanicRecord> {
+pub(crate) fn claim() -> Option<*mut PanicRecord> {
     use crate::device::atomic::{Scope, ScopedAtomicInt};
     // SAFETY: the slot is written only by the host, before the launch.
     let rec = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(__offload_global_panic_slot)) };

@@ -14,13 +14,13 @@
 //! runtime or the scheduler.
 
 #[cfg(target_arch = "nvptx64")]
-pub(crate) mod core_panics;
-#[cfg(target_arch = "nvptx64")]
 pub(crate) mod arg_panics;
-pub(crate) mod panic_args;
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub(crate) mod panic_format;
+#[cfg(target_arch = "nvptx64")]
+pub(crate) mod core_panics;
 pub(crate) mod divergence;
 #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
 pub(crate) mod gpu;
+pub(crate) mod panic_args;
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub(crate) mod panic_format;
 pub(crate) mod panic_record;

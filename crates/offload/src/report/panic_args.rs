@@ -5,11 +5,11 @@
 //!
 //! In optimized NVPTX builds (no debug assertions), where the GPU cannot
 //! afford `core::fmt` (see `gpu::panic`), the kernel macro turns such a
-//! macro into a call of [`panic_format`] with the format string (made
+//! macro into a call of `panic_format` with the format string (made
 //! explicit: every `{…}` names its argument by index, named and captured
 //! arguments included; see offload-macros' `kernel::panics`) and the
 //! argument values as `u64` bit patterns with a [tag](TAG_BITS) each. The
-//! recorder (`arg_panics`, out of line, cold, `.noreturn`) copies them into
+//! recorders (`arg_panics`, out of line, cold, `.noreturn`) copy them into
 //! the panic record; the host formats the message with them
 //! (`panic_format::format_message`), as `format!` would. Elsewhere (the
 //! host fallback, builds with debug assertions, AMD GPUs) the kernel keeps
@@ -27,8 +27,14 @@
 //! takes `&FmtArg`, found first) and to [`FmtPlaceholder`] otherwise (it
 //! takes `&&FmtArg`, found after the compiler adds a reference).
 
-/// How many argument values a panic record holds.
-pub const ARGS: usize = 6;
+/// How many argument values a panic record holds. Four: a recorder's
+/// parameters are registers while it claims the record, and ptxas counts a
+/// kernel's registers over the functions it calls; with four values (and
+/// the site and tags) the recorder needs no more than `core_panics`'
+/// recorder of an index out of bounds, which most kernels have already
+/// (measured with `ptxas -v`: six values took a kernel from 28 to 32
+/// registers, four left it at 28).
+pub const ARGS: usize = 4;
 /// Bits of one argument's tag in the packed tags (argument `k` at bit
 /// `k * TAG_BITS`): `ARGS * TAG_BITS <= 32`.
 pub const TAG_BITS: u32 = 4;
@@ -150,16 +156,37 @@ impl<T: ?Sized> FmtPlaceholder for &FmtArg<'_, T> {
     }
 }
 
-/// Panics with the message `fmt` (explicit argument indices; see the
-/// module docs) whose arguments are `values` with `tags` (argument `k`'s
-/// tag at bit `k * TAG_BITS`): records them for the host, which formats the
-/// message, and ends the thread. The location is the caller's.
+/// Where a panic message with arguments is and what it says: its
+/// location and its format string (explicit argument indices; see the
+/// module docs). The kernel macro makes one `static` per panic site, so
+/// that the call passes one address for both.
+#[repr(C)]
+pub struct PanicSite {
+    /// The format string.
+    pub fmt: &'static str,
+    /// The macro's location (`Location::caller()` in the `static`'s
+    /// initializer, spanned at the macro: its file, line and column).
+    pub location: &'static core::panic::Location<'static>,
+}
+
+/// Panics with `site`'s message whose `N <= ARGS` arguments are `values`
+/// with `tags` (argument `k`'s tag at bit `k * TAG_BITS`): records them for
+/// the host, which formats the message, and ends the thread. Calls the
+/// recorder of `N` values, so that a panic site passes only its own values.
 #[cfg(target_arch = "nvptx64")]
-#[track_caller]
 #[inline(always)]
-pub fn panic_format(fmt: &'static &'static str, tags: u32, values: [u64; ARGS]) -> ! {
-    let [a, b, c, d, e, f] = values;
-    crate::report::arg_panics::__offload_panic_format(fmt, tags, a, b, c, d, e, f, core::panic::Location::caller())
+pub fn panic_format<const N: usize>(site: &'static PanicSite, tags: u32, values: [u64; N]) -> ! {
+    use crate::report::arg_panics::*;
+    const { assert!(N <= ARGS, "at most ARGS values") };
+    let mut v = [0u64; ARGS];
+    v[..N].copy_from_slice(&values);
+    match N {
+        0 => __offload_panic_format_0(site, tags),
+        1 => __offload_panic_format_1(site, tags, v[0]),
+        2 => __offload_panic_format_2(site, tags, v[0], v[1]),
+        3 => __offload_panic_format_3(site, tags, v[0], v[1], v[2]),
+        _ => __offload_panic_format_4(site, tags, v[0], v[1], v[2], v[3]),
+    }
 }
 
 #[cfg(all(test, not(any(target_arch = "nvptx64", target_arch = "amdgpu"))))]
