@@ -1449,7 +1449,9 @@ fn the_panic_recorder_has_no_atomics_on_host_memory() {
 /// place of `core`'s functions, so that the GPU records the values and the
 /// host writes `core`'s message; nothing reaches `core::fmt` (no call
 /// through a function pointer, which would cost every kernel its
-/// registers); a formatted `assert!` gets the placeholder. On the host
+/// registers); a formatted `assert!` in a kernel body is recorded as its
+/// format string and values (`__offload_panic_format_*`), one in a helper
+/// function outside the kernel body gets the placeholder. On the host
 /// fallback every message is `core`'s text, computed here. The device code
 /// is compiled as the release profile compiles it (`-Copt-level=3`, no
 /// debug assertions, no overflow checks) in the dev profile's build, whose
@@ -1479,11 +1481,14 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
     let run = f.run_exe("debug", &f.name, &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
     let lines: Vec<&str> = run.stdout.lines().collect();
-    // The placeholder of the formatted assert, a string constant of the
-    // image (its bytes, as LLVM writes them in PTX).
+    // String constants of the image, as LLVM writes them in PTX (bytes):
+    // the formatted assert's explicit format string, recorded with its two
+    // values, and the placeholder of the helper's assert.
+    let bytes = |s: &str| s.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", ");
+    assert!(ptx.contains("call.uni __offload_panic_format_2, ("), "no call of the recorder of two values");
+    assert!(ptx.contains(&bytes("thread {0} of {1} asserts")), "the format string is not in the PTX");
     let placeholder = lines.last().and_then(|l| l.strip_prefix("placeholder: ")).expect("the placeholder line");
-    let bytes = placeholder.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", ");
-    assert!(ptx.contains(&bytes), "the placeholder is not in the PTX");
+    assert!(ptx.contains(&bytes(placeholder)), "the placeholder is not in the PTX");
 
     let src = std::fs::read_to_string(repo_root().join("tests/fixtures/panics/src/main.rs")).unwrap();
     let line_of = |mark: &str| src.lines().position(|l| l.ends_with(&format!("// MARK:{mark}"))).unwrap() + 1;
@@ -1516,6 +1521,7 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
         ),
         ("expect", "expect", "expect", 505, "no element j of x".into()),
         ("formatted", "formatted", "formatted", 606, format!("thread 606 of {n} asserts")),
+        ("helper", "helper", "helper", 707, "thread 707 asserts in a helper".into()),
     ];
     assert_eq!(lines.len(), 2 * expected.len() + 1, "{}", run.stdout);
     for (i, (what, kernel, mark, thread, message)) in expected.iter().enumerate() {
