@@ -46,15 +46,25 @@ pub static __offload_global_panic_claim: AtomicU32 = AtomicU32::new(EMPTY);
 /// Messages: in builds with debug assertions (the dev profile) the message
 /// is formatted on the GPU, arguments included. In optimized builds without
 /// them it is kept when it is a literal (`panic!("…")`, `assert!(c, "…")`,
-/// overflow checks) and otherwise replaced by a note: `core::fmt` calls
-/// through function pointers, which makes ptxas reserve the maximum register
-/// count (255) in every kernel that can panic, and that would cost release
-/// kernels their occupancy. The location, block and thread are always kept,
-/// and the host fallback (`OFFLOAD_DEVICE=host`) prints the full message.
-/// `core`'s panics with numbers (index out of bounds, slice ranges,
-/// `copy_from_slice`) and `Option::expect` never get here on the GPU: the
-/// device link sends them to [`core_panics`](crate::report::core_panics),
-/// which records the numbers for the host to format, in every profile.
+/// overflow checks) and otherwise replaced by a note
+/// ([`UNFORMATTED_PANIC_MESSAGE`](crate::UNFORMATTED_PANIC_MESSAGE)):
+/// `core::fmt` calls through function pointers, which makes ptxas reserve
+/// the maximum register count (255) in every kernel that can panic, and
+/// that would cost release kernels their occupancy. The location, block and
+/// thread are always kept, and the host fallback (`OFFLOAD_DEVICE=host`)
+/// prints the full message. Two kinds of panics with values never get here
+/// on the GPU, and read as on the host in every profile: `core`'s panics
+/// with numbers (index out of bounds, slice ranges, `copy_from_slice`) and
+/// `Option::expect`, which the device link sends to
+/// [`core_panics`](crate::report::core_panics); and `panic!`, `assert!`,
+/// `assert_eq!`, `assert_ne!` and `unreachable!` with format arguments
+/// written in a kernel body, which the kernel macro sends to
+/// [`arg_panics`](crate::report::arg_panics) in optimized builds (see
+/// [`panic_args`](crate::report::panic_args): up to four values that are
+/// integers, floats, `bool` or `char`; `{?}` for the others). Both record
+/// values for the host to format, never calling `core::fmt`. The note is
+/// left for messages with arguments outside kernel bodies (in functions a
+/// kernel calls, `Result::unwrap`'s error).
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     #[cfg(target_arch = "nvptx64")]

@@ -53,18 +53,22 @@ pub(crate) const DONE: u32 = 2;
 
 /// The message a GPU panic arrives with, in
 /// [`Error::KernelPanic`](crate::Error)'s `message`, when the panic's
-/// message has format arguments (`panic!("bad index {i}")`,
-/// `assert!(c, "{x}")`, `assert_eq!`, `Result::unwrap`'s error) and the
-/// device code was built without debug assertions (an optimized profile
-/// such as `--release`): the GPU does not format it there, because
-/// `core::fmt`'s calls through function pointers would make ptxas reserve
-/// 255 registers in every kernel that can panic (see
-/// `docs/device-model.md`, "Panics"). Literal messages, `core`'s messages
-/// with numbers (index out of bounds: `the len is 3 but the index is 7`,
-/// slice ranges, `copy_from_slice` lengths), `Option::expect`'s message,
-/// the location, the block and the thread are always reported; builds with
-/// debug assertions and the host fallback format every message. Compare
-/// with it to tell this known limitation from a message.
+/// message has format arguments and is not written in a kernel body (a
+/// `panic!("bad index {i}")` or `assert!(c, "{x}")` in a function that a
+/// kernel calls, `Result::unwrap`'s error) and the device code was built
+/// without debug assertions (an optimized profile such as `--release`): the
+/// GPU does not format it there, because `core::fmt`'s calls through
+/// function pointers would make ptxas reserve 255 registers in every kernel
+/// that can panic (see `docs/device-model.md`, "Panics"). Literal
+/// messages, `core`'s messages with numbers (index out of bounds: `the len
+/// is 3 but the index is 7`, slice ranges, `copy_from_slice` lengths),
+/// `Option::expect`'s message, messages with format arguments of
+/// `panic!`, `assert!`, `assert_eq!`, `assert_ne!` and `unreachable!` in a
+/// kernel body (recorded as values; arguments other than numbers, `bool`
+/// and `char`, and those past the fourth, print `{?}`), the location, the
+/// block and the thread are always reported; builds with debug assertions
+/// and the host fallback format every message. Compare with it to tell
+/// this known limitation from a message.
 pub const UNFORMATTED_PANIC_MESSAGE: &str =
     "(a message with format arguments, not formatted on the GPU in optimized builds; a dev-profile build or \
      OFFLOAD_DEVICE=host prints it)";
