@@ -1,6 +1,6 @@
 //! The recorders of panic messages with format arguments on the GPU (see
 //! [`panic_args`](crate::report::panic_args)): the kernel macro's
-//! [`panic_format`](crate::report::panic_args::panic_format) calls the one
+//! [`panic_format`] calls the one
 //! for its number of values in optimized NVPTX builds.
 //!
 //! Like `core_panics`' recorders they take scalars only (in parameters, no
@@ -15,7 +15,7 @@
 //! kernel's registers over the functions it calls).
 
 use crate::report::gpu::{claim, exit_thread, publish, write_place};
-use crate::report::panic_args::PanicSite;
+use crate::report::panic_args::{PanicSite, ARGS};
 use crate::report::panic_record::FORMAT;
 
 /// Records a panic at `site` whose `N` arguments are `values` with `tags`
@@ -44,6 +44,24 @@ fn record<const N: usize>(site: &'static PanicSite, tags: u32, values: [u64; N])
         }
     }
     exit_thread()
+}
+
+/// Panics with `site`'s message whose `N <= ARGS` arguments are `values`
+/// with `tags` (argument `k`'s tag at bit `k * TAG_BITS`): records them for
+/// the host, which formats the message, and ends the thread. Calls the
+/// recorder of `N` values, so that a panic site passes only its own values.
+#[inline(always)]
+pub fn panic_format<const N: usize>(site: &'static PanicSite, tags: u32, values: [u64; N]) -> ! {
+    const { assert!(N <= ARGS, "at most ARGS values") };
+    let mut v = [0u64; ARGS];
+    v[..N].copy_from_slice(&values);
+    match N {
+        0 => __offload_panic_format_0(site, tags),
+        1 => __offload_panic_format_1(site, tags, v[0]),
+        2 => __offload_panic_format_2(site, tags, v[0], v[1]),
+        3 => __offload_panic_format_3(site, tags, v[0], v[1], v[2]),
+        _ => __offload_panic_format_4(site, tags, v[0], v[1], v[2], v[3]),
+    }
 }
 
 macro_rules! recorders {

@@ -5,7 +5,7 @@
 //!
 //! In optimized NVPTX builds (no debug assertions), where the GPU cannot
 //! afford `core::fmt` (see `gpu::panic`), the kernel macro turns such a
-//! macro into a call of `panic_format` with the format string (made
+//! macro into a call of `arg_panics::panic_format` with the format string (made
 //! explicit: every `{…}` names its argument by index, named and captured
 //! arguments included; see offload-macros' `kernel::panics`) and the
 //! argument values as `u64` bit patterns with a [tag](TAG_BITS) each. The
@@ -167,26 +167,6 @@ pub struct PanicSite {
     /// The macro's location (`Location::caller()` in the `static`'s
     /// initializer, spanned at the macro: its file, line and column).
     pub location: &'static core::panic::Location<'static>,
-}
-
-/// Panics with `site`'s message whose `N <= ARGS` arguments are `values`
-/// with `tags` (argument `k`'s tag at bit `k * TAG_BITS`): records them for
-/// the host, which formats the message, and ends the thread. Calls the
-/// recorder of `N` values, so that a panic site passes only its own values.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub fn panic_format<const N: usize>(site: &'static PanicSite, tags: u32, values: [u64; N]) -> ! {
-    use crate::report::arg_panics::*;
-    const { assert!(N <= ARGS, "at most ARGS values") };
-    let mut v = [0u64; ARGS];
-    v[..N].copy_from_slice(&values);
-    match N {
-        0 => __offload_panic_format_0(site, tags),
-        1 => __offload_panic_format_1(site, tags, v[0]),
-        2 => __offload_panic_format_2(site, tags, v[0], v[1]),
-        3 => __offload_panic_format_3(site, tags, v[0], v[1], v[2]),
-        _ => __offload_panic_format_4(site, tags, v[0], v[1], v[2], v[3]),
-    }
 }
 
 #[cfg(all(test, not(any(target_arch = "nvptx64", target_arch = "amdgpu"))))]
