@@ -273,7 +273,7 @@ fn record(span: Span, m: &Message) -> TokenStream {
                 #[allow(unused_imports)]
                 use ::offload::__private::{FmtPlaceholder as _, FmtValue as _};
                 static #site: ::offload::__private::PanicSite =
-                    ::offload::__private::PanicSite { fmt: #text, location: ::core::panic::Location::caller() };
+                    ::offload::__private::PanicSite::new(#text, ::core::panic::Location::caller());
                 #(let (#tags, #bits): (u32, u64) = (&::offload::__private::FmtArg(#recorded)).__offload_fmt_arg();)*
                 let #all = 0u32 #(| #tags << (#shifts * ::offload::__private::TAG_BITS))*;
                 ::offload::__private::panic_format(&#site, #all, [#(#bits),*])

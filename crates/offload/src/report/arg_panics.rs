@@ -14,7 +14,7 @@
 //! count of a kernel whose own hot path uses fewer (ptxas counts a
 //! kernel's registers over the functions it calls).
 
-use crate::report::gpu::{claim, exit_thread, publish, write_place};
+use crate::report::gpu::{claim, exit_thread, publish, write_ids};
 use crate::report::panic_args::{PanicSite, ARGS};
 use crate::report::panic_record::FORMAT;
 
@@ -22,8 +22,10 @@ use crate::report::panic_record::FORMAT;
 /// (see `panic_args`) and ends the thread.
 #[inline(always)]
 fn record<const N: usize>(site: &'static PanicSite, tags: u32, values: [u64; N]) -> ! {
-    // Claimed first and the values written next, the location read last:
-    // the fewer values live across the claim's loop, the fewer registers.
+    // Claimed first, the values written next: the fewer values live across
+    // the claim's loop, the fewer registers. The site goes by address (the
+    // host reads format string and location from it): no constants to
+    // write.
     if let Some(rec) = claim() {
         // SAFETY: `rec` is the live record this thread claimed (`claim`):
         // it alone writes it until it publishes it; `N <= ARGS` (the
@@ -36,10 +38,8 @@ fn record<const N: usize>(site: &'static PanicSite, tags: u32, values: [u64; N])
             }
             (*rec).tags = tags;
             (*rec).kind = FORMAT;
-            (*rec).message_addr = site.fmt.as_ptr() as u64;
-            (*rec).message_len = site.fmt.len() as u32;
-            let l = site.location;
-            write_place(rec, l.file(), l.line(), l.column());
+            (*rec).message_addr = site as *const PanicSite as u64;
+            write_ids(rec);
             publish(rec);
         }
     }

@@ -207,18 +207,31 @@ pub(crate) fn begin(location: Option<&core::panic::Location<'_>>) -> Option<*mut
 /// `rec` is the live record, claimed by this thread ([`claim`]).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-pub(crate) unsafe fn write_place(rec: *mut PanicRecord, file: &str, line: u32, column: u32) {
+unsafe fn write_place(rec: *mut PanicRecord, file: &str, line: u32, column: u32) {
     // SAFETY: the caller's contract: this thread alone writes the fields
     // until it publishes them (plain stores to the mapped record).
+    unsafe {
+        write_ids(rec);
+        (*rec).line = line;
+        (*rec).column = column;
+        (*rec).file_addr = file.as_ptr() as u64;
+        (*rec).file_len = file.len() as u32;
+    }
+}
+
+/// Writes this thread's block and thread index into the record.
+///
+/// # Safety
+/// `rec` is the live record, claimed by this thread ([`claim`]).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) unsafe fn write_ids(rec: *mut PanicRecord) {
+    // SAFETY: as in `write_place`.
     unsafe {
         let t = crate::thread_idx();
         let b = crate::block_idx();
         (*rec).block = [b.x, b.y, b.z];
         (*rec).thread = [t.x, t.y, t.z];
-        (*rec).line = line;
-        (*rec).column = column;
-        (*rec).file_addr = file.as_ptr() as u64;
-        (*rec).file_len = file.len() as u32;
     }
 }
 

@@ -156,17 +156,48 @@ impl<T: ?Sized> FmtPlaceholder for &FmtArg<'_, T> {
     }
 }
 
-/// Where a panic message with arguments is and what it says: its
-/// location and its format string (explicit argument indices; see the
-/// module docs). The kernel macro makes one `static` per panic site, so
-/// that the call passes one address for both.
+/// Where a panic message with arguments is and what it says: its format
+/// string (explicit argument indices; see the module docs) and its
+/// location, as a `static` of the device image that the kernel macro makes
+/// for each panic site. The recorder records only its address; the host
+/// copies it out of the image after the launch, then the strings it points
+/// to (device addresses: the fields are raw, `#[repr(C)]`, 40 bytes on
+/// nvptx64 and the host alike).
 #[repr(C)]
 pub struct PanicSite {
-    /// The format string.
-    pub fmt: &'static str,
-    /// The macro's location (`Location::caller()` in the `static`'s
-    /// initializer, spanned at the macro: its file, line and column).
-    pub location: &'static core::panic::Location<'static>,
+    /// The format string's address and length in bytes.
+    pub fmt: *const u8,
+    /// See `fmt`.
+    pub fmt_len: usize,
+    /// The file name's address and length in bytes.
+    pub file: *const u8,
+    /// See `file`.
+    pub file_len: usize,
+    /// Line and column of the macro (1-based, as `Location`'s).
+    pub line: u32,
+    /// See `line`.
+    pub column: u32,
+}
+
+// SAFETY: a `PanicSite` is never written after its constant initializer,
+// and its pointers are to `'static` string constants.
+unsafe impl Sync for PanicSite {}
+
+impl PanicSite {
+    /// The site of `fmt` at `location` (`Location::caller()` in the
+    /// `static`'s initializer, spanned at the macro: its file, line and
+    /// column).
+    pub const fn new(fmt: &'static str, location: &'static core::panic::Location<'static>) -> PanicSite {
+        let file = location.file();
+        PanicSite {
+            fmt: fmt.as_ptr(),
+            fmt_len: fmt.len(),
+            file: file.as_ptr(),
+            file_len: file.len(),
+            line: location.line(),
+            column: location.column(),
+        }
+    }
 }
 
 #[cfg(all(test, not(any(target_arch = "nvptx64", target_arch = "amdgpu"))))]

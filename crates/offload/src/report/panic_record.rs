@@ -90,8 +90,10 @@ pub(crate) const SLICE_INDEX: u32 = 2;
 pub(crate) const LEN_MISMATCH: u32 = 3;
 
 /// [`PanicRecord::kind`]: a message with format arguments (`panic_args`):
-/// the format string at `message_addr`, the arguments in `values` with
-/// their `tags`; the host formats it (`panic_format::format_message`).
+/// `message_addr` is the device address of its `PanicSite` (format string
+/// and location; the record's own location fields are 0), the arguments
+/// are in `values` with their `tags`; the host formats it
+/// (`panic_format::format_message`).
 #[cfg_attr(target_arch = "amdgpu", allow(dead_code))]
 pub(crate) const FORMAT: u32 = 4;
 
