@@ -1477,6 +1477,24 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
     assert!(!ptx.contains("prototype"), "a call through a function pointer (core::fmt) in the PTX");
     let problems = panic_recorder_problems(&ptx);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // A message with values costs no registers and no stack: `bounded`'s
+    // `assert!(i < n)` and `bounded_formatted`'s `assert!(i < n, "i = {} n
+    // = {}", i, n)`, as ptxas allocates them.
+    match ptxas_of(&f) {
+        Some(ptxas) => {
+            let usage = kernel_resources(&ptxas, &path);
+            // `__offload_kernel_fixture_panics_<kernel>_<hash>`
+            let prefix = |k: &str| format!("__offload_kernel_fixture_panics_{k}_");
+            let of = |k: &str| {
+                let hash = |n: &str| n.strip_prefix(&prefix(k)).is_some_and(|h| !h.contains('_'));
+                usage.iter().find(|(n, _)| hash(n)).map(|u| u.1)
+            };
+            let (plain, formatted) = (of("bounded"), of("bounded_formatted"));
+            eprintln!("ptxas -v, (registers, stack bytes): bounded {plain:?}, bounded_formatted {formatted:?}");
+            assert!(plain.is_some() && plain == formatted, "registers and stack: {usage:?}");
+        }
+        None => assert!(!require_ptxas(), "OFFLOAD_REQUIRE_PTXAS=1 but `cargo offload doctor` found no ptxas"),
+    }
 
     let run = f.run_exe("debug", &f.name, &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
@@ -1531,6 +1549,36 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
         assert!(got.starts_with(&head) && got.ends_with(&tail), "{got}\nexpected {head}…{tail}");
         assert_eq!(next, format!("{what}: next launch right"));
     }
+}
+
+/// The `ptxas` that `cargo offload doctor` finds for fixture `f`, if any
+/// (`WITH_PTXAS`: the tests' builds skip ptxas, not this look-up).
+fn ptxas_of(f: &Fixture) -> Option<std::path::PathBuf> {
+    let out = offload_cmd(&f.dir, &["doctor"], &[WITH_PTXAS]);
+    let line = out.stdout.lines().find(|l| l.trim_start().starts_with("ok") && l.contains(" ptxas ("))?;
+    line.split_whitespace().find(|w| w.starts_with('/')).map(std::path::PathBuf::from)
+}
+
+/// `(kernel, (registers, stack frame bytes))` of each kernel of the PTX at
+/// `ptx`, from `ptxas -v -arch=sm_90`.
+fn kernel_resources(ptxas: &std::path::Path, ptx: &std::path::Path) -> Vec<(String, (u32, u32))> {
+    let out = std::process::Command::new(ptxas).args(["-v", "-arch=sm_90", "-o", "/dev/null"]).arg(ptx).output();
+    let out = out.unwrap_or_else(|e| panic!("{}: {e}", ptxas.display()));
+    assert!(out.status.success(), "ptxas: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stderr);
+    let (mut usage, mut kernel, mut stack) = (Vec::new(), None::<String>, 0);
+    for line in text.lines() {
+        let number = |after: &str| line.split(after).next()?.split_whitespace().last()?.parse::<u32>().ok();
+        if let Some(k) = line.split("Function properties for ").nth(1) {
+            kernel = k.starts_with("__offload_kernel_").then(|| k.trim().to_string());
+        } else if let (Some(_), Some(s)) = (&kernel, number(" bytes stack frame")) {
+            stack = s;
+        } else if let (Some(k), Some(r)) = (&kernel, number(" registers")) {
+            usage.push((k.clone(), (r, stack)));
+            kernel = None;
+        }
+    }
+    usage
 }
 
 /// Every `core::sync::atomic` operation with every ordering keeps its
