@@ -40,6 +40,12 @@ pub(super) fn rewrite(block: &syn::Block) -> syn::Block {
 struct Rewriter;
 
 impl VisitMut for Rewriter {
+    // Items and `const` blocks inside the body are left alone: a `const`
+    // context cannot call the recorder.
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+
+    fn visit_expr_const_mut(&mut self, _: &mut syn::ExprConst) {}
+
     fn visit_expr_mut(&mut self, e: &mut Expr) {
         visit_mut::visit_expr_mut(self, e);
         if let Expr::Macro(m) = e {
@@ -344,6 +350,22 @@ mod tests {
         ] {
             assert!(!rewritten(src), "{src}");
         }
+    }
+
+    /// Nested items and `const` blocks keep their macros (a `const`
+    /// context cannot call the recorder); closures do not.
+    #[test]
+    fn const_contexts_are_left_alone() {
+        let block: syn::Block = syn::parse_quote!({
+            const fn f(s: &str) {
+                panic!("{}", s)
+            }
+            let _ = const { assert!(true, "{}", 1) };
+            let g = |i: u32| panic!("{}", i);
+        });
+        let out = rewrite(&block).to_token_stream().to_string();
+        assert_eq!(out.matches("panic_format").count(), 1, "{out}");
+        assert!(out.contains("const fn f (s : & str) { panic ! (\"{}\" , s) }"), "{out}");
     }
 
     /// `assert_eq!`'s message is `core`'s, the user's message inside it.
