@@ -296,7 +296,10 @@ mod tests {
     /// indices in `format_args!`'s order; escapes and specs stay.
     #[test]
     fn format_strings_become_explicit() {
-        let cases: [(&str, usize, &[&str], &str, &[&str]); 7] = [
+        // (format string, positional arguments, named ones, the explicit
+        // string, the captured variables)
+        type Case<'a> = (&'a str, usize, &'a [&'a str], &'a str, &'a [&'a str]);
+        let cases: [Case; 7] = [
             ("i = {} n = {}", 2, &[], "i = {0} n = {1}", &[]),
             ("{1:>4} {} {0:#x} {}", 2, &[], "{1:>4} {0} {0:#x} {1}", &[]),
             ("{i} and {n:?} then {i:x}", 0, &[], "{0} and {1:?} then {0:x}", &["i", "n"]),

@@ -193,7 +193,7 @@ fn bools_and_chars_format_as_format_does() {
 fn several_arguments_format_as_format_does() {
     let mut r = Rng(11);
     for _ in 0..ROUNDS {
-        let (a, b, c, d) = (r.bits() as i16, f32::from_bits(r.next() as u32), r.next() % 2 == 0, r.bits() as u64);
+        let (a, b, c, d) = (r.bits() as i16, f32::from_bits(r.next() as u32), r.next().is_multiple_of(2), r.bits());
         let recorded = [a.panic_value(), b.panic_value(), c.panic_value(), d.panic_value()];
         let tags = recorded.iter().enumerate().fold(0, |t, (k, r)| t | r.0 << (k as u32 * TAG_BITS));
         let values = recorded.map(|r| r.1);
