@@ -1458,7 +1458,7 @@ fn the_panic_recorder_has_no_atomics_on_host_memory() {
 /// host dependencies the other tests share; under `--fmad`, whose device
 /// target directory takes such flags (see
 /// `each_kernel_once_whatever_emit_and_opt_level`). The GPU runbook runs
-/// the same fixture, `--release`, on the GPU (`scripts/gpu/cargo.sh`).
+/// the same fixture, `--release`, on the GPU (`scripts/gpu/hardening.sh`).
 #[test]
 fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
     let f = Fixture::new("panics");
