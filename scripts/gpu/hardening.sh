@@ -316,12 +316,14 @@ gpu_c_globals() {
 # assertions: the GPU does not format messages), from each device
 # toolchain: tests/fixtures/panics, whose launches panic with an index out
 # of bounds, the four slice range failures, copy_from_slice's length
-# mismatch, Option::expect and a formatted assert, one thread each. The
-# GPU records the values and the host writes core's message: the GPU run
-# must print exactly what the host fallback printed here, except for the
-# formatted assert, whose message is the placeholder the program prints
-# last (offload::UNFORMATTED_PANIC_MESSAGE); after each panic the next
-# launch computes the right values.
+# mismatch, Option::expect, a formatted assert in a kernel body and one in
+# a helper function, one thread each. The GPU records the values and the
+# host writes the message (core's, or the assert's from its recorded
+# format string and values): the GPU run must print exactly what the host
+# fallback printed here, except for the helper's assert (outside a kernel
+# body), whose message is the placeholder the program prints last
+# (offload::UNFORMATTED_PANIC_MESSAGE); after each panic the next launch
+# computes the right values.
 build_c_panics() {
     local work tc rustc target
     work=$(mktemp -d)
@@ -346,7 +348,7 @@ import sys
 lines = open(sys.argv[1]).read().splitlines()
 placeholder = lines[-1].removeprefix("placeholder: ")
 for line in lines:
-    if line.startswith("formatted: kernel "):
+    if line.startswith("helper: kernel "):
         line = line[: line.index("): ") + 3] + placeholder
     print(line)
 EOF
@@ -361,6 +363,7 @@ gpu_c_panics() {
         gpu_check "c panics ($tc, release): core's messages with values, formatted as on the host fallback" 0 \
             "^index: kernel .fixture_panics::index. panicked at src/main.rs:15:[0-9]+ \(block \(3, 0, 0\), thread \(9, 0, 0\)\): index out of bounds: the len is 1000 but the index is 1777$" \
             "^range order: kernel .fixture_panics::range. panicked at .*: slice index starts at 7 but ends at 3$" \
+            "^formatted: kernel .fixture_panics::formatted. panicked at .*: thread 606 of 1000 asserts$" \
             "8*: next launch right$" \
             -- bash -c "set -o pipefail; OFFLOAD_DEVICE=$dev ./$tc/panics | tee ./$tc/panics.out-$dev &&
                 diff ./$tc/panics.expected-$dev ./$tc/panics.out-$dev"

@@ -1449,14 +1449,16 @@ fn the_panic_recorder_has_no_atomics_on_host_memory() {
 /// place of `core`'s functions, so that the GPU records the values and the
 /// host writes `core`'s message; nothing reaches `core::fmt` (no call
 /// through a function pointer, which would cost every kernel its
-/// registers); a formatted `assert!` gets the placeholder. On the host
+/// registers); a formatted `assert!` in a kernel body is recorded as its
+/// format string and values (`__offload_panic_format_*`), one in a helper
+/// function outside the kernel body gets the placeholder. On the host
 /// fallback every message is `core`'s text, computed here. The device code
 /// is compiled as the release profile compiles it (`-Copt-level=3`, no
 /// debug assertions, no overflow checks) in the dev profile's build, whose
 /// host dependencies the other tests share; under `--fmad`, whose device
 /// target directory takes such flags (see
 /// `each_kernel_once_whatever_emit_and_opt_level`). The GPU runbook runs
-/// the same fixture, `--release`, on the GPU (`scripts/gpu/cargo.sh`).
+/// the same fixture, `--release`, on the GPU (`scripts/gpu/hardening.sh`).
 #[test]
 fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
     let f = Fixture::new("panics");
@@ -1475,15 +1477,36 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
     assert!(!ptx.contains("prototype"), "a call through a function pointer (core::fmt) in the PTX");
     let problems = panic_recorder_problems(&ptx);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // A message with values costs no registers and no stack: `bounded`'s
+    // `assert!(i < n)` and `bounded_formatted`'s `assert!(i < n, "i = {} n
+    // = {}", i, n)`, as ptxas allocates them.
+    match ptxas_of(&f) {
+        Some(ptxas) => {
+            let usage = kernel_resources(&ptxas, &path);
+            // `__offload_kernel_fixture_panics_<kernel>_<hash>`
+            let prefix = |k: &str| format!("__offload_kernel_fixture_panics_{k}_");
+            let of = |k: &str| {
+                let hash = |n: &str| n.strip_prefix(&prefix(k)).is_some_and(|h| !h.contains('_'));
+                usage.iter().find(|(n, _)| hash(n)).map(|u| u.1)
+            };
+            let (plain, formatted) = (of("bounded"), of("bounded_formatted"));
+            eprintln!("ptxas -v, (registers, stack bytes): bounded {plain:?}, bounded_formatted {formatted:?}");
+            assert!(plain.is_some() && plain == formatted, "registers and stack: {usage:?}");
+        }
+        None => assert!(!require_ptxas(), "OFFLOAD_REQUIRE_PTXAS=1 but `cargo offload doctor` found no ptxas"),
+    }
 
     let run = f.run_exe("debug", &f.name, &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
     let lines: Vec<&str> = run.stdout.lines().collect();
-    // The placeholder of the formatted assert, a string constant of the
-    // image (its bytes, as LLVM writes them in PTX).
+    // String constants of the image, as LLVM writes them in PTX (bytes):
+    // the formatted assert's explicit format string, recorded with its two
+    // values, and the placeholder of the helper's assert.
+    let bytes = |s: &str| s.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", ");
+    assert!(ptx.contains("call.uni __offload_panic_format_2, ("), "no call of the recorder of two values");
+    assert!(ptx.contains(&bytes("thread {0} of {1} asserts")), "the format string is not in the PTX");
     let placeholder = lines.last().and_then(|l| l.strip_prefix("placeholder: ")).expect("the placeholder line");
-    let bytes = placeholder.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", ");
-    assert!(ptx.contains(&bytes), "the placeholder is not in the PTX");
+    assert!(ptx.contains(&bytes(placeholder)), "the placeholder is not in the PTX");
 
     let src = std::fs::read_to_string(repo_root().join("tests/fixtures/panics/src/main.rs")).unwrap();
     let line_of = |mark: &str| src.lines().position(|l| l.ends_with(&format!("// MARK:{mark}"))).unwrap() + 1;
@@ -1516,6 +1539,7 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
         ),
         ("expect", "expect", "expect", 505, "no element j of x".into()),
         ("formatted", "formatted", "formatted", 606, format!("thread 606 of {n} asserts")),
+        ("helper", "helper", "helper", 707, "thread 707 asserts in a helper".into()),
     ];
     assert_eq!(lines.len(), 2 * expected.len() + 1, "{}", run.stdout);
     for (i, (what, kernel, mark, thread, message)) in expected.iter().enumerate() {
@@ -1525,6 +1549,36 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
         assert!(got.starts_with(&head) && got.ends_with(&tail), "{got}\nexpected {head}…{tail}");
         assert_eq!(next, format!("{what}: next launch right"));
     }
+}
+
+/// The `ptxas` that `cargo offload doctor` finds for fixture `f`, if any
+/// (`WITH_PTXAS`: the tests' builds skip ptxas, not this look-up).
+fn ptxas_of(f: &Fixture) -> Option<std::path::PathBuf> {
+    let out = offload_cmd(&f.dir, &["doctor"], &[WITH_PTXAS]);
+    let line = out.stdout.lines().find(|l| l.trim_start().starts_with("ok") && l.contains(" ptxas ("))?;
+    line.split_whitespace().find(|w| w.starts_with('/')).map(std::path::PathBuf::from)
+}
+
+/// `(kernel, (registers, stack frame bytes))` of each kernel of the PTX at
+/// `ptx`, from `ptxas -v -arch=sm_90`.
+fn kernel_resources(ptxas: &std::path::Path, ptx: &std::path::Path) -> Vec<(String, (u32, u32))> {
+    let out = std::process::Command::new(ptxas).args(["-v", "-arch=sm_90", "-o", "/dev/null"]).arg(ptx).output();
+    let out = out.unwrap_or_else(|e| panic!("{}: {e}", ptxas.display()));
+    assert!(out.status.success(), "ptxas: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stderr);
+    let (mut usage, mut kernel, mut stack) = (Vec::new(), None::<String>, 0);
+    for line in text.lines() {
+        let number = |after: &str| line.split(after).next()?.split_whitespace().last()?.parse::<u32>().ok();
+        if let Some(k) = line.split("Function properties for ").nth(1) {
+            kernel = k.starts_with("__offload_kernel_").then(|| k.trim().to_string());
+        } else if let (Some(_), Some(s)) = (&kernel, number(" bytes stack frame")) {
+            stack = s;
+        } else if let (Some(k), Some(r)) = (&kernel, number(" registers")) {
+            usage.push((k.clone(), (r, stack)));
+            kernel = None;
+        }
+    }
+    usage
 }
 
 /// Every `core::sync::atomic` operation with every ordering keeps its

@@ -6,6 +6,9 @@ use crate::{DeviceCopy, DisjointSlice, DisjointSliceNd, MapElem};
 
 #[cfg(not(target_arch = "amdgpu"))]
 pub use crate::device::print::print_fmt;
+#[cfg(target_arch = "nvptx64")]
+pub use crate::report::arg_panics::panic_format;
+pub use crate::report::panic_args::{FmtArg, FmtPlaceholder, FmtValue, PanicSite, TAG_BITS};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use crate::{

@@ -15,11 +15,15 @@
 //! Every build reports literal messages (`assert!(ok, "negative input")`)
 //! and `core`'s messages with values (`index out of bounds: the len is …
 //! but the index is …`: the GPU records the numbers, the host writes the
-//! text). A message with format arguments of your own (`assert!(ok, "bad
-//! {x}")`) would cost every kernel registers to format on the GPU: in
-//! optimized builds the GPU reports `offload::UNFORMATTED_PANIC_MESSAGE`
-//! for it, a note saying so; debug builds and the host fallback format it.
-//! Location, block and thread are always there.
+//! text). So do messages with format arguments of your own written in a
+//! kernel body (`assert!(ok, "bad {x}")`, `assert_eq!(a, b)`): the GPU
+//! records the format string and up to four values (numbers, `bool`,
+//! `char`; other arguments print `{?}`) and the host formats them, since
+//! formatting on the GPU would cost every kernel registers. Such a message
+//! in a function the kernel calls is reported in optimized builds as
+//! `offload::UNFORMATTED_PANIC_MESSAGE`, a note saying so; debug builds
+//! and the host fallback format it. Location, block and thread are always
+//! there.
 //!
 //! The program makes two kernels panic on purpose, checks that each error
 //! names the right kernel, line, block and thread, then launches them again

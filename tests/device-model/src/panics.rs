@@ -31,6 +31,14 @@ fn failed_assert(limit: u32, x: &[u32], out: &mut [u32]) {
 }
 
 #[kernel]
+fn failed_assert_eq(scale: f32, x: &[u32], out: &mut [u32]) {
+    if let Some((i, o)) = out.at_thread() {
+        assert_eq!(x[i], i as u32, "x[{i}] scaled by {scale:?}"); // MARK:assert_eq
+        *o = x[i];
+    }
+}
+
+#[kernel]
 fn overflow(x: &[u8], out: &mut [u8]) {
     if let Some((i, o)) = out.at_thread() {
         *o = x[i] + 200; // MARK:overflow
@@ -57,16 +65,16 @@ mod host {
         src.lines().position(|l| l.contains(&needle) && !l.contains("format!")).expect("marker") as u32 + 1
     }
 
-    /// Checks one panic and that a launch right after it succeeds.
-    /// `format_args`: the message has format arguments (an optimized GPU
-    /// build reports [`offload::UNFORMATTED_PANIC_MESSAGE`] instead).
-    #[allow(clippy::too_many_arguments)]
+    /// Checks one panic and that a launch right after it succeeds. Every
+    /// message reads as on the host fallback, in every profile: literal
+    /// messages, core's messages with values (index out of bounds) and the
+    /// kernel bodies' messages with format arguments, whose values the GPU
+    /// records (see offload's device panic handler).
     fn expect_panic(
         what: &str,
         r: offload::Result<()>,
         kernel: &str,
         message: &str,
-        format_args: bool,
         mark: &str,
         block: &str,
         thread: &str,
@@ -81,16 +89,6 @@ mod host {
         };
         let offload::error::KernelPanic { kernel: k, message: m, location, block: b, thread: t } = &**p;
         let want_loc = format!("panics.rs:{}:", line_of(mark));
-        // Optimized GPU builds format literal messages and core's messages
-        // with values (index out of bounds), not other messages with format
-        // arguments: those become the placeholder (see offload's device
-        // panic handler).
-        let on_gpu = offload::backend().is_ok_and(|b| b.kind == offload::BackendKind::Cuda);
-        let message = if on_gpu && !cfg!(debug_assertions) && format_args {
-            offload::UNFORMATTED_PANIC_MESSAGE
-        } else {
-            message
-        };
         if !k.ends_with(kernel) || m != message || !location.contains(&want_loc) || b != block || t != thread {
             return Err(format!(
                 "{what}: got `{text}`; expected kernel {kernel}, message `{message}`, location containing `{want_loc}`, block {block}, thread {thread}"
@@ -99,7 +97,8 @@ mod host {
         // the next launch works (on the GPU: after the context was rebuilt)
         let x: Vec<u32> = (0..1000).collect();
         let mut out = vec![0u32; 1000];
-        after_panic(offload::for_len(1000), &x, &mut out).map_err(|e| format!("{what}: launch after the panic failed: {e}"))?;
+        after_panic(offload::for_len(1000), &x, &mut out)
+            .map_err(|e| format!("{what}: launch after the panic failed: {e}"))?;
         if out.iter().enumerate().any(|(i, &v)| v != i as u32 * 3 + 1) {
             return Err(format!("{what}: launch after the panic computed wrong values"));
         }
@@ -114,7 +113,6 @@ mod host {
             explicit_panic(offload::LaunchConfig::new(4u32, 256u32), 2, 37, &mut out),
             "explicit_panic",
             "explicit panic with value 42",
-            true,
             "explicit",
             "(2, 0, 0)",
             "(37, 0, 0)",
@@ -135,7 +133,6 @@ mod host {
             out_of_bounds(offload::for_len(1000), &x, &mut out),
             "out_of_bounds",
             "index out of bounds: the len is 1000 but the index is 1077",
-            false,
             "oob",
             "(0, 0, 0)",
             "(77, 0, 0)",
@@ -147,8 +144,19 @@ mod host {
             failed_assert(offload::for_len(1000), 1000, &y, &mut out),
             "failed_assert",
             "x[600] = 5000 is not below 1000",
-            true,
             "assert",
+            "(2, 0, 0)",
+            "(88, 0, 0)",
+        )?;
+        // `assert_eq!`'s message is core's, with the user's message, a
+        // captured variable and a float's `Debug` inside it.
+        let scale = 0.1f32;
+        expect_panic(
+            "assert_eq",
+            failed_assert_eq(offload::for_len(1000), scale, &y, &mut out),
+            "failed_assert_eq",
+            &format!("assertion `left == right` failed: x[600] scaled by {scale:?}\n  left: 5000\n right: 600"),
+            "assert_eq",
             "(2, 0, 0)",
             "(88, 0, 0)",
         )?;
@@ -161,11 +169,12 @@ mod host {
             overflow(offload::for_len(1000), &b, &mut o),
             "overflow",
             "attempt to add with overflow",
-            false,
             "overflow",
             "(1, 0, 0)",
             "(44, 0, 0)",
         )?;
-        Ok(format!("explicit, index out of bounds, assert, overflow ok; first: {first}; index out of bounds: {oob}"))
+        Ok(format!(
+            "explicit, index out of bounds, assert, assert_eq, overflow ok; first: {first}; index out of bounds: {oob}"
+        ))
     }
 }

@@ -34,20 +34,10 @@ pub(super) enum Place {
 /// the device pass (where it must come before rustc computes the entry
 /// point's ABI). `written` is the type as the user wrote it, `ty` the one
 /// checked (a generic kernel's instantiation on the device).
-pub(super) fn check(
-    name: &Ident,
-    written: &Type,
-    ty: &Type,
-    span: Span,
-    place: Place,
-) -> TokenStream {
+pub(super) fn check(name: &Ident, written: &Type, ty: &Type, span: Span, place: Place) -> TokenStream {
     let written = spelled(written);
     let checked = spelled(ty);
-    let with = if checked == written {
-        String::new()
-    } else {
-        format!(" (here `{checked}`)")
-    };
+    let with = if checked == written { String::new() } else { format!(" (here `{checked}`)") };
     let msg = format!(
         "kernel parameter `{name}: {written}`{with} cannot be passed by value: its type is aligned to more than \
          {MAX_BY_VALUE_ALIGN} bytes, the most a GPU kernel parameter can be (rustc's nvptx64 kernel ABI). Pass it by \

@@ -5,6 +5,7 @@
 
 use super::attr::{Extent, Shape};
 use super::check::Kernel;
+use super::panics;
 use super::param::{Mapping, Param};
 use super::types::mentions;
 use crate::symbol;
@@ -30,6 +31,9 @@ pub(super) struct Body<'a> {
     pub(super) params: Vec<TokenStream>,
     /// The body's block ([`block`]).
     pub(super) block: TokenStream,
+    /// The block for the device: [`block`] with its panic messages'
+    /// arguments recorded as values ([`panics::rewrite`]).
+    pub(super) device_block: TokenStream,
 }
 
 impl Body<'_> {
@@ -44,11 +48,8 @@ pub(super) fn of(k: &Kernel) -> Body<'_> {
     let name = &k.func.sig.ident;
     let generics = &k.func.sig.generics;
     let type_params: Vec<Ident> = generics.type_params().map(|t| t.ident.clone()).collect();
-    let where_clause = if type_params.is_empty() {
-        generics.where_clause.clone()
-    } else {
-        Some(bounded_where(k, &type_params))
-    };
+    let where_clause =
+        if type_params.is_empty() { generics.where_clause.clone() } else { Some(bounded_where(k, &type_params)) };
     Body {
         kernel: k,
         name,
@@ -56,7 +57,8 @@ pub(super) fn of(k: &Kernel) -> Body<'_> {
         type_params,
         where_clause,
         params: k.params.iter().map(|p| body_param(p, k.shape_of(&p.name))).collect(),
-        block: block(k),
+        block: block(&k.func.block, k),
+        device_block: block(&panics::rewrite(&k.func.block), k),
     }
 }
 
@@ -72,10 +74,7 @@ fn bounded_where(k: &Kernel, type_params: &[Ident]) -> WhereClause {
         .generics
         .where_clause
         .clone()
-        .unwrap_or_else(|| WhereClause {
-            where_token: Default::default(),
-            predicates: Default::default(),
-        });
+        .unwrap_or_else(|| WhereClause { where_token: Default::default(), predicates: Default::default() });
     let mut seen = std::collections::HashSet::new();
     for p in &k.params {
         let bound: syn::TypeParamBound = match &p.mapping {
@@ -105,11 +104,7 @@ fn bounded_where(k: &Kernel, type_params: &[Ident]) -> WhereClause {
 fn body_param(p: &Param, shape: Option<&Shape>) -> TokenStream {
     let n = &p.name;
     let ty = &p.ty;
-    let lt = p
-        .lifetime
-        .clone()
-        .map(|l| quote!(#l))
-        .unwrap_or_else(|| quote!('_));
+    let lt = p.lifetime.clone().map(|l| quote!(#l)).unwrap_or_else(|| quote!('_));
     match &p.mapping {
         Mapping::SliceToFrom(elem) if shape.is_some() => {
             let n_dims = shape.map_or(0, |s| s.extents.len());
@@ -123,11 +118,10 @@ fn body_param(p: &Param, shape: Option<&Shape>) -> TokenStream {
     }
 }
 
-/// The user's block, with the parameters that are extents of a `shape`
+/// The user's `block`, with the parameters that are extents of a `shape`
 /// marked used: the view carries them (`extents()`), so a body need not
 /// read them, and rustc's `unused_variables` would blame it.
-fn block(k: &Kernel) -> TokenStream {
-    let block = &k.func.block;
+fn block(block: &syn::Block, k: &Kernel) -> TokenStream {
     let names: Vec<&Ident> = k
         .shapes
         .iter()

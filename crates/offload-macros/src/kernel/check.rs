@@ -41,13 +41,8 @@ pub(super) fn check(attr: TokenStream, func: ItemFn) -> syn::Result<Kernel> {
         attr::Args::default()
     });
     signature(&mut cx, &func.sig);
-    let params: Vec<Param> = func
-        .sig
-        .inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, input)| param::classify(&mut cx, i, input))
-        .collect();
+    let params: Vec<Param> =
+        func.sig.inputs.iter().enumerate().filter_map(|(i, input)| param::classify(&mut cx, i, input)).collect();
     reserved_names(&mut cx, &params);
     same_len_names(&mut cx, &args.same_len, &params);
     shapes(&mut cx, &args.shapes, &params);
@@ -65,26 +60,17 @@ fn signature(cx: &mut Ctxt, sig: &Signature) {
         cx.error_spanned_by(t, "a kernel cannot be `async`");
     }
     if let Some(t) = &sig.unsafety {
-        cx.error_spanned_by(
-            t,
-            "a kernel cannot be `unsafe fn`: write `unsafe { … }` blocks inside the body instead",
-        );
+        cx.error_spanned_by(t, "a kernel cannot be `unsafe fn`: write `unsafe { … }` blocks inside the body instead");
     }
     if let Some(abi) = &sig.abi {
-        cx.error_spanned_by(
-            abi,
-            "a kernel cannot declare an ABI: `#[offload::kernel]` generates the entry point",
-        );
+        cx.error_spanned_by(abi, "a kernel cannot declare an ABI: `#[offload::kernel]` generates the entry point");
     }
     if let Some(v) = &sig.variadic {
         cx.error_spanned_by(v, "a kernel cannot be variadic");
     }
     for gp in &sig.generics.params {
         if let GenericParam::Const(c) = gp {
-            cx.error_spanned_by(
-                c,
-                "const generic kernels are not supported yet: pass the value as a kernel argument",
-            );
+            cx.error_spanned_by(c, "const generic kernels are not supported yet: pass the value as a kernel argument");
         }
     }
     if let ReturnType::Type(_, ty) = &sig.output {
@@ -123,13 +109,9 @@ fn same_len_names(cx: &mut Ctxt, names: &[Ident], params: &[Param]) {
     for n in names {
         match params.iter().find(|p| p.name == *n) {
             Some(p) if p.mapping.is_slice() => {}
-            Some(_) => cx.error_spanned_by(
-                n,
-                format!("`same_len` names slices: `{n}` is not a `&[T]` or `&mut [T]` parameter"),
-            ),
-            None => {
-                cx.error_spanned_by(n, format!("`same_len`: the kernel has no parameter `{n}`"))
-            }
+            Some(_) => cx
+                .error_spanned_by(n, format!("`same_len` names slices: `{n}` is not a `&[T]` or `&mut [T]` parameter")),
+            None => cx.error_spanned_by(n, format!("`same_len`: the kernel has no parameter `{n}`")),
         }
     }
 }
@@ -177,18 +159,14 @@ mod tests {
     use super::*;
 
     fn same_len(attr: &str) -> Vec<String> {
-        let f = syn::parse_str("fn k(a: &[f32], b: &[f32], c: &mut [f32], s: f32, r: &f32) {}")
-            .unwrap();
+        let f = syn::parse_str("fn k(a: &[f32], b: &[f32], c: &mut [f32], s: f32, r: &f32) {}").unwrap();
         let k = check(attr.parse().unwrap(), f).unwrap_or_else(|e| panic!("{e}"));
         k.same_len.iter().map(|n| n.to_string()).collect()
     }
 
     #[test]
     fn accepts_every_mapping_and_same_len_of_slices() {
-        let f = syn::parse_str(
-            "fn k<'a, T>(a: f32, x: &'a [f32], y: &mut [T], s: &S, t: &mut u32, _: u8) {}",
-        )
-        .unwrap();
+        let f = syn::parse_str("fn k<'a, T>(a: f32, x: &'a [f32], y: &mut [T], s: &S, t: &mut u32, _: u8) {}").unwrap();
         let k = check(TokenStream::new(), f).unwrap_or_else(|e| panic!("{e}"));
         let names: Vec<String> = k.params.iter().map(|p| p.name.to_string()).collect();
         assert_eq!(names, ["a", "x", "y", "s", "t", "__offload_unused_5"]);
@@ -198,10 +176,8 @@ mod tests {
 
     #[test]
     fn reports_every_error_of_a_kernel() {
-        let f = syn::parse_str(
-            "async unsafe fn k<T, const N: usize>(self, (a, b): (f32, f32), v: Vec<u8>) -> f32 {}",
-        )
-        .unwrap();
+        let f = syn::parse_str("async unsafe fn k<T, const N: usize>(self, (a, b): (f32, f32), v: Vec<u8>) -> f32 {}")
+            .unwrap();
         let e = check("same_len(a)".parse().unwrap(), f).err().unwrap();
         assert_eq!(e.into_iter().count(), 8);
     }

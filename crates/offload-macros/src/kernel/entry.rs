@@ -22,13 +22,7 @@ use syn::{Ident, Type};
 /// points.
 pub(super) fn generate(b: &Body) -> TokenStream {
     let func = &b.kernel.func;
-    let (attrs, vis, name, generics, body) = (
-        &func.attrs,
-        &func.vis,
-        b.name,
-        &func.sig.generics,
-        &b.block,
-    );
+    let (attrs, vis, name, generics, body) = (&func.attrs, &func.vis, b.name, &func.sig.generics, &b.device_block);
     let (params, where_clause) = (&b.params, &b.where_clause);
     let body_name = format_ident!("__offload_body_{}", name);
     let mut list = instances::Instances::default();
@@ -56,20 +50,9 @@ pub(super) fn generate(b: &Body) -> TokenStream {
         list.instances
             .iter()
             .map(|inst| {
-                let subst: Vec<(Ident, Type)> = b
-                    .type_params
-                    .iter()
-                    .cloned()
-                    .zip(inst.types.iter().cloned())
-                    .collect();
+                let subst: Vec<(Ident, Type)> = b.type_params.iter().cloned().zip(inst.types.iter().cloned()).collect();
                 let types = &inst.types;
-                entry(
-                    b,
-                    &subst,
-                    &inst.symbol,
-                    quote!(#body_name::<#(#types),*>),
-                    inst.test_only,
-                )
+                entry(b, &subst, &inst.symbol, quote!(#body_name::<#(#types),*>), inst.test_only)
             })
             .collect()
     } else {
@@ -116,25 +99,14 @@ fn stub(b: &Body) -> TokenStream {
 /// One entry point, `sym`, calling `callee` (the body, with a generic
 /// kernel's type arguments) with the types of `subst` in place of the type
 /// parameters; compiled only for this crate's unit tests if `test_only`.
-fn entry(
-    b: &Body,
-    subst: &[(Ident, Type)],
-    sym: &str,
-    callee: TokenStream,
-    test_only: bool,
-) -> TokenStream {
+fn entry(b: &Body, subst: &[(Ident, Type)], sym: &str, callee: TokenStream, test_only: bool) -> TokenStream {
     let entry = format_ident!("__offload_entry_{}", b.name);
     let mut parts = Parts::default();
     for p in &b.kernel.params {
         parts.param(p, subst, b.kernel.shape_of(&p.name));
     }
     parts.same_len(&b.kernel.same_len);
-    let Parts {
-        params,
-        args,
-        checks,
-        consts,
-    } = parts;
+    let Parts { params, args, checks, consts } = parts;
     let test_only = test_only.then(|| quote!(#[cfg(test)]));
     quote! {
         #[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
@@ -177,14 +149,11 @@ impl Parts {
             Mapping::Value => {
                 self.params.push(quote!(#n: #ty));
                 self.args.push(quote!(#n));
-                self.checks.push(
-                    quote_spanned!(span=> ::offload::__private::assert_device_copy::<#ty>();),
-                );
+                self.checks.push(quote_spanned!(span=> ::offload::__private::assert_device_copy::<#ty>();));
                 // Concrete here (a generic kernel's entries are per
                 // instantiation), so an item: evaluated before rustc
                 // computes the entry's ABI.
-                self.consts
-                    .push(align::check(n, &p.ty, &ty, span, Place::Item));
+                self.consts.push(align::check(n, &p.ty, &ty, span, Place::Item));
             }
             Mapping::SliceTo(elem) => {
                 let elem = substitute(elem, subst);
@@ -198,10 +167,8 @@ impl Parts {
                 // SAFETY: the launcher mapped `len` initialized elements at `ptr`
                 // (a dangling, aligned pointer when `len == 0`) to the device for
                 // the whole launch, and nothing writes them.
-                self.args
-                    .push(quote!(unsafe { ::offload::__private::slice_from_param(#ptr, #len) }));
-                self.checks
-                    .push(quote_spanned!(span=> ::offload::__private::assert_map_elem::<#elem>();));
+                self.args.push(quote!(unsafe { ::offload::__private::slice_from_param(#ptr, #len) }));
+                self.checks.push(quote_spanned!(span=> ::offload::__private::assert_map_elem::<#elem>();));
             }
             Mapping::SliceToFrom(elem) => {
                 let elem = substitute(elem, subst);
@@ -219,31 +186,24 @@ impl Parts {
                 } else {
                     // SAFETY: the launcher mapped `len` elements at `ptr` to and
                     // from the device, exclusively for this launch.
-                    self.args
-                        .push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, #len) }));
+                    self.args.push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, #len) }));
                 }
-                self.checks.push(
-                    quote_spanned!(span=> ::offload::__private::assert_device_copy::<#elem>();),
-                );
+                self.checks.push(quote_spanned!(span=> ::offload::__private::assert_device_copy::<#elem>();));
             }
             Mapping::RefTo(elem) => {
                 let elem = substitute(elem, subst);
                 // `&T` directly: `noalias readonly`, as for `SliceTo`.
                 self.params.push(quote!(#n: &#elem));
                 self.args.push(quote!(#n));
-                self.checks
-                    .push(quote_spanned!(span=> ::offload::__private::assert_map_elem::<#elem>();));
+                self.checks.push(quote_spanned!(span=> ::offload::__private::assert_map_elem::<#elem>();));
             }
             Mapping::RefToFrom(elem) => {
                 let elem = substitute(elem, subst);
                 self.params.push(quote!(#ptr: *mut #elem));
                 // SAFETY: the launcher mapped one element to and from `ptr`,
                 // exclusively for this launch.
-                self.args
-                    .push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, 1) }));
-                self.checks.push(
-                    quote_spanned!(span=> ::offload::__private::assert_device_copy::<#elem>();),
-                );
+                self.args.push(quote!(unsafe { ::offload::__private::disjoint_from_raw(#ptr, 1) }));
+                self.checks.push(quote_spanned!(span=> ::offload::__private::assert_device_copy::<#elem>();));
             }
         }
     }

@@ -51,21 +51,12 @@ pub(super) fn read(sym: &str, name: &Ident, n_params: usize) -> Instances {
     // Created empty on first sight: the file must exist for `include_bytes!`,
     // and cargo then notices when `cargo offload` fills it in.
     let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path);
+    let _ = std::fs::OpenOptions::new().create(true).append(true).open(&path);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) => {
-            let msg = format!(
-                "cannot read the instantiations of generic kernel `{name}` from {}: {e}",
-                path.display()
-            );
-            return Instances {
-                errors: Some(syn::Error::new(name.span(), msg)),
-                ..Instances::default()
-            };
+            let msg = format!("cannot read the instantiations of generic kernel `{name}` from {}: {e}", path.display());
+            return Instances { errors: Some(syn::Error::new(name.span(), msg)), ..Instances::default() };
         }
     };
     let krate = symbol::crate_name().unwrap_or_default();
@@ -73,18 +64,10 @@ pub(super) fn read(sym: &str, name: &Ident, n_params: usize) -> Instances {
     let mut instances = Vec::new();
     for (key, test_only) in users(&text, &krate) {
         if let Some(types) = type_arguments(&mut cx, key, name, n_params, &krate) {
-            instances.push(Instance {
-                types,
-                symbol: instance(sym, key),
-                test_only,
-            });
+            instances.push(Instance { types, symbol: instance(sym, key), test_only });
         }
     }
-    Instances {
-        list_file: Some(path.display().to_string()),
-        instances,
-        errors: cx.check().err(),
-    }
+    Instances { list_file: Some(path.display().to_string()), instances, errors: cx.check().err() }
 }
 
 /// The list's distinct tuples, in order, each with whether only this crate's
@@ -110,13 +93,7 @@ fn users<'a>(text: &'a str, krate: &str) -> BTreeMap<&'a str, bool> {
 /// format), a tuple of another length (stale: the kernel had another number
 /// of type parameters when the binary was linked), or not Rust syntax
 /// (recorded in `cx`).
-fn type_arguments(
-    cx: &mut Ctxt,
-    key: &str,
-    name: &Ident,
-    n_params: usize,
-    krate: &str,
-) -> Option<Vec<Type>> {
+fn type_arguments(cx: &mut Ctxt, key: &str, name: &Ident, n_params: usize, krate: &str) -> Option<Vec<Type>> {
     match syn::parse_str::<Type>(key) {
         Ok(Type::Tuple(t)) if t.elems.len() == n_params => {
             let mut types: Vec<Type> = t.elems.into_iter().collect();
@@ -148,8 +125,7 @@ mod tests {
 
     #[test]
     fn a_tuple_is_test_only_if_only_the_crates_unit_tests_use_it() {
-        let text =
-            "(f32,)\tk src/main.rs\n(f64,)\tk src/main.rs --test\n(u8,)\tk src/main.rs --test\n\
+        let text = "(f32,)\tk src/main.rs\n(f64,)\tk src/main.rs --test\n(u8,)\tk src/main.rs --test\n\
                     (u8,)\tother src/lib.rs --test\n(f32,)\tk src/main.rs --test\n\n";
         let got: Vec<(&str, bool)> = users(text, "k").into_iter().collect();
         assert_eq!(got, [("(f32,)", false), ("(f64,)", true), ("(u8,)", false)]);

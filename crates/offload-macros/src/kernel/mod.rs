@@ -13,11 +13,12 @@
 //! | [`types`] | substitutes and re-roots types for instantiations |
 //! | [`align`] | the by-value alignment limit, a compile-time assertion |
 //! | [`body`] | what both sides share: symbol, bounds, the body's parameters |
+//! | [`panics`] | the device body's panic messages with arguments, recorded as values |
 //! | [`entry`] | the device side |
 //! | [`launcher`] | the host side |
 //!
 //! Dependencies run one way: `attr`, `param` → `check` → `body` → `entry`,
-//! `launcher` (with `types`, `align`, `instances` below them).
+//! `launcher` (with `types`, `align`, `instances`, `panics` below them).
 
 mod align;
 mod attr;
@@ -26,6 +27,7 @@ mod check;
 mod entry;
 mod instances;
 mod launcher;
+mod panics;
 mod param;
 mod types;
 
@@ -40,10 +42,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let func: ItemFn = match syn::parse2(item.clone()) {
         Ok(f) => f,
         Err(e) => {
-            let mut err = syn::Error::new(
-                e.span(),
-                "`#[offload::kernel]` applies to a free function: `fn name(args) { body }`",
-            );
+            let mut err =
+                syn::Error::new(e.span(), "`#[offload::kernel]` applies to a free function: `fn name(args) { body }`");
             err.combine(e);
             let err = err.to_compile_error();
             return quote! { #err #item };

@@ -27,10 +27,7 @@ impl Mapping {
     pub(super) fn moved<'a>(&'a self, ty: &'a Type) -> &'a Type {
         match self {
             Mapping::Value => ty,
-            Mapping::SliceTo(e)
-            | Mapping::SliceToFrom(e)
-            | Mapping::RefTo(e)
-            | Mapping::RefToFrom(e) => e,
+            Mapping::SliceTo(e) | Mapping::SliceToFrom(e) | Mapping::RefTo(e) | Mapping::RefToFrom(e) => e,
         }
     }
 
@@ -66,15 +63,10 @@ pub(super) fn classify(cx: &mut Ctxt, i: usize, input: &FnArg) -> Option<Param> 
         FnArg::Typed(pt) => pt,
     };
     let (name, mutable) = match &*pt.pat {
-        Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => {
-            (pi.ident.clone(), pi.mutability.is_some())
-        }
+        Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => (pi.ident.clone(), pi.mutability.is_some()),
         Pat::Wild(_) => (format_ident!("__offload_unused_{}", i), false),
         other => {
-            cx.error_spanned_by(
-                other,
-                "kernel parameters must be plain names, e.g. `x: &[f32]`",
-            );
+            cx.error_spanned_by(other, "kernel parameters must be plain names, e.g. `x: &[f32]`");
             return None;
         }
     };
@@ -91,13 +83,7 @@ pub(super) fn classify(cx: &mut Ctxt, i: usize, input: &FnArg) -> Option<Param> 
             ),
         );
     }
-    Some(Param {
-        name,
-        mutable,
-        ty,
-        mapping,
-        lifetime,
-    })
+    Some(Param { name, mutable, ty, mapping, lifetime })
 }
 
 /// The type as an error message shows it, close to how it was written
@@ -197,10 +183,7 @@ mod tests {
         assert_eq!(kind("[u8; 4]"), ("value", "[u8 ; 4]".into()));
         assert_eq!(kind("&[f32]"), ("slice to", "f32".into()));
         assert_eq!(kind("&'a [f32]"), ("slice to", "'a f32".into()));
-        assert_eq!(
-            kind("&mut [[f32; 2]]"),
-            ("slice to/from", "[f32 ; 2]".into())
-        );
+        assert_eq!(kind("&mut [[f32; 2]]"), ("slice to/from", "[f32 ; 2]".into()));
         assert_eq!(kind("&mut ([f64])"), ("slice to/from", "f64".into()));
         assert_eq!(kind("&S"), ("ref to", "S".into()));
         assert_eq!(kind("&mut u32"), ("ref to/from", "u32".into()));
@@ -211,10 +194,7 @@ mod tests {
     fn spells_types_as_written() {
         let spelled = |t: &str| spelled(&syn::parse_str(t).unwrap());
         assert_eq!(spelled("&mut [Box<u8>]"), "&mut [Box<u8>]");
-        assert_eq!(
-            spelled("std::collections::HashMap<u32, u32>"),
-            "std::collections::HashMap<u32, u32>"
-        );
+        assert_eq!(spelled("std::collections::HashMap<u32, u32>"), "std::collections::HashMap<u32, u32>");
         assert_eq!(spelled("[Rc<u8>; 2]"), "[Rc<u8>; 2]");
         assert_eq!(spelled("::dep::Pair<Vec<f32>>"), "::dep::Pair<Vec<f32>>");
         assert_eq!(spelled("&'a T"), "&'a T");
@@ -224,10 +204,7 @@ mod tests {
     fn owning_types_by_last_segment() {
         let owner = |t: &str| owning_std_type(&syn::parse_str(t).unwrap());
         assert_eq!(owner("Vec<f32>").as_deref(), Some("Vec"));
-        assert_eq!(
-            owner("std::collections::HashMap<u32, u32>").as_deref(),
-            Some("HashMap")
-        );
+        assert_eq!(owner("std::collections::HashMap<u32, u32>").as_deref(), Some("HashMap"));
         assert_eq!(owner("[Rc<u8>; 2]").as_deref(), Some("Rc"));
         assert_eq!(owner("(Box<u8>)").as_deref(), Some("Box"));
         assert_eq!(owner("<T as Tr>::Vec"), None);

@@ -20,8 +20,7 @@ struct Subst<'a>(&'a [(Ident, Type)]);
 impl VisitMut for Subst<'_> {
     fn visit_type_mut(&mut self, ty: &mut Type) {
         if let Type::Path(tp) = ty {
-            if tp.qself.is_none() && tp.path.leading_colon.is_none() && tp.path.segments.len() == 1
-            {
+            if tp.qself.is_none() && tp.path.leading_colon.is_none() && tp.path.segments.len() == 1 {
                 let seg = &tp.path.segments[0];
                 if seg.arguments.is_none() {
                     if let Some((_, to)) = self.0.iter().find(|(id, _)| *id == seg.ident) {
@@ -106,15 +105,9 @@ mod tests {
     #[test]
     fn substitutes_parameters_only() {
         let subst = [(Ident::new("T", Span::call_site()), ty("f32"))];
-        assert_eq!(
-            text(&substitute(&ty("Pair<T, [T; 2]>"), &subst)),
-            "Pair<f32,[f32;2]>"
-        );
+        assert_eq!(text(&substitute(&ty("Pair<T, [T; 2]>"), &subst)), "Pair<f32,[f32;2]>");
         // `T::Assoc` and `m::T` are not the parameter itself.
-        assert_eq!(
-            text(&substitute(&ty("(T::Assoc, m::T)"), &subst)),
-            "(T::Assoc,m::T)"
-        );
+        assert_eq!(text(&substitute(&ty("(T::Assoc, m::T)"), &subst)), "(T::Assoc,m::T)");
     }
 
     #[test]

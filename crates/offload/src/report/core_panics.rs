@@ -110,7 +110,9 @@ fn record_values(location: &Location<'_>, kind: u32, a: u64, b: u64, c: u64) -> 
         // claimed record.
         unsafe {
             (*rec).kind = kind;
-            (*rec).values = [a, b, c];
+            (*rec).values[0] = a;
+            (*rec).values[1] = b;
+            (*rec).values[2] = c;
             publish(rec);
         }
     }

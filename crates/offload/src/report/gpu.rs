@@ -46,15 +46,25 @@ pub static __offload_global_panic_claim: AtomicU32 = AtomicU32::new(EMPTY);
 /// Messages: in builds with debug assertions (the dev profile) the message
 /// is formatted on the GPU, arguments included. In optimized builds without
 /// them it is kept when it is a literal (`panic!("…")`, `assert!(c, "…")`,
-/// overflow checks) and otherwise replaced by a note: `core::fmt` calls
-/// through function pointers, which makes ptxas reserve the maximum register
-/// count (255) in every kernel that can panic, and that would cost release
-/// kernels their occupancy. The location, block and thread are always kept,
-/// and the host fallback (`OFFLOAD_DEVICE=host`) prints the full message.
-/// `core`'s panics with numbers (index out of bounds, slice ranges,
-/// `copy_from_slice`) and `Option::expect` never get here on the GPU: the
-/// device link sends them to [`core_panics`](crate::report::core_panics),
-/// which records the numbers for the host to format, in every profile.
+/// overflow checks) and otherwise replaced by a note
+/// ([`UNFORMATTED_PANIC_MESSAGE`](crate::UNFORMATTED_PANIC_MESSAGE)):
+/// `core::fmt` calls through function pointers, which makes ptxas reserve
+/// the maximum register count (255) in every kernel that can panic, and
+/// that would cost release kernels their occupancy. The location, block and
+/// thread are always kept, and the host fallback (`OFFLOAD_DEVICE=host`)
+/// prints the full message. Two kinds of panics with values never get here
+/// on the GPU, and read as on the host in every profile: `core`'s panics
+/// with numbers (index out of bounds, slice ranges, `copy_from_slice`) and
+/// `Option::expect`, which the device link sends to
+/// [`core_panics`](crate::report::core_panics); and `panic!`, `assert!`,
+/// `assert_eq!`, `assert_ne!` and `unreachable!` with format arguments
+/// written in a kernel body, which the kernel macro sends to
+/// [`arg_panics`](crate::report::arg_panics) in optimized builds (see
+/// [`panic_args`](crate::report::panic_args): up to four values that are
+/// integers, floats, `bool` or `char`; `{?}` for the others). Both record
+/// values for the host to format, never calling `core::fmt`. The note is
+/// left for messages with arguments outside kernel bodies (in functions a
+/// kernel calls, `Result::unwrap`'s error).
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
     #[cfg(target_arch = "nvptx64")]
@@ -185,19 +195,44 @@ pub(crate) fn begin(location: Option<&core::panic::Location<'_>>) -> Option<*mut
         None => ("<unknown>", 0, 0),
     };
     let rec = claim()?;
-    // SAFETY: `rec` is the live, mapped record, which this thread claimed:
-    // it alone writes the fields until it publishes them (plain stores).
+    // SAFETY: `rec` is the record this thread claimed.
+    unsafe { write_place(rec, file, line, column) };
+    Some(rec)
+}
+
+/// Writes block, thread and the location (`file`, `line`, `column`) into
+/// the record (see [`begin`]).
+///
+/// # Safety
+/// `rec` is the live record, claimed by this thread ([`claim`]).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn write_place(rec: *mut PanicRecord, file: &str, line: u32, column: u32) {
+    // SAFETY: the caller's contract: this thread alone writes the fields
+    // until it publishes them (plain stores to the mapped record).
     unsafe {
-        let t = crate::thread_idx();
-        let b = crate::block_idx();
-        (*rec).block = [b.x, b.y, b.z];
-        (*rec).thread = [t.x, t.y, t.z];
+        write_ids(rec);
         (*rec).line = line;
         (*rec).column = column;
         (*rec).file_addr = file.as_ptr() as u64;
         (*rec).file_len = file.len() as u32;
     }
-    Some(rec)
+}
+
+/// Writes this thread's block and thread index into the record.
+///
+/// # Safety
+/// `rec` is the live record, claimed by this thread ([`claim`]).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) unsafe fn write_ids(rec: *mut PanicRecord) {
+    // SAFETY: as in `write_place`.
+    unsafe {
+        let t = crate::thread_idx();
+        let b = crate::block_idx();
+        (*rec).block = [b.x, b.y, b.z];
+        (*rec).thread = [t.x, t.y, t.z];
+    }
 }
 
 /// The record to write if this thread claims the context's panic record
@@ -211,7 +246,7 @@ pub(crate) fn begin(location: Option<&core::panic::Location<'_>>) -> Option<*mut
 /// claims the fresh record for its own failure.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn claim() -> Option<*mut PanicRecord> {
+pub(crate) fn claim() -> Option<*mut PanicRecord> {
     use crate::device::atomic::{Scope, ScopedAtomicInt};
     // SAFETY: the slot is written only by the host, before the launch.
     let rec = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(__offload_global_panic_slot)) };

@@ -24,6 +24,8 @@
 //! writes the text ([`core_message`]), in `core`'s words, so that the GPU
 //! reports the message the host fallback prints, in every profile.
 
+use crate::report::panic_args::ARGS;
+
 /// Bytes of the file name kept.
 pub(crate) const FILE_BYTES: usize = 192;
 /// Bytes of the panic message kept.
@@ -51,18 +53,22 @@ pub(crate) const DONE: u32 = 2;
 
 /// The message a GPU panic arrives with, in
 /// [`Error::KernelPanic`](crate::Error)'s `message`, when the panic's
-/// message has format arguments (`panic!("bad index {i}")`,
-/// `assert!(c, "{x}")`, `assert_eq!`, `Result::unwrap`'s error) and the
-/// device code was built without debug assertions (an optimized profile
-/// such as `--release`): the GPU does not format it there, because
-/// `core::fmt`'s calls through function pointers would make ptxas reserve
-/// 255 registers in every kernel that can panic (see
-/// `docs/device-model.md`, "Panics"). Literal messages, `core`'s messages
-/// with numbers (index out of bounds: `the len is 3 but the index is 7`,
-/// slice ranges, `copy_from_slice` lengths), `Option::expect`'s message,
-/// the location, the block and the thread are always reported; builds with
-/// debug assertions and the host fallback format every message. Compare
-/// with it to tell this known limitation from a message.
+/// message has format arguments and is not written in a kernel body (a
+/// `panic!("bad index {i}")` or `assert!(c, "{x}")` in a function that a
+/// kernel calls, `Result::unwrap`'s error) and the device code was built
+/// without debug assertions (an optimized profile such as `--release`): the
+/// GPU does not format it there, because `core::fmt`'s calls through
+/// function pointers would make ptxas reserve 255 registers in every kernel
+/// that can panic (see `docs/device-model.md`, "Panics"). Literal
+/// messages, `core`'s messages with numbers (index out of bounds: `the len
+/// is 3 but the index is 7`, slice ranges, `copy_from_slice` lengths),
+/// `Option::expect`'s message, messages with format arguments of
+/// `panic!`, `assert!`, `assert_eq!`, `assert_ne!` and `unreachable!` in a
+/// kernel body (recorded as values; arguments other than numbers, `bool`
+/// and `char`, and those past the fourth, print `{?}`), the location, the
+/// block and the thread are always reported; builds with debug assertions
+/// and the host fallback format every message. Compare with it to tell
+/// this known limitation from a message.
 pub const UNFORMATTED_PANIC_MESSAGE: &str =
     "(a message with format arguments, not formatted on the GPU in optimized builds; a dev-profile build or \
      OFFLOAD_DEVICE=host prints it)";
@@ -82,6 +88,14 @@ pub(crate) const SLICE_INDEX: u32 = 2;
 /// `values` = `[dst_len, src_len]`.
 #[cfg_attr(target_arch = "amdgpu", allow(dead_code))]
 pub(crate) const LEN_MISMATCH: u32 = 3;
+
+/// [`PanicRecord::kind`]: a message with format arguments (`panic_args`):
+/// `message_addr` is the device address of its `PanicSite` (format string
+/// and location; the record's own location fields are 0), the arguments
+/// are in `values` with their `tags`; the host formats it
+/// (`panic_format::format_message`).
+#[cfg_attr(target_arch = "amdgpu", allow(dead_code))]
+pub(crate) const FORMAT: u32 = 4;
 
 /// The message `core` panics with for a record of `kind` with `values`
 /// (see [`PanicRecord::kind`]), word for word as `core` writes it
@@ -126,17 +140,21 @@ pub(crate) struct PanicRecord {
     pub message_len: u32,
     /// 1 if the message was cut to `MESSAGE_BYTES`.
     pub truncated: u32,
-    /// What the message is: [`TEXT`], or a panic of `core`'s whose text
-    /// the host writes from `values` ([`BOUNDS`], [`SLICE_INDEX`],
-    /// [`LEN_MISMATCH`]; see [`core_message`]).
+    /// What the message is: [`TEXT`], a panic of `core`'s whose text the
+    /// host writes from `values` ([`BOUNDS`], [`SLICE_INDEX`],
+    /// [`LEN_MISMATCH`]; see [`core_message`]), or a message with format
+    /// arguments ([`FORMAT`]).
     pub kind: u32,
     /// Device address of the file name (a string constant of the image),
     /// which the host copies out after the launch; 0: the name is in `file`.
     pub file_addr: u64,
     /// Device address of a literal message; 0: the message is in `message`.
     pub message_addr: u64,
-    /// The numbers of a `kind` other than [`TEXT`].
-    pub values: [u64; 3],
+    /// The numbers of a `kind` other than [`TEXT`] (the first three for
+    /// `core`'s kinds; [`FORMAT`]'s arguments).
+    pub values: [u64; ARGS],
+    /// [`FORMAT`]: the arguments' tags (`panic_args::TAG_BITS` bits each).
+    pub tags: u32,
     pub file: [u8; FILE_BYTES],
     pub message: [u8; MESSAGE_BYTES],
 }

@@ -16,8 +16,11 @@ use cudarc::driver::sys;
 use offload_image::{Image, ImageKind};
 
 use super::error::driver_error;
+use crate::report::panic_args::PanicSite;
+use crate::report::panic_format::format_message;
 use crate::report::panic_record::{
-    core_message, PanicRecord, CLAIM_SYMBOL, DONE, EMPTY, FILE_BYTES, MESSAGE_BYTES, SLOT_SYMBOL, STACK_OVERFLOW, TEXT,
+    core_message, PanicRecord, CLAIM_SYMBOL, DONE, EMPTY, FILE_BYTES, FORMAT, MESSAGE_BYTES, SLOT_SYMBOL,
+    STACK_OVERFLOW, TEXT,
 };
 use crate::runtime::error::{Error, Result};
 
@@ -333,7 +336,8 @@ impl PanicSlot {
                     }
                     m
                 }
-                kind => core_message(kind, r.values).unwrap_or_else(|| {
+                FORMAT => return Some(format_record(r)),
+                kind => core_message(kind, [r.values[0], r.values[1], r.values[2]]).unwrap_or_else(|| {
                     format!("(a panic record of unknown kind {kind}: is the device image from another offload?)")
                 }),
             };
@@ -347,6 +351,31 @@ impl PanicSlot {
             Some(Recorded { message, file, line: r.line, column: r.column, block, thread })
         }
     }
+}
+
+/// The report of a [`FORMAT`] record: its `PanicSite` (format string and
+/// location), copied out of the image, and the message formatted with the
+/// recorded values (`panic_format`).
+fn format_record(r: &PanicRecord) -> Recorded {
+    let mut site = core::mem::MaybeUninit::<PanicSite>::uninit();
+    let size = core::mem::size_of::<PanicSite>();
+    // SAFETY: `site` has `size` writable bytes; `message_addr` is the device
+    // address of a `PanicSite` static of the module, which stays loaded.
+    let copied = unsafe { sys::cuMemcpyDtoH_v2(site.as_mut_ptr() as *mut c_void, r.message_addr, size) }.result();
+    let block = format!("({}, {}, {})", r.block[0], r.block[1], r.block[2]);
+    let thread = format!("({}, {}, {})", r.thread[0], r.thread[1], r.thread[2]);
+    let Ok(()) = copied else {
+        let message = "<unreadable panic message>".into();
+        return Recorded { message, file: "<unreadable>".into(), line: 0, column: 0, block, thread };
+    };
+    // SAFETY: the copy wrote every byte; every bit pattern is a valid
+    // `PanicSite` (raw pointers, integers), whose pointers are device
+    // addresses, only passed back to the driver.
+    let site = unsafe { site.assume_init() };
+    let fmt = device_string(site.fmt as u64, site.fmt_len as u32);
+    let message = format_message(&fmt, r.tags, &r.values);
+    let file = device_string(site.file as u64, site.file_len as u32);
+    Recorded { message, file, line: site.line, column: site.column, block, thread }
 }
 
 /// The address of the module's global `symbol` if it exists with `bytes`

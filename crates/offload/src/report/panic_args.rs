@@ -1,0 +1,235 @@
+//! Panic messages with format arguments, recorded as values on the GPU:
+//! what `#[offload::kernel]` generates for `panic!("bad {}", i)`,
+//! `assert!(c, "…", …)`, `assert_eq!`, `assert_ne!` and `unreachable!("…", …)`
+//! in a kernel body, and the tags both sides agree on.
+//!
+//! In optimized NVPTX builds (no debug assertions), where the GPU cannot
+//! afford `core::fmt` (see `gpu::panic`), the kernel macro turns such a
+//! macro into a call of `arg_panics::panic_format` with the format string (made
+//! explicit: every `{…}` names its argument by index, named and captured
+//! arguments included; see offload-macros' `kernel::panics`) and the
+//! argument values as `u64` bit patterns with a [tag](TAG_BITS) each. The
+//! recorders (`arg_panics`, out of line, cold, `.noreturn`) copy them into
+//! the panic record; the host formats the message with them
+//! (`panic_format::format_message`), as `format!` would. Elsewhere (the
+//! host fallback, builds with debug assertions, AMD GPUs) the kernel keeps
+//! the user's macro.
+//!
+//! Which arguments are recorded: integers of every width (`i128`/`u128`
+//! only when the value fits in 64 bits), `f32`, `f64`, `bool`, `char`, and
+//! references to them; the first [`ARGS`]. Any other argument (a `&str`
+//! that is not part of the format string, a type with its own `Display`,
+//! an argument of a generic kernel's type parameter, arguments past
+//! [`ARGS`]) is written [`PLACEHOLDER`] in the message. The choice is made
+//! per argument type at compile time by autoref specialization: the
+//! generated code calls `(&FmtArg(&value)).__offload_fmt_arg()`, which
+//! resolves to [`FmtValue`] when the type is a [`PanicValue`] (the method
+//! takes `&FmtArg`, found first) and to [`FmtPlaceholder`] otherwise (it
+//! takes `&&FmtArg`, found after the compiler adds a reference).
+
+/// How many argument values a panic record holds. Four: a recorder's
+/// parameters are registers while it claims the record, and ptxas counts a
+/// kernel's registers over the functions it calls, so each value a panic
+/// site passes can raise the count of a kernel whose own code uses fewer.
+/// Measured with `ptxas -v` (sm_90) on a small kernel of 28 registers (24
+/// of its own): two values cost nothing, three or four 2 registers, six
+/// (one recorder with every value, before this limit) 4, with rustc 1.101
+/// (LLVM 23); with rustc 1.96 (LLVM 22) none of them cost a register.
+pub const ARGS: usize = 4;
+/// Bits of one argument's tag in the packed tags (argument `k` at bit
+/// `k * TAG_BITS`): `ARGS * TAG_BITS <= 32`.
+pub const TAG_BITS: u32 = 4;
+
+/// The text written for an argument that was not recorded (see the module docs).
+pub const PLACEHOLDER: &str = "{?}";
+
+/// Tag: not recorded (written [`PLACEHOLDER`]).
+pub const T_NONE: u32 = 0;
+/// Tags of the unsigned integers; the value zero-extended.
+pub const T_U8: u32 = 1;
+/// `u16`.
+pub const T_U16: u32 = 2;
+/// `u32`.
+pub const T_U32: u32 = 3;
+/// `u64` and `usize` (64 bits on every target offload supports).
+pub const T_U64: u32 = 4;
+/// A `u128` below 2^64.
+pub const T_U128: u32 = 5;
+/// Tags of the signed integers; the value sign-extended.
+pub const T_I8: u32 = 6;
+/// `i16`.
+pub const T_I16: u32 = 7;
+/// `i32`.
+pub const T_I32: u32 = 8;
+/// `i64` and `isize`.
+pub const T_I64: u32 = 9;
+/// An `i128` in `i64`'s range.
+pub const T_I128: u32 = 10;
+/// `f32`: its bits (`to_bits`) in the low 32 bits.
+pub const T_F32: u32 = 11;
+/// `f64`: its bits.
+pub const T_F64: u32 = 12;
+/// `bool`: 0 or 1.
+pub const T_BOOL: u32 = 13;
+/// `char`: its scalar value.
+pub const T_CHAR: u32 = 14;
+
+/// A type whose values a panic record can hold: its tag and bits.
+pub trait PanicValue {
+    /// The tag ([`T_U8`], …; [`T_NONE`] if this value does not fit) and the bits.
+    fn panic_value(&self) -> (u32, u64);
+}
+
+macro_rules! panic_values {
+    ($($t:ty => $tag:expr, |$v:ident| $bits:expr;)*) => {$(
+        impl PanicValue for $t {
+            #[inline(always)]
+            fn panic_value(&self) -> (u32, u64) {
+                let $v = *self;
+                ($tag, $bits)
+            }
+        }
+    )*};
+}
+
+panic_values! {
+    u8 => T_U8, |v| v as u64;
+    u16 => T_U16, |v| v as u64;
+    u32 => T_U32, |v| v as u64;
+    u64 => T_U64, |v| v;
+    usize => T_U64, |v| v as u64;
+    u128 => if v <= u64::MAX as u128 { T_U128 } else { T_NONE }, |v| v as u64;
+    i8 => T_I8, |v| v as i64 as u64;
+    i16 => T_I16, |v| v as i64 as u64;
+    i32 => T_I32, |v| v as i64 as u64;
+    i64 => T_I64, |v| v as u64;
+    isize => T_I64, |v| v as i64 as u64;
+    i128 => if v as i64 as i128 == v { T_I128 } else { T_NONE }, |v| v as i64 as u64;
+    f32 => T_F32, |v| v.to_bits() as u64;
+    f64 => T_F64, |v| v.to_bits();
+    bool => T_BOOL, |v| v as u64;
+    char => T_CHAR, |v| v as u64;
+}
+
+impl<T: PanicValue + ?Sized> PanicValue for &T {
+    #[inline(always)]
+    fn panic_value(&self) -> (u32, u64) {
+        (**self).panic_value()
+    }
+}
+
+impl<T: PanicValue + ?Sized> PanicValue for &mut T {
+    #[inline(always)]
+    fn panic_value(&self) -> (u32, u64) {
+        (**self).panic_value()
+    }
+}
+
+/// One argument of a panic message, for the autoref specialization of
+/// [`FmtValue`] / [`FmtPlaceholder`] (see the module docs).
+pub struct FmtArg<'a, T: ?Sized>(pub &'a T);
+
+/// The argument's tag and bits, for a [`PanicValue`]. Found first: its
+/// method takes `&FmtArg`.
+pub trait FmtValue {
+    /// The tag and bits to record.
+    fn __offload_fmt_arg(&self) -> (u32, u64);
+}
+
+impl<T: PanicValue + ?Sized> FmtValue for FmtArg<'_, T> {
+    #[inline(always)]
+    fn __offload_fmt_arg(&self) -> (u32, u64) {
+        self.0.panic_value()
+    }
+}
+
+/// [`T_NONE`] for any other argument. Found second: its method takes
+/// `&&FmtArg`.
+pub trait FmtPlaceholder {
+    /// [`T_NONE`] and 0.
+    fn __offload_fmt_arg(&self) -> (u32, u64);
+}
+
+impl<T: ?Sized> FmtPlaceholder for &FmtArg<'_, T> {
+    #[inline(always)]
+    fn __offload_fmt_arg(&self) -> (u32, u64) {
+        (T_NONE, 0)
+    }
+}
+
+/// Where a panic message with arguments is and what it says: its format
+/// string (explicit argument indices; see the module docs) and its
+/// location, as a `static` of the device image that the kernel macro makes
+/// for each panic site. The recorder records only its address; the host
+/// copies it out of the image after the launch, then the strings it points
+/// to (device addresses: the fields are raw, `#[repr(C)]`, 40 bytes on
+/// nvptx64 and the host alike).
+#[repr(C)]
+pub struct PanicSite {
+    /// The format string's address and length in bytes.
+    pub fmt: *const u8,
+    /// See `fmt`.
+    pub fmt_len: usize,
+    /// The file name's address and length in bytes.
+    pub file: *const u8,
+    /// See `file`.
+    pub file_len: usize,
+    /// Line and column of the macro (1-based, as `Location`'s).
+    pub line: u32,
+    /// See `line`.
+    pub column: u32,
+}
+
+// SAFETY: a `PanicSite` is never written after its constant initializer,
+// and its pointers are to `'static` string constants.
+unsafe impl Sync for PanicSite {}
+
+impl PanicSite {
+    /// The site of `fmt` at `location` (`Location::caller()` in the
+    /// `static`'s initializer, spanned at the macro: its file, line and
+    /// column).
+    pub const fn new(fmt: &'static str, location: &'static core::panic::Location<'static>) -> PanicSite {
+        let file = location.file();
+        PanicSite {
+            fmt: fmt.as_ptr(),
+            fmt_len: fmt.len(),
+            file: file.as_ptr(),
+            file_len: file.len(),
+            line: location.line(),
+            column: location.column(),
+        }
+    }
+}
+
+#[cfg(all(test, not(any(target_arch = "nvptx64", target_arch = "amdgpu"))))]
+mod tests {
+    use super::*;
+
+    macro_rules! arg {
+        ($e:expr) => {{
+            #[allow(unused_imports)]
+            use super::{FmtPlaceholder as _, FmtValue as _};
+            (&FmtArg(&$e)).__offload_fmt_arg()
+        }};
+    }
+
+    /// Values pick their tag; other types, literals of unsuffixed type and
+    /// references included, compile and pick the placeholder or their tag.
+    #[test]
+    fn arguments_pick_value_or_placeholder_by_type() {
+        assert_eq!(arg!(-3i8), (T_I8, (-3i64) as u64));
+        assert_eq!(arg!(40 + 2), (T_I32, 42));
+        assert_eq!(arg!(7usize), (T_U64, 7));
+        assert_eq!(arg!(&&5u16), (T_U16, 5));
+        assert_eq!(arg!(1.5f32), (T_F32, 1.5f32.to_bits() as u64));
+        assert_eq!(arg!(2.5), (T_F64, 2.5f64.to_bits()));
+        assert_eq!(arg!(true), (T_BOOL, 1));
+        assert_eq!(arg!('é'), (T_CHAR, 'é' as u64));
+        assert_eq!(arg!(u128::MAX), (T_NONE, u64::MAX));
+        assert_eq!(arg!(-5i128), (T_I128, (-5i64) as u64));
+        assert_eq!(arg!(i128::MIN).0, T_NONE);
+        assert_eq!(arg!("text"), (T_NONE, 0));
+        assert_eq!(arg!(std::string::String::from("s")), (T_NONE, 0));
+        assert_eq!(arg!([1u32, 2]), (T_NONE, 0));
+    }
+}
