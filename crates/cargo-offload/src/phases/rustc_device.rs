@@ -79,19 +79,30 @@ pub fn run(rustc: &str, args: Args) -> Result<i32> {
     Ok(code)
 }
 
-/// Logs a crate taken from the crate cache; rustc's exit code then, 0.
+/// Logs a crate taken from the crate cache (a build script by its
+/// package's name: `syn build script`); rustc's exit code then, 0.
 fn cached(args: &Args) -> i32 {
-    log_compile(args, "\tcached");
+    match std::env::var("CARGO_PKG_NAME") {
+        Ok(pkg) if args.crate_name() == Some("build_script_build") => log_name(&format!("{pkg} build script\tcached")),
+        _ => log_compile(args, "\tcached"),
+    }
     0
 }
 
 /// Appends the crate's name (and `tag`) to the compile log, if the cargo
 /// phase asked.
 fn log_compile(args: &Args, tag: &str) {
+    if let Some(name) = args.crate_name() {
+        log_name(&format!("{name}{tag}"));
+    }
+}
+
+/// Appends `line` to the compile log, if the cargo phase asked.
+fn log_name(line: &str) {
     use std::io::Write;
-    if let (Some(log), Some(name)) = (std::env::var_os(COMPILE_LOG_VAR), args.crate_name()) {
+    if let Some(log) = std::env::var_os(COMPILE_LOG_VAR) {
         if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
-            let _ = writeln!(f, "{name}{tag}");
+            let _ = writeln!(f, "{line}");
         }
     }
 }
