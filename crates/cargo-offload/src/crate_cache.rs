@@ -144,7 +144,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
 fn covered(root: &Path, path: &Path) -> bool {
     let Ok(rel) = path.strip_prefix(root) else { return false };
     let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
-    !parts.clone().next().is_some_and(|c| c == "target") && !parts.any(|c| c.starts_with('.'))
+    parts.clone().next().is_none_or(|c| c != "target") && !parts.any(|c| c.starts_with('.'))
 }
 
 /// Everything the key hashes, read from the environment by [`Slot::new`].
