@@ -57,6 +57,9 @@ pub struct DevicePass<'a> {
     /// Where the instantiations of generic kernels are listed (see
     /// `generic.rs`).
     pub generic_dir: PathBuf,
+    /// offload's own packages used by path and the hash of their files
+    /// (`crate_cache::own_sources`), for the crate cache.
+    pub own_sources: String,
 }
 
 impl DevicePass<'_> {
@@ -134,6 +137,7 @@ impl DevicePass<'_> {
         let set = |key: &str, value: String, why: &'static str| EnvChange { key: key.into(), value: Some(value), why };
         let mut e = self.compiler_env();
         e.extend(self.link_env());
+        e.extend(self.crate_cache_env());
         if std::env::var_os("CARGO_NET_GIT_FETCH_WITH_CLI").is_none() {
             // Debian's cargo-web links a system libgit2 that fails to fetch
             // ("invalid version 0 on git_proxy_options"); the git command
@@ -221,6 +225,40 @@ impl DevicePass<'_> {
                 "the wrapper marks here the dependencies it replaced by empty crates (host_only.rs)",
             ),
         ]);
+        e
+    }
+
+    /// `<cache>/crates`, where the device phase keeps the crates that do not
+    /// depend on the project (`crate_cache.rs`); `None` when it is off.
+    pub fn crate_cache_dir(&self) -> Option<PathBuf> {
+        self.sysroot().filter(|_| crate::crate_cache::enabled())?.dir.parent()?.parent().map(|c| c.join("crates"))
+    }
+
+    /// What the device phase needs for the crate cache.
+    fn crate_cache_env(&self) -> Vec<EnvChange> {
+        use crate::crate_cache::{toolchain_identity, DIR_VAR, OWN_VAR, RUSTC_VAR, TARGET_DIR_VAR};
+        let set = |key: &str, value: String, why: &'static str| EnvChange { key: key.into(), value: Some(value), why };
+        let Some(dir) = self.crate_cache_dir() else { return Vec::new() };
+        let mut e = vec![
+            set(
+                DIR_VAR,
+                dir.display().to_string(),
+                "registry crates and offload's own are compiled once for all projects",
+            ),
+            set(RUSTC_VAR, toolchain_identity(&self.tc.rustc, &self.tc.version), "part of the crate cache's keys"),
+            set(
+                TARGET_DIR_VAR,
+                self.target_dir.display().to_string(),
+                "the crate cache's entries hold no project's paths",
+            ),
+        ];
+        if !self.own_sources.is_empty() {
+            e.push(set(
+                OWN_VAR,
+                self.own_sources.clone(),
+                "offload's own packages by path, and the hash of their files",
+            ));
+        }
         e
     }
 
@@ -342,8 +380,15 @@ impl DevicePass<'_> {
         };
         let (replaced, compiled): (Vec<String>, Vec<String>) =
             read_lines("compiles").into_iter().partition(|l| l.ends_with("\thost-only"));
+        let (cached, compiled): (Vec<String>, Vec<String>) =
+            compiled.into_iter().partition(|l| l.ends_with("\tcached"));
         let links = read_lines("links");
-        let what = summary(compiled.len(), &links, self.check);
+        let what = summary(compiled.len(), cached.len(), &links, self.check);
+        if self.verbose >= 1 && !cached.is_empty() {
+            let names: Vec<&str> = cached.iter().filter_map(|l| l.split('\t').next()).collect();
+            let dir = self.crate_cache_dir().map(|d| d.display().to_string()).unwrap_or_default();
+            status::status("Cached", format!("from the crate cache ({dir}): {}", names.join(", ")));
+        }
         status::status("Device", format!("{what} ({} {}; {})", self.triple, self.arch, self.tc.describe()));
         if !replaced.is_empty() {
             let names: Vec<&str> = replaced.iter().filter_map(|l| l.split('\t').next()).collect();
@@ -438,19 +483,23 @@ fn plural_list(names: &[&str], one: &str, many: &str) -> String {
     format!("{} {}", list.join(", "), if names.len() == 1 { one } else { many })
 }
 
-/// What a device pass did, for its status line: `compiled` crates, the
-/// offload-linker `links` records (`linked …`, else reused from the cache),
-/// in `check` (no code generation) or a build.
-pub fn summary(compiled: usize, links: &[String], check: bool) -> String {
+/// What a device pass did, for its status line: `compiled` crates, `cached`
+/// crates taken from the crate cache, the offload-linker `links` records
+/// (`linked …`, else reused from the cache), in `check` (no code
+/// generation) or a build.
+pub fn summary(compiled: usize, cached: usize, links: &[String], check: bool) -> String {
     let linked = links.iter().filter(|l| l.starts_with("linked ")).count();
     let reused = links.len() - linked;
-    if compiled == 0 && links.is_empty() {
+    if compiled == 0 && cached == 0 && links.is_empty() {
         return "up to date: nothing to compile".into();
     }
-    if check {
-        return format!("checked {}", count(compiled, "crate"));
+    let mut parts = vec![format!("{} {}", if check { "checked" } else { "compiled" }, count(compiled, "crate"))];
+    if cached > 0 {
+        parts.push(format!("took {} from the crate cache", count(cached, "crate")));
     }
-    let mut parts = vec![format!("compiled {}", count(compiled, "crate"))];
+    if check {
+        return parts.join(", ");
+    }
     if linked > 0 {
         parts.push(format!("linked {}", count(linked, "device image")));
     }
@@ -468,22 +517,31 @@ mod tests {
     #[test]
     fn status_line_says_what_happened() {
         let links = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let table: &[(usize, Vec<String>, bool, &str)] = &[
-            (0, links(&[]), false, "up to date: nothing to compile"),
-            (0, links(&[]), true, "up to date: nothing to compile"),
-            (1, links(&["linked a"]), false, "compiled 1 crate, linked 1 device image"),
+        let table: &[(usize, usize, Vec<String>, bool, &str)] = &[
+            (0, 0, links(&[]), false, "up to date: nothing to compile"),
+            (0, 0, links(&[]), true, "up to date: nothing to compile"),
+            (1, 0, links(&["linked a"]), false, "compiled 1 crate, linked 1 device image"),
             (
                 3,
+                0,
                 links(&["linked a", "reused b", "linked c"]),
                 false,
                 "compiled 3 crates, linked 2 device images, reused 1 device image from the link cache",
             ),
-            (1, links(&["reused a"]), false, "compiled 1 crate, reused 1 device image from the link cache"),
-            (2, links(&[]), false, "compiled 2 crates"),
-            (4, links(&[]), true, "checked 4 crates"),
+            (1, 0, links(&["reused a"]), false, "compiled 1 crate, reused 1 device image from the link cache"),
+            (2, 0, links(&[]), false, "compiled 2 crates"),
+            (4, 0, links(&[]), true, "checked 4 crates"),
+            (
+                1,
+                9,
+                links(&["linked a"]),
+                false,
+                "compiled 1 crate, took 9 crates from the crate cache, linked 1 device image",
+            ),
+            (0, 1, links(&[]), true, "checked 0 crates, took 1 crate from the crate cache"),
         ];
-        for (compiled, l, check, want) in table {
-            assert_eq!(summary(*compiled, l, *check), *want);
+        for (compiled, cached, l, check, want) in table {
+            assert_eq!(summary(*compiled, *cached, l, *check), *want);
         }
         assert_eq!(plural_list(&["a"], "does", "do"), "`a` does");
         assert_eq!(plural_list(&["a", "b"], "does", "do"), "`a`, `b` do");

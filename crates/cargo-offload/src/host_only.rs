@@ -75,6 +75,8 @@ struct Attempt {
     announced: bool,
     /// The message of each error, and whether it was for want of `std`.
     errors: Vec<(String, bool)>,
+    /// The lines passed on.
+    passed: Vec<String>,
 }
 
 /// Passes rustc's stderr on to cargo (this process's stderr) until the
@@ -100,6 +102,7 @@ fn read_attempt(stderr: impl std::io::Read) -> Attempt {
         }
         a.announced |= v.get("emit").and_then(Value::as_str) == Some("metadata");
         let _ = writeln!(out, "{line}");
+        a.passed.push(line);
     }
     a
 }
@@ -107,8 +110,14 @@ fn read_attempt(stderr: impl std::io::Read) -> Attempt {
 /// Compiles a [`replaceable`] crate (`args`: cargo's, `device_args`: the
 /// device phase's rewrite), replacing it by an empty crate if it fails (see
 /// the module docs), with its marker in `markers` (the cargo phase's
-/// [`HOST_ONLY_DIR_VAR`]); returns rustc's exit code.
-pub fn compile(rustc: &str, args: &Args, device_args: &[String], markers: Option<&Path>) -> Result<i32> {
+/// [`HOST_ONLY_DIR_VAR`]); returns rustc's exit code, and the stderr lines
+/// of a crate that compiled as it is (not replaced), for the crate cache.
+pub fn compile(
+    rustc: &str,
+    args: &Args,
+    device_args: &[String],
+    markers: Option<&Path>,
+) -> Result<(i32, Option<Vec<String>>)> {
     let mut cmd = rustc::command(rustc, device_args);
     let mut running = crate::child::spawn(cmd.stderr(Stdio::piped()))?;
     let attempt = read_attempt(running.child.stderr.take().expect("piped"));
@@ -120,6 +129,7 @@ pub fn compile(rustc: &str, args: &Args, device_args: &[String], markers: Option
         if let Some(m) = marker {
             let _ = std::fs::remove_file(m);
         }
+        return Ok((0, Some(attempt.passed)));
     } else if !attempt.announced
         && attempt.errors.iter().any(|(m, _)| !m.is_empty())
         && replace(rustc, args, device_args)?
@@ -129,13 +139,13 @@ pub fn compile(rustc: &str, args: &Args, device_args: &[String], markers: Option
             let text = format!("{}\n{}\n", if first.1 { "std" } else { "other" }, first.0);
             let _ = offload_image::file::write_if_changed(&m, text.as_bytes());
         }
-        return Ok(0);
+        return Ok((0, None));
     }
     let mut err = std::io::stderr().lock();
     for line in attempt.held {
         let _ = writeln!(err, "{line}");
     }
-    Ok(code)
+    Ok((code, None))
 }
 
 /// The empty crate in place of the failed one: `device_args` with the root

@@ -21,6 +21,7 @@ mod binary;
 mod child;
 mod cli;
 mod cmd;
+mod crate_cache;
 mod devflags;
 mod device;
 mod diagnostic;

@@ -82,6 +82,7 @@ impl<'a> Plan<'a> {
         // target directory: another workspace's lists say nothing about this one.
         let root_hash = offload_image::hash::hash32(&[&ws.root.display().to_string()]);
         let generic_dir = ws.target_dir.join("offload").join("generic").join(format!("{root_hash:08x}"));
+        let own_sources = crate::crate_cache::own_sources(&ws.own_packages);
         let mut passes = Vec::new();
         for sel in sels {
             let target_arg = if sel.triple.starts_with("amdgcn") {
@@ -108,6 +109,7 @@ impl<'a> Plan<'a> {
                 fast_math: dev.fast_math,
                 fmad: dev.fmad,
                 generic_dir: generic_dir.clone(),
+                own_sources: own_sources.clone(),
             });
         }
         let images_dir = ws.target_dir.join("offload").join("images");

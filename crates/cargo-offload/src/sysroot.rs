@@ -143,7 +143,7 @@ fn rust_src_identity(sysroot: &Path) -> String {
 }
 
 /// Size and modification time of an executable: a new install changes them.
-fn file_identity(p: &Path) -> String {
+pub fn file_identity(p: &Path) -> String {
     let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let m = std::fs::metadata(&p).ok();
     let mtime = m.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());

@@ -13,6 +13,11 @@ pub struct Workspace {
     /// `[package.metadata.offload]` of the package in the current directory
     /// (or `--manifest-path`), else `[workspace.metadata.offload]`.
     pub config: Config,
+    /// The directories of offload's own packages that the graph uses by
+    /// path (a clone's `crates/offload`, …) and that are not members of
+    /// this workspace, for the crate cache
+    /// (`crate_cache::own_sources`).
+    pub own_packages: Vec<PathBuf>,
 }
 
 /// Settings from `Cargo.toml`. Precedence, highest first: the command line,
@@ -105,7 +110,15 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
         _ => ("[workspace.metadata.offload]".to_string(), &meta.workspace_metadata),
     };
     let config = Config::from_json(metadata).map_err(|problem| CliError::Config { table, problem })?;
-    Ok(Workspace { target_dir, root: meta.workspace_root.into_std_path_buf(), config })
+    let own_packages = meta
+        .packages
+        .iter()
+        .filter(|p| p.source.is_none() && crate::crate_cache::OWN_PACKAGES.contains(&p.name.as_str()))
+        // Members are being worked on: compiled incrementally, never cached.
+        .filter(|p| !meta.workspace_members.contains(&p.id))
+        .filter_map(|p| p.manifest_path.parent().map(|d| d.to_path_buf().into_std_path_buf()))
+        .collect();
+    Ok(Workspace { target_dir, root: meta.workspace_root.into_std_path_buf(), config, own_packages })
 }
 
 /// Refuses `--package`/`--bin`/`--example`/`--test`/`--bench` names that

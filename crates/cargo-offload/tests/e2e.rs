@@ -246,7 +246,11 @@ fn std_float_methods_and_kernels_calling_kernels_get_messages_that_name_the_fix(
     assert!(out.stderr.contains("no method named `sin` found for type `f32`"), "{}", out.stderr);
     // rustc's help names the trait and a path to import it by; which path
     // depends on the rustc (1.96: the prelude's re-export; 1.101: the module).
-    assert!(out.stderr.contains("trait `FloatMethods` which provides `sin` is implemented but not in scope"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("trait `FloatMethods` which provides `sin` is implemented but not in scope"),
+        "{}",
+        out.stderr
+    );
     assert!(
         ["use offload::math::methods::FloatMethods;", "use offload::prelude::FloatMethods;"]
             .iter()
@@ -263,9 +267,7 @@ fn std_float_methods_and_kernels_calling_kernels_get_messages_that_name_the_fix(
     run.assert_success();
     assert_eq!(run.stdout.trim(), "wave ok");
     // A kernel calling a kernel: the rule, in both passes.
-    f.edit("src/main.rs", |s| {
-        s + "\n#[kernel]\nfn twice(t: f32, out: &mut [f32]) {\n    wave(t, out);\n}\n"
-    });
+    f.edit("src/main.rs", |s| s + "\n#[kernel]\nfn twice(t: f32, out: &mut [f32]) {\n    wave(t, out);\n}\n");
     let out = f.offload(&["build", "--arch", "sm_90"]);
     assert_eq!(out.code, 4, "{}", out.stderr);
     assert!(out.stderr.contains("error[E0277]: a kernel cannot call or launch another kernel"), "{}", out.stderr);
@@ -991,6 +993,43 @@ fn concurrent_builds_in_one_directory() {
             .collect();
         assert!(leftovers.is_empty(), "round {round}: {leftovers:?}");
     }
+}
+
+/// A second project's first device pass takes `offload`, `libm` and the
+/// proc macros from the crate cache that the first project filled, and
+/// compiles only its own crate; its binary gives the right results.
+/// Under `--fast-math`, whose device target directory only this test
+/// uses: it is deleted before each build, so that each starts, as a new
+/// project does, with none (the host pass and the sysroot are the shared
+/// ones), and the first fills the cache even if an earlier run left the
+/// directory behind.
+#[test]
+fn a_second_project_takes_offload_from_the_crate_cache() {
+    let (a, b) = (Fixture::renamed("bin-only", "crate-cache-a"), Fixture::renamed("bin-only", "crate-cache-b"));
+    let args = ["build", "--arch", "sm_90", "--fast-math", "-v"];
+    let device_dir = a.target_dir().join("offload/nvptx64-nvidia-cuda-sm_90-fast-math");
+    let _ = std::fs::remove_dir_all(&device_dir);
+    a.offload(&args).assert_success();
+    std::fs::remove_dir_all(&device_dir).unwrap();
+    let out = b.offload(&args);
+    out.assert_success();
+    let line = |start: &str| out.stderr.lines().map(str::trim).find(|l| l.starts_with(start)).unwrap_or_default();
+    let device = line("Device ");
+    assert!(device.starts_with("Device compiled 1 crate, took "), "only the project's own crate: {}", out.stderr);
+    let cached = line("Cached ");
+    let names: Vec<&str> = cached.rsplit_once(": ").map(|(_, n)| n.split(", ").collect()).unwrap_or_default();
+    for krate in ["offload", "libm", "offload_macros", "syn"] {
+        assert!(names.contains(&krate), "{krate} from the crate cache: {cached:?}\n{}", out.stderr);
+    }
+    assert!(!names.contains(&b.name.as_str()), "the project's own crate is compiled: {cached:?}");
+    let run = b.run_exe("debug", &b.name, &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    let x = |i: usize| i as f64 * 0.5;
+    let y = |i: usize| 2.0 * x(i) + (1000 - i) as f64;
+    let ysum: f64 = (0..1000).map(y).sum();
+    let qxor =
+        (1..=64u64).map(|i| ((((i * 0x0123_4567_89ab) as u128) << 64 | 7) / 1_000_003) as u64).fold(0, |a, b| a ^ b);
+    assert_eq!(run.stdout.trim(), format!("y[0]={} y[999]={} ysum={ysum} qxor={qxor}", y(0), y(999)));
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

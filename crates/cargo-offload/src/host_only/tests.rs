@@ -132,7 +132,7 @@ fn a_failing_library_becomes_an_empty_crate() {
         out.display()
     );
     let args = a(&argv);
-    let code = compile("rustc", &args, args.as_slice(), Some(&markers_dir)).unwrap();
+    let code = compile("rustc", &args, args.as_slice(), Some(&markers_dir)).unwrap().0;
     assert_eq!(code, 0, "replaced");
     assert!(out.join("libhostlib-abc.rlib").is_file() && out.join("libhostlib-abc.rmeta").is_file());
     let marker = std::fs::read_to_string(markers_dir.join("hostlib-abc")).unwrap();
@@ -149,11 +149,11 @@ fn a_failing_library_becomes_an_empty_crate() {
     );
     // Fixed: compiled for real, no marker.
     std::fs::write(&root, "pub fn f() -> u32 { 1 }\n").unwrap();
-    assert_eq!(compile("rustc", &args, args.as_slice(), Some(&markers_dir)).unwrap(), 0);
+    assert_eq!(compile("rustc", &args, args.as_slice(), Some(&markers_dir)).unwrap().0, 0);
     assert!(!markers_dir.join("hostlib-abc").exists());
     // An error the empty crate has too (an unknown edition) is rustc's.
     let bad = a(&argv.replace("--edition=2021", "--edition=1999"));
-    assert_ne!(compile("rustc", &bad, bad.as_slice(), Some(&markers_dir)).unwrap(), 0);
+    assert_ne!(compile("rustc", &bad, bad.as_slice(), Some(&markers_dir)).unwrap().0, 0);
     assert!(!markers_dir.join("hostlib-abc").exists());
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -33,6 +33,23 @@ pub fn run(rustc: &str, args: &[String]) -> Result<i32> {
     Ok(exit_code(&status))
 }
 
+/// Runs rustc like [`run`], passing its stderr on to this process's (to
+/// cargo) a line at a time as it comes, so that cargo still hears of each
+/// artifact when rustc writes it (pipelining); returns the exit code and
+/// the lines, for the crate cache (`crate_cache.rs`).
+pub fn run_recorded(rustc: &str, args: &[String]) -> Result<(i32, Vec<String>)> {
+    use std::io::{BufRead, Write};
+    let mut running = crate::child::spawn(command(rustc, args).stderr(std::process::Stdio::piped()))?;
+    let stderr = running.child.stderr.take().expect("piped");
+    let mut lines = Vec::new();
+    let mut out = std::io::stderr();
+    for line in std::io::BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+        let _ = writeln!(out, "{line}");
+        lines.push(line);
+    }
+    Ok((exit_code(&running.wait()?), lines))
+}
+
 /// rustc's exit code; a rustc that a signal ended ends this process the
 /// same way ([`die_like`]).
 pub fn exit_code(status: &std::process::ExitStatus) -> i32 {

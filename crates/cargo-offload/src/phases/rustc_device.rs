@@ -19,8 +19,14 @@
 //! GPU is replaced by an empty crate (`host_only`): a dependency only host
 //! code uses needs no special section in `Cargo.toml`.
 //!
-//! Each crate compiled for the GPU is logged (`COMPILE_LOG_VAR`) for the
-//! status line of the device pass.
+//! Crates that cannot change under the same name (registry crates and
+//! offload's own, for the GPU and the proc macros and build scripts they
+//! need) are taken from the crate cache when another project compiled them
+//! the same way (`crate_cache.rs`).
+//!
+//! Each crate compiled for the GPU, and each crate taken from the crate
+//! cache, is logged (`COMPILE_LOG_VAR`) for the status line of the device
+//! pass.
 
 use std::path::PathBuf;
 
@@ -30,30 +36,73 @@ use crate::handoff::COMPILE_LOG_VAR;
 use crate::phases::rustc;
 
 /// The device phase: rewrites the command line of a GPU crate and runs
-/// rustc; returns rustc's exit code.
+/// rustc, or takes the crate from the crate cache (`crate_cache.rs`);
+/// returns rustc's exit code.
 pub fn run(rustc: &str, args: Args) -> Result<i32> {
-    if !args.is_gpu_target() {
+    let gpu = args.is_gpu_target();
+    if gpu && is_sysroot_crate(&args) {
+        log_compile(&args, "");
         return rustc::run(rustc, args.as_slice());
     }
-    log_compile(&args);
-    if is_sysroot_crate(&args) {
-        return rustc::run(rustc, args.as_slice());
+    let argv = if gpu {
+        let root = args.source_file().and_then(|p| std::fs::read_to_string(p).ok());
+        device_args(&args, root.as_deref())
+    } else {
+        args.as_slice().to_vec()
+    };
+    let slot = crate::crate_cache::Slot::new(&args, &argv);
+    // Held while compiling: a build that wants the same entry waits for it.
+    let _lock = match &slot {
+        Some(s) if s.restore() => return Ok(cached(&args)),
+        Some(s) => s.lock(),
+        None => None,
+    };
+    if slot.as_ref().is_some_and(|s| s.restore()) {
+        return Ok(cached(&args));
     }
-    let root = args.source_file().and_then(|p| std::fs::read_to_string(p).ok());
-    let device = device_args(&args, root.as_deref());
-    if crate::host_only::replaceable(&args) {
+    if gpu {
+        log_compile(&args, "");
+    }
+    let (code, stderr) = if gpu && crate::host_only::replaceable(&args) {
         let markers = std::env::var_os(crate::host_only::HOST_ONLY_DIR_VAR).filter(|d| !d.is_empty());
-        return crate::host_only::compile(rustc, &args, &device, markers.as_deref().map(std::path::Path::new));
+        let argv = slot.as_ref().map_or(&argv[..], |s| s.argv());
+        crate::host_only::compile(rustc, &args, argv, markers.as_deref().map(std::path::Path::new))?
+    } else if let Some(s) = &slot {
+        let (code, lines) = rustc::run_recorded(rustc, s.argv())?;
+        (code, Some(lines))
+    } else {
+        (rustc::run(rustc, &argv)?, None)
+    };
+    if let (0, Some(slot), Some(stderr)) = (code, &slot, stderr) {
+        slot.store(&stderr);
     }
-    rustc::run(rustc, &device)
+    Ok(code)
 }
 
-/// Appends the crate's name to the compile log, if the cargo phase asked.
-fn log_compile(args: &Args) {
+/// Logs a crate taken from the crate cache (a build script by its
+/// package's name: `syn build script`); rustc's exit code then, 0.
+fn cached(args: &Args) -> i32 {
+    match std::env::var("CARGO_PKG_NAME") {
+        Ok(pkg) if args.crate_name() == Some("build_script_build") => log_name(&format!("{pkg} build script\tcached")),
+        _ => log_compile(args, "\tcached"),
+    }
+    0
+}
+
+/// Appends the crate's name (and `tag`) to the compile log, if the cargo
+/// phase asked.
+fn log_compile(args: &Args, tag: &str) {
+    if let Some(name) = args.crate_name() {
+        log_name(&format!("{name}{tag}"));
+    }
+}
+
+/// Appends `line` to the compile log, if the cargo phase asked.
+fn log_name(line: &str) {
     use std::io::Write;
-    if let (Some(log), Some(name)) = (std::env::var_os(COMPILE_LOG_VAR), args.crate_name()) {
+    if let Some(log) = std::env::var_os(COMPILE_LOG_VAR) {
         if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
-            let _ = writeln!(f, "{name}");
+            let _ = writeln!(f, "{line}");
         }
     }
 }
