@@ -104,13 +104,20 @@ unsafe impl Send for CudaQueue {}
 unsafe impl Sync for CudaQueue {}
 
 impl CudaQueue {
+    /// A queue with a stream of its own. Without the state's lock (see
+    /// `Cuda::set_current`): making a queue never waits for another
+    /// thread's blocking launch. The generation is read before the context
+    /// is: a stream made while a rebuild runs is labelled with the older
+    /// one, so it is never used (`stream_in_current` makes another) nor
+    /// destroyed.
     pub(crate) fn new(cuda: &'static Cuda) -> Result<Self> {
-        cuda.make_current()?;
+        let generation = cuda.generation();
+        cuda.set_current()?;
         let raw = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_error("cuStreamCreate", None, e))?;
         Ok(CudaQueue {
             cuda,
-            stream: Mutex::new(Stream { raw, generation: cuda.generation() }),
+            stream: Mutex::new(Stream { raw, generation }),
             fences: Mutex::new(VecDeque::new()),
             scratch: Mutex::new(Scratch::default()),
         })
@@ -300,7 +307,7 @@ impl CudaQueue {
 impl Drop for CudaQueue {
     fn drop(&mut self) {
         let s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
-        if s.generation == self.cuda.generation() && self.cuda.make_current().is_ok() {
+        if let Some(_st) = self.cuda.lock_generation(s.generation) {
             // SAFETY: created by `cuStreamCreate` in this generation,
             // destroyed once; `Queue`'s drop waited for its work ("in case
             // the device is still doing work in the stream ... resources
@@ -326,10 +333,24 @@ impl Cuda {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).ctx
     }
 
-    /// Makes the context current on this thread.
+    /// Makes the context current on this thread, after any rebuild in
+    /// progress has finished (it takes the state's lock and releases it),
+    /// for a graph's instantiation and a scope's end. Queue waits never
+    /// call it; destroying a handle holds the lock instead
+    /// ([`lock_generation`](Self::lock_generation)).
     pub(super) fn make_current(&self) -> Result<()> {
         drop(self.enter("cuCtxSetCurrent")?);
         Ok(())
+    }
+
+    /// The state's lock, with the context current, if handles of
+    /// `generation` are still alive: held across a handle's destruction so
+    /// that no rebuild resets the context meanwhile (the driver may reuse
+    /// a dead handle's value for a new one, which the destroy would then
+    /// hit). Waits for another thread's blocking launch, as only drops do.
+    pub(super) fn lock_generation(&self, generation: u64) -> Option<std::sync::MutexGuard<'_, super::context::State>> {
+        let st = self.enter("cuCtxSetCurrent").ok()?;
+        (generation == self.generation()).then_some(st)
     }
 
     /// The function of `kernel`, allowed `shared` bytes of dynamic shared
