@@ -304,14 +304,17 @@ fn an_event_is_waited_for_without_the_work_after_it() {
     assert!(to_event < to_end / 2, "elapsed_ms took {to_event:?} of {to_end:?}: it waited for the later work");
 }
 
-/// Waiting for an event (`elapsed_ms`, `is_complete`) does not wait for
-/// what other threads wait for: here a blocking launch on another thread
-/// that runs longer than all of the queue's work. (On CUDA these waits used to lock the backend's state just
-/// to make the context current, and a blocking launch holds it until its
-/// kernel has finished, so they waited for that kernel, and with it for the
-/// queue's later work: the parallel-thread failure of the test above.)
+/// Waiting for an event (`synchronize`, `.await`, `elapsed_ms`,
+/// `is_complete`) does not wait for what other threads wait for: here a
+/// blocking launch on another thread that runs longer than all of the
+/// queue's work. (On CUDA these waits used to lock the backend's state, to
+/// make the context current and, after `synchronize` and `.await`, to read
+/// the device's panic record; a blocking launch holds it until its kernel
+/// has finished, so they waited for that kernel, and with it for the
+/// queue's later work: the parallel-thread failures of the test above.)
 #[test]
 fn an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
     let q = Queue::new().unwrap();
     let (mut a, mut b) = (DeviceBuffer::<u64>::zeroed(N).unwrap(), DeviceBuffer::<u64>::zeroed(N).unwrap());
     let mut c = DeviceBuffer::<u64>::zeroed(N).unwrap();
@@ -326,10 +329,14 @@ fn an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch() {
         let other = s.spawn(|| churn(cfg(), 12 * slow(), 52, &mut c));
         // Let it start its launch (a fraction of the first kernel's time).
         std::thread::sleep(std::time::Duration::from_millis(5));
+        // The wait, then the queue's error check (the panic record).
+        e.synchronize().unwrap();
         let ms = start.elapsed_ms(&e).unwrap();
         assert!(ms > 0.0, "{ms} ms from the start to the event, across a kernel");
         assert!(e.is_complete());
         let to_event = t0.elapsed();
+        // A future's poll checks too.
+        rt.block_on(async { (&later).await.unwrap() });
         let ms = start.elapsed_ms(&later).unwrap();
         assert!(ms > 0.0, "{ms} ms from the start to the later event");
         let to_later = t0.elapsed();
@@ -339,7 +346,7 @@ fn an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch() {
     let to_other = t0.elapsed();
     assert!(
         to_event < to_later / 2,
-        "elapsed_ms took {to_event:?}, the later work {to_later:?} (the other thread's launch {to_other:?}): it waited for the later work"
+        "waiting for the event took {to_event:?}, the later work {to_later:?} (the other thread's launch {to_other:?}): it waited for the later work"
     );
     assert!(
         to_later < to_other * 9 / 10,
