@@ -323,10 +323,12 @@ impl PanicSlot {
     /// it is host memory.
     pub(crate) fn read(&self) -> Option<Recorded> {
         let rec = self.host;
-        // SAFETY: `rec` is a live record (freed only by a context reset,
-        // which happens after this read); `state` is accessed atomically,
-        // the rest only after observing DONE (acquire), which the device
-        // published after a system-scope fence.
+        // SAFETY: `rec` is a live record: freed only by a context reset,
+        // and a rebuild drops the slot under the panic lock (which the
+        // caller holds, see `panics`) before it resets. `state` is
+        // accessed atomically, the rest only after observing DONE
+        // (acquire), which the device published after a system-scope
+        // fence.
         unsafe {
             let state = AtomicU32::from_ptr(core::ptr::addr_of_mut!((*rec).state));
             if state.load(Ordering::Acquire) != DONE {
