@@ -83,6 +83,18 @@ fn relax(a: &[f64], b: &mut [f64]) {
 }
 
 /// `v[i] *= k`, for any float.
+/// Thread `bad` panics at once, the others churn for `iters` steps
+/// (`out[i] = lcg(i, iters)`): the panic is recorded early in a long kernel.
+#[kernel]
+fn panics_then_churns(bad: u32, iters: u32, out: &mut [u64]) {
+    if let Some((i, o)) = out.at_thread() {
+        if i as u32 == bad {
+            panic!("early {i}"); // MARK:panics_then_churns
+        }
+        *o = lcg(i as u64, iters);
+    }
+}
+
 #[kernel]
 fn scale<T>(k: T, v: &mut [T])
 where
@@ -558,6 +570,49 @@ fn a_panic_is_reported_on_its_own_queue_while_another_queue_runs() {
             }
         });
     });
+}
+
+/// A blocking launch's panic is that launch's error even when a queue's
+/// wait on another thread finds the record while the kernel still runs
+/// (queue waits do not wait for blocking launches; the running kernel is a
+/// candidate, and the panic lies within its lines). The queue's waits
+/// report nothing.
+#[test]
+fn a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (bad, iters) = (77u32, 4 * slow());
+    let done = AtomicBool::new(false);
+    let mut out = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let (got, rounds) = std::thread::scope(|t| {
+        let checks = t.spawn(|| {
+            let q = Queue::new().unwrap();
+            let mut v = DeviceBuffer::<u64>::zeroed(N).unwrap();
+            let mut r = 0u64;
+            while r == 0 || !done.load(Ordering::Acquire) {
+                fill::on(&q, cfg(), r, &mut v).unwrap();
+                let got = q.synchronize();
+                assert!(got.is_ok(), "round {r}: the blocking launch's panic was reported on a queue: {got:?}");
+                assert_eq!(v.to_vec().unwrap(), vec![r; N], "round {r}");
+                r += 1;
+            }
+            r
+        });
+        let got = panics_then_churns(cfg(), bad, iters, &mut out);
+        done.store(true, Ordering::Release);
+        (got, checks.join().unwrap())
+    });
+    let Err(Error::KernelPanic(p)) = &got else {
+        panic!("expected the panic of `panics_then_churns` in thread {bad}, got {got:?} (after {rounds} queue waits)");
+    };
+    let per_block = cfg().block.x;
+    assert_eq!(p.kernel, "queue::panics_then_churns");
+    assert_eq!(p.message, panic_message(format!("early {bad}")));
+    assert_eq!(p.location, panic_site("panics_then_churns"));
+    assert_eq!(p.block, format!("({}, 0, 0)", bad / per_block));
+    assert_eq!(p.thread, format!("({}, 0, 0)", bad % per_block));
+    // The other threads' writes are mapped back, as on a panic anywhere.
+    let want: Vec<u64> = (0..N as u64).map(|i| if i == u64::from(bad) { 0 } else { lcg_jump(i, iters) }).collect();
+    assert_eq!(out.to_vec().unwrap(), want);
 }
 
 #[test]
