@@ -83,6 +83,18 @@ fn relax(a: &[f64], b: &mut [f64]) {
 }
 
 /// `v[i] *= k`, for any float.
+/// Thread `bad` panics at once, the others churn for `iters` steps
+/// (`out[i] = lcg(i, iters)`): the panic is recorded early in a long kernel.
+#[kernel]
+fn panics_then_churns(bad: u32, iters: u32, out: &mut [u64]) {
+    if let Some((i, o)) = out.at_thread() {
+        if i as u32 == bad {
+            panic!("early {i}"); // MARK:panics_then_churns
+        }
+        *o = lcg(i as u64, iters);
+    }
+}
+
 #[kernel]
 fn scale<T>(k: T, v: &mut [T])
 where
@@ -304,14 +316,17 @@ fn an_event_is_waited_for_without_the_work_after_it() {
     assert!(to_event < to_end / 2, "elapsed_ms took {to_event:?} of {to_end:?}: it waited for the later work");
 }
 
-/// Waiting for an event (`elapsed_ms`, `is_complete`) does not wait for
-/// what other threads wait for: here a blocking launch on another thread
-/// that runs longer than all of the queue's work. (On CUDA these waits used to lock the backend's state just
-/// to make the context current, and a blocking launch holds it until its
-/// kernel has finished, so they waited for that kernel, and with it for the
-/// queue's later work: the parallel-thread failure of the test above.)
+/// Waiting for an event (`synchronize`, `.await`, `elapsed_ms`,
+/// `is_complete`) does not wait for what other threads wait for: here a
+/// blocking launch on another thread that runs longer than all of the
+/// queue's work. (On CUDA these waits used to lock the backend's state, to
+/// make the context current and, after `synchronize` and `.await`, to read
+/// the device's panic record; a blocking launch holds it until its kernel
+/// has finished, so they waited for that kernel, and with it for the
+/// queue's later work: the parallel-thread failures of the test above.)
 #[test]
 fn an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
     let q = Queue::new().unwrap();
     let (mut a, mut b) = (DeviceBuffer::<u64>::zeroed(N).unwrap(), DeviceBuffer::<u64>::zeroed(N).unwrap());
     let mut c = DeviceBuffer::<u64>::zeroed(N).unwrap();
@@ -326,10 +341,14 @@ fn an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch() {
         let other = s.spawn(|| churn(cfg(), 12 * slow(), 52, &mut c));
         // Let it start its launch (a fraction of the first kernel's time).
         std::thread::sleep(std::time::Duration::from_millis(5));
+        // The wait, then the queue's error check (the panic record).
+        e.synchronize().unwrap();
         let ms = start.elapsed_ms(&e).unwrap();
         assert!(ms > 0.0, "{ms} ms from the start to the event, across a kernel");
         assert!(e.is_complete());
         let to_event = t0.elapsed();
+        // A future's poll checks too.
+        rt.block_on(async { (&later).await.unwrap() });
         let ms = start.elapsed_ms(&later).unwrap();
         assert!(ms > 0.0, "{ms} ms from the start to the later event");
         let to_later = t0.elapsed();
@@ -339,7 +358,7 @@ fn an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch() {
     let to_other = t0.elapsed();
     assert!(
         to_event < to_later / 2,
-        "elapsed_ms took {to_event:?}, the later work {to_later:?} (the other thread's launch {to_other:?}): it waited for the later work"
+        "waiting for the event took {to_event:?}, the later work {to_later:?} (the other thread's launch {to_other:?}): it waited for the later work"
     );
     assert!(
         to_later < to_other * 9 / 10,
@@ -551,6 +570,49 @@ fn a_panic_is_reported_on_its_own_queue_while_another_queue_runs() {
             }
         });
     });
+}
+
+/// A blocking launch's panic is that launch's error even when a queue's
+/// wait on another thread finds the record while the kernel still runs
+/// (queue waits do not wait for blocking launches; the running kernel is a
+/// candidate, and the panic lies within its lines). The queue's waits
+/// report nothing.
+#[test]
+fn a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (bad, iters) = (77u32, 4 * slow());
+    let done = AtomicBool::new(false);
+    let mut out = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let (got, rounds) = std::thread::scope(|t| {
+        let checks = t.spawn(|| {
+            let q = Queue::new().unwrap();
+            let mut v = DeviceBuffer::<u64>::zeroed(N).unwrap();
+            let mut r = 0u64;
+            while r == 0 || !done.load(Ordering::Acquire) {
+                fill::on(&q, cfg(), r, &mut v).unwrap();
+                let got = q.synchronize();
+                assert!(got.is_ok(), "round {r}: the blocking launch's panic was reported on a queue: {got:?}");
+                assert_eq!(v.to_vec().unwrap(), vec![r; N], "round {r}");
+                r += 1;
+            }
+            r
+        });
+        let got = panics_then_churns(cfg(), bad, iters, &mut out);
+        done.store(true, Ordering::Release);
+        (got, checks.join().unwrap())
+    });
+    let Err(Error::KernelPanic(p)) = &got else {
+        panic!("expected the panic of `panics_then_churns` in thread {bad}, got {got:?} (after {rounds} queue waits)");
+    };
+    let per_block = cfg().block.x;
+    assert_eq!(p.kernel, "queue::panics_then_churns");
+    assert_eq!(p.message, panic_message(format!("early {bad}")));
+    assert_eq!(p.location, panic_site("panics_then_churns"));
+    assert_eq!(p.block, format!("({}, 0, 0)", bad / per_block));
+    assert_eq!(p.thread, format!("({}, 0, 0)", bad % per_block));
+    // The other threads' writes are mapped back, as on a panic anywhere.
+    let want: Vec<u64> = (0..N as u64).map(|i| if i == u64::from(bad) { 0 } else { lcg_jump(i, iters) }).collect();
+    assert_eq!(out.to_vec().unwrap(), want);
 }
 
 #[test]

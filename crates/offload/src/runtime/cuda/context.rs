@@ -5,9 +5,34 @@
 //! context after a kernel fails. Blocking launches are serialized by the
 //! mutex around [`State`], held until the kernel has finished; queue
 //! operations take only the [`Functions`]' lock, briefly, and make the
-//! context current without the state's ([`Cuda::set_current`]). The
-//! operations themselves are in `launch`, large copies of pageable memory
-//! go through `staging`.
+//! context current without the state's ([`Cuda::set_current`]); a queue's
+//! wait reads the panic record under the panic lock only
+//! ([`Cuda::panics`], see `panics`). The operations themselves are in
+//! `launch`, large copies of pageable memory go through `staging`.
+//!
+//! # Locks
+//!
+//! Per GPU, in this order (a thread holding one may take a later one,
+//! never an earlier one):
+//!
+//! 1. the state ([`Cuda::state`]): held across waits on the device (a
+//!    blocking launch's kernel, `cuCtxSynchronize`, `cuMemFree`) and by a
+//!    rebuild, which resets the context;
+//! 2. the functions ([`Cuda::functions`]): held while a function is looked
+//!    up or opted in, and by a rebuild while it replaces the module;
+//! 3. the panic lock ([`Cuda::panics`]): the panic record and attribution.
+//!    Held only to note a launch, to read the record (host memory) and,
+//!    when one was found, to reset its claim in the record's own stream;
+//!    never while a kernel is waited for. A blocking launch takes it
+//!    before its `cuLaunchKernel` (to note its kernel) and after its
+//!    kernel has finished (to read the record), each time briefly; a
+//!    rebuild (`State::rebuild`, after a failed blocking launch or a
+//!    queue's fault, `Cuda::fault`) takes it with the state held to drop
+//!    the old record before the reset and to install the new one after.
+//!
+//! Queue operations take 2 or 3 alone, never 1 (except to create or
+//! destroy handles: `Cuda::make_current`), so that nothing a queue waits
+//! for depends on another thread's blocking launch.
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::hash::BuildHasherDefault;
@@ -26,6 +51,7 @@ use offload_image::{Image, ImageKind};
 
 use super::error::driver_error;
 use super::memory::{AddressHasher, Allocations, ArgCache};
+use super::panics::{self, Panics};
 use super::probe::Unusable;
 use super::probe::{self, attr};
 use super::recover::{self, PanicSlot};
@@ -50,10 +76,9 @@ pub(super) struct State {
     /// Whether `image` has the device link's stack probe (`None`: not
     /// known; see `recover::has_stack_probe`).
     pub(super) stack_probe: Option<bool>,
-    /// Where device panics are recorded (see `panic_record`).
-    pub(super) panic: Option<PanicSlot>,
-    /// `CU_LIMIT_STACK_SIZE` of the context, for stack-overflow errors.
-    pub(super) stack_bytes: usize,
+    /// The panic record and its attribution, shared with [`Cuda::panics`]:
+    /// `rebuild` replaces the record in it.
+    pub(super) panics: Arc<Mutex<Panics>>,
     // Scratch of `launch_impl`, kept between launches so that a launch
     // allocates nothing on the host.
     pub(super) allocs: Vec<(usize, sys::CUdeviceptr)>,
@@ -114,11 +139,12 @@ pub(crate) struct Cuda {
     pub(super) functions: Arc<Mutex<Functions>>,
     /// The context in use and its generation, readable without the lock.
     pub(super) current: Arc<Current>,
-    /// Kernels launched on this GPU's queues whose completion nobody has
-    /// checked yet, and panics kept for queues: a panic found in the
-    /// context's record is attributed to them (see `queue::attrib`). Lock
-    /// order: the state's lock, if taken, first.
-    pub(super) unchecked: Mutex<super::queue::attrib::Unchecked>,
+    /// The context's panic record (see `panic_record`), the kernels
+    /// launched on this GPU's queues (and the blocking one in flight) whose
+    /// completion nobody has checked yet, and panics kept for queues: a
+    /// panic found in the record is attributed to them (see `panics`,
+    /// `queue::attrib`). The last lock of the order (see the module docs).
+    pub(super) panics: Arc<Mutex<Panics>>,
 }
 
 /// The primary context a [`Cuda`] uses now, and its generation: written
@@ -178,10 +204,11 @@ impl Cuda {
             multiprocessors,
             shared_memory_per_block: shared_optin,
         };
+        let panics = Arc::new(Mutex::new(Panics::new(panic, stack_bytes)));
         Ok(Cuda {
             info,
             current: current.clone(),
-            unchecked: Mutex::default(),
+            panics: panics.clone(),
             functions: functions.clone(),
             state: Mutex::new(State {
                 ctx,
@@ -191,8 +218,7 @@ impl Cuda {
                 dev,
                 image: loaded,
                 stack_probe,
-                panic,
-                stack_bytes,
+                panics,
                 allocs: Vec::new(),
                 cache: ArgCache { free: Vec::new(), bytes: 0, cap: mem / 16 },
                 device_ptrs: Vec::new(),
@@ -461,7 +487,10 @@ impl State {
         allocs.0.clear();
         self.cache.free.clear();
         self.cache.bytes = 0;
-        let err = recover::failed_launch_error(self.panic.as_ref(), kernel, e, self.stack_bytes);
+        let err = {
+            let p = panics::lock(&self.panics);
+            recover::failed_launch_error(p.slot.as_ref(), kernel, e, p.stack_bytes)
+        };
         if let Err(rebuild) = self.rebuild() {
             return Error::from(crate::error::Driver {
                 op: "rebuilding the CUDA context after a failed kernel",
@@ -485,6 +514,10 @@ impl State {
         // the state, held by the caller, then the functions).
         let functions = self.functions.clone();
         let mut functions = functions.lock().unwrap_or_else(|e| e.into_inner());
+        // Queues' checks (which take the panic lock alone) never read the
+        // old record once the reset below frees it: forget it first. Lock
+        // order: the state, the functions, then this, released at once.
+        panics::lock(&self.panics).slot = None;
         // The reset frees the staging buffers and events: forget them first
         // (if the reset fails they leak, which is sound).
         self.xfer.forget_context();
@@ -504,16 +537,18 @@ impl State {
         // Queues' streams, fences and buffers of the old context are
         // forgotten from now on (see `queue`).
         self.current.generation.fetch_add(1, Ordering::AcqRel);
-        self.panic = None;
         self.module = load_module(&self.image)?;
         functions.replace_module(self.module);
         self.stream = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_error("cuStreamCreate", None, e))?;
-        self.stack_bytes = recover::configure_context()?;
+        let stack_bytes = recover::configure_context()?;
         // The new context's stacks: measured again (same module, new
         // context, and its limit set anew).
         recover::install_stack_floor(self.module, self.stream, self.stack_probe)?;
-        self.panic = PanicSlot::install(self.module);
+        let slot = PanicSlot::install(self.module);
+        let mut p = panics::lock(&self.panics);
+        p.slot = slot;
+        p.stack_bytes = stack_bytes;
         Ok(())
     }
 }

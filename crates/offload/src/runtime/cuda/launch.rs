@@ -14,7 +14,7 @@ use cudarc::driver::sys;
 use super::context::{Cuda, State};
 use super::error::driver_error;
 use super::memory::Allocations;
-use super::queue::attrib::Checker;
+use super::panics::InFlight;
 use super::recover;
 use crate::device::config::LaunchConfig;
 use crate::runtime::backend::Backend;
@@ -184,6 +184,10 @@ impl Backend for Cuda {
         let mut shape = crate::device::thread::launch_shape(cfg.block, cfg.grid);
         st.params.push(&mut shape as *mut u32 as *mut c_void);
         let (g, b) = (cfg.grid, cfg.block);
+        // A candidate for the panic record from now until its check below:
+        // queues' checks run meanwhile (they take only the panic lock, not
+        // the state's, held here until the kernel has finished).
+        let in_flight = InFlight::begin(&self.panics, kernel);
         // SAFETY: `function.f` belongs to the loaded module; `params` has one
         // pointer per parameter of the entry point generated from the same
         // kernel signature (value → its bytes, mapped → device pointer
@@ -208,14 +212,15 @@ impl Backend for Cuda {
         // completes. Map back anyway (as on the host fallback, the other
         // threads' writes are visible), then report the panic.
         // The context has one panic record: with queued kernels not yet
-        // checked, it may be theirs, then kept for their queue (see
-        // `queue::attrib`).
-        let panicked = self.take_attributed(st.panic.as_ref(), st.stream, Checker::Blocking(kernel));
+        // checked, it may be theirs, then kept for their queue; a queue's
+        // check may have found this kernel's and kept it for this launch
+        // (see `queue::attrib`).
+        let (panicked, stack_bytes) = in_flight.check();
         st.map_back(kernel, args)?;
         // Keep this launch's device memory for the next ones.
         st.allocs = allocs.release(&mut st.cache);
         match panicked {
-            Some((name, recorded)) => Err(recorded.into_error(&name, st.stack_bytes)),
+            Some((name, recorded)) => Err(recorded.into_error(&name, stack_bytes)),
             None => Ok(()),
         }
     }

@@ -22,14 +22,16 @@
 //! | `memory` | device memory of mapped arguments, cached between launches |
 //! | `staging` | pinned staging of large copies from and to pageable memory |
 //! | `recover` | what happens around a kernel that fails: panic records, stack floor, atomic copy-back |
+//! | `panics` | the panic record and its attribution behind their own lock, the blocking launch in flight |
 //! | `peer_support` | whether one GPU can reach another's memory (before either starts) |
 //! | `peer` | peer access between GPUs and copies between their memory |
 //! | `error` | driver errors as [`Error::Driver`](crate::Error::Driver) |
 //!
 //! Who calls whom: `runtime::select` lists the GPUs with `probe`;
 //! `runtime::device` creates a [`Cuda`] per GPU; `launch` locks its
-//! `context::State` and uses `memory`, `staging` and `recover`; `context`
-//! uses `probe`, `recover` (after a failed kernel) and `staging`; `peer`
+//! `context::State` and uses `memory`, `staging`, `recover` and `panics`;
+//! `context` uses `probe`, `recover` (after a failed kernel), `panics` and
+//! `staging`; `panics` uses `recover` and `queue::attrib`; `peer`
 //! uses `context`; everything uses `error`. The generic launch
 //! front (`runtime::launch`) decodes a divergence recorded as a panic with
 //! `recover::divergence_from_record`.
@@ -38,6 +40,7 @@ mod context;
 mod error;
 mod launch;
 mod memory;
+mod panics;
 pub(crate) mod peer;
 pub(crate) mod peer_support;
 pub(crate) mod probe;

@@ -242,6 +242,10 @@ pub(crate) struct PanicSlot {
     /// image built by an older offload, whose device code claims the record
     /// itself.
     claim: Option<sys::CUdeviceptr>,
+    /// A non-blocking stream of the context for resetting `claim`, used by
+    /// nothing else: a check must not queue behind a blocking launch's
+    /// kernel in the context's own stream (see `panics`).
+    stream: sys::CUstream,
 }
 
 impl PanicSlot {
@@ -250,6 +254,8 @@ impl PanicSlot {
     /// (it was built by an older offload) or mapping is impossible: panics
     /// then still fail the launch, without message. The module's claim word
     /// is `EMPTY` as loaded (see `report::gpu::__offload_global_panic_claim`).
+    /// Makes the record's own stream (see [`PanicSlot::take`]). The memory
+    /// and the stream are freed with the context (`cuDevicePrimaryCtxReset`).
     pub(crate) fn install(module: sys::CUmodule) -> Option<PanicSlot> {
         let global = module_global(module, SLOT_SYMBOL, 8)?;
         let claim = module_global(module, CLAIM_SYMBOL, 4);
@@ -270,25 +276,29 @@ impl PanicSlot {
         // before any kernel (in another stream) can read the global.
         // SAFETY: synchronizes the current context.
         let copied = copied.and_then(|()| unsafe { sys::cuCtxSynchronize() }.result());
-        if copied.is_err() {
+        let stream = copied.and_then(|()| result::stream::create(result::stream::StreamKind::NonBlocking));
+        let Ok(stream) = stream else {
             // SAFETY: allocated above, not used by any kernel yet.
             let _ = unsafe { sys::cuMemFreeHost(host) };
             return None;
-        }
-        Some(PanicSlot { host: host as *mut PanicRecord, claim })
+        };
+        Some(PanicSlot { host: host as *mut PanicRecord, claim, stream })
     }
 
     /// The record, if a thread published one, and empties the slot for the
     /// next failure: the record zeroed, then the claim word set back to
-    /// `EMPTY` (`cuMemsetD32Async` in `stream`, the context's own, waited
-    /// for, so that every launch after this sees it). Call after waiting
-    /// for the work that may have recorded it, with the context current.
+    /// `EMPTY` (`cuMemsetD32Async` in the record's own stream, waited for,
+    /// so that every launch after this sees it; never behind a running
+    /// kernel's stream). Call after waiting for the work that may have
+    /// recorded it, with the context current. Without a record nothing
+    /// reaches the device.
     ///
     /// Kernels of other queues may still run: none of their threads writes
     /// the record meanwhile, since the claim stays `DONE` (set before the
     /// record was published) until the reset, which comes after the
     /// zeroing.
-    pub(crate) fn take(&self, stream: sys::CUstream) -> Option<Recorded> {
+    pub(crate) fn take(&self) -> Option<Recorded> {
+        let stream = self.stream;
         let r = self.read()?;
         // SAFETY: the record is live host memory that no device thread
         // writes now (the claim is `DONE`, see above); zero is the empty
@@ -316,10 +326,12 @@ impl PanicSlot {
     /// it is host memory.
     pub(crate) fn read(&self) -> Option<Recorded> {
         let rec = self.host;
-        // SAFETY: `rec` is a live record (freed only by a context reset,
-        // which happens after this read); `state` is accessed atomically,
-        // the rest only after observing DONE (acquire), which the device
-        // published after a system-scope fence.
+        // SAFETY: `rec` is a live record: freed only by a context reset,
+        // and a rebuild drops the slot under the panic lock (which the
+        // caller holds, see `panics`) before it resets. `state` is
+        // accessed atomically, the rest only after observing DONE
+        // (acquire), which the device published after a system-scope
+        // fence.
         unsafe {
             let state = AtomicU32::from_ptr(core::ptr::addr_of_mut!((*rec).state));
             if state.load(Ordering::Acquire) != DONE {

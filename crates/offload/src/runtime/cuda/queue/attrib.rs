@@ -8,19 +8,31 @@
 //! and line), and every kernel's [`KernelInfo`] holds its lines
 //! ([`KernelInfo::contains`]). The kernels that may have written the record
 //! are the unchecked ones: each queue's launches since its last check, and
-//! a blocking launch's own kernel. Of those, the ones whose lines contain
-//! the location are the writers ([`attribute`]):
+//! the kernel of the blocking launch in flight, if any (noted under the
+//! reserved queue id [`BLOCKING`] from just before its `cuLaunchKernel`
+//! until its launch has read the record: a queue's check may run while it
+//! does, since it takes only the panic lock, never the state's). Of those,
+//! the ones whose lines contain the location are the writers
+//! ([`attribute`]):
 //!
 //! - only the checking queue's (or the blocking launch's): its error,
 //!   naming that kernel (or, where several contain it, "one of" them);
-//! - only other queues': not this check's. The record is taken off the
-//!   device anyway (so that later panics can be recorded) and kept here,
-//!   host-side, for those queues: the next check of one of them reports
-//!   it ([`Unchecked::check`]);
+//! - only other queues' (or the blocking launch's in flight): not this
+//!   check's. The record is taken off the device anyway (so that later
+//!   panics can be recorded) and kept here, host-side, for those queues:
+//!   the next check of one of them reports it ([`Unchecked::check`]); the
+//!   blocking launch's own check, once its kernel has finished, reports
+//!   one kept for [`BLOCKING`];
 //! - none (the panic is in a function the kernel calls, written outside
 //!   it, or a stack overflow, whose record has no line): the checking
 //!   queue's error, naming every unchecked kernel as a candidate, as
-//!   before kernels had lines.
+//!   before kernels had lines ([`Verdict::Unplaced`]) — unless a blocking
+//!   launch is in flight: then it is kept for that launch, whose check
+//!   reports it the same way.
+//!
+//! While a blocking launch is in flight, a queue's check thus decides as
+//! that launch's check would: before queue checks stopped taking the
+//! state's lock they waited for the blocking launch, which checked first.
 //!
 //! So a panic written in a kernel's own body is reported on the queue that
 //! launched that kernel, unless the same kernel is unchecked on several
@@ -43,12 +55,17 @@ pub(crate) enum Verdict {
     Take(String),
     /// A kernel of another queue wrote it: keep it for that queue.
     Leave,
+    /// No candidate's lines contain it: whoever checks reports it, naming
+    /// every candidate (this string), unless a blocking launch is in
+    /// flight, which then gets it ([`Unchecked::check`]).
+    Unplaced(String),
 }
 
 /// The decision for a record at `file:line` found by a check whose own
 /// unchecked kernels are `this` (a queue's launches since its last check;
-/// a blocking launch's kernel), while `others` (other queues' unchecked
-/// launches) may still run. See the module docs.
+/// the blocking launch's kernel), while `others` (other queues' unchecked
+/// launches, and the blocking launch in flight, if any) may still run. See
+/// the module docs.
 pub(crate) fn attribute(at: (&str, u32), this: &[&'static KernelInfo], others: &[&'static KernelInfo]) -> Verdict {
     let inside = |k: &&&'static KernelInfo| k.contains(at.0, at.1);
     let mine: Vec<&&'static KernelInfo> = this.iter().filter(inside).collect();
@@ -56,7 +73,7 @@ pub(crate) fn attribute(at: (&str, u32), this: &[&'static KernelInfo], others: &
     match (mine.is_empty(), theirs.is_empty()) {
         (true, false) => Verdict::Leave,
         (false, _) => Verdict::Take(spell(mine.into_iter().chain(theirs))),
-        (true, true) => Verdict::Take(spell(this.iter().chain(others))),
+        (true, true) => Verdict::Unplaced(spell(this.iter().chain(others))),
     }
 }
 
@@ -77,16 +94,33 @@ fn spell<'a>(kernels: impl Iterator<Item = &'a &'static KernelInfo>) -> String {
     }
 }
 
-/// Who checks the record: a queue (by id) after a wait, or a blocking
-/// launch of a kernel after its own synchronize.
+/// The queue id under which the blocking launch in flight notes its kernel
+/// ([`Unchecked::note`]): queue ids count up from 1
+/// (`runtime::queue::handle`), never reaching it. A GPU has at most one
+/// blocking launch in flight (they hold its state's lock).
+pub(crate) const BLOCKING: u64 = u64::MAX;
+
+/// Who checks the record: a queue (by id) after a wait, or the blocking
+/// launch in flight (its kernel noted under [`BLOCKING`]) after its own
+/// synchronize.
 #[derive(Clone, Copy)]
 pub(crate) enum Checker {
     Queue(u64),
-    Blocking(&'static KernelInfo),
+    Blocking,
+}
+
+impl Checker {
+    /// The id the checker's kernels are noted under.
+    fn id(self) -> u64 {
+        match self {
+            Checker::Queue(q) => q,
+            Checker::Blocking => BLOCKING,
+        }
+    }
 }
 
 /// A GPU's unchecked queued launches and the records kept for queues (one
-/// per GPU, behind `Cuda::unchecked`'s lock; see the module docs).
+/// per GPU, in `Cuda::panics`, behind the panic lock; see the module docs).
 #[derive(Default)]
 pub(crate) struct Unchecked {
     /// `(queue id, kernel)`: launched, not yet checked; each pair once.
@@ -104,7 +138,8 @@ struct Kept {
 }
 
 impl Unchecked {
-    /// Notes a launch of `kernel` on `queue` (once per pair).
+    /// Notes a launch of `kernel` on `queue` ([`BLOCKING`]: the blocking
+    /// launch about to run it; once per pair).
     pub(crate) fn note(&mut self, queue: u64, kernel: &'static KernelInfo) {
         if !self.launches.iter().any(|&(q, k)| q == queue && core::ptr::eq(k, kernel)) {
             self.launches.push((queue, kernel));
@@ -133,28 +168,25 @@ impl Unchecked {
     /// kept record none of whose queues has unchecked launches left; only
     /// the first, as a queue keeps only its first error (the others of
     /// its own are dropped; the ones of no queue stay for the next check).
-    /// A blocking launch reports only `found`, if it is its own.
+    /// The blocking launch reports a record kept for it (a queue's check
+    /// found it while its kernel ran) or `found`, if it is its own; its
+    /// kernel is checked (removed) by this.
     pub(crate) fn check(&mut self, checker: Checker, found: Option<Recorded>) -> Option<(String, Recorded)> {
         // Nothing allocates unless a record was found (a blocking launch
         // allocates nothing when it succeeds).
-        let this: Vec<&'static KernelInfo> = match (checker, found.is_some()) {
-            (_, false) => Vec::new(),
-            (Checker::Queue(q), true) => self.launches.iter().filter(|(o, _)| *o == q).map(|&(_, k)| k).collect(),
-            (Checker::Blocking(k), true) => std::vec![k],
+        let q = checker.id();
+        let this: Vec<&'static KernelInfo> = match found {
+            None => Vec::new(),
+            Some(_) => self.launches.iter().filter(|(o, _)| *o == q).map(|&(_, k)| k).collect(),
         };
-        if let Checker::Queue(q) = checker {
-            self.launches.retain(|(o, _)| *o != q);
-        }
+        self.launches.retain(|(o, _)| *o != q);
         let mut report = found.and_then(|r| self.sort(r, &this));
-        let Checker::Queue(q) = checker else {
-            return report;
-        };
         if let Some(i) = self.kept.iter().position(|k| k.owners.contains(&q)) {
             let kept = self.kept.remove(i);
             self.kept.retain(|k| !k.owners.contains(&q));
             report = Some((kept.kernel, kept.record));
         }
-        if report.is_none() {
+        if report.is_none() && matches!(checker, Checker::Queue(_)) {
             let gone = |k: &Kept| !k.owners.iter().any(|o| self.launches.iter().any(|(q, _)| q == o));
             if let Some(i) = self.kept.iter().position(gone) {
                 let kept = self.kept.remove(i);
@@ -164,15 +196,33 @@ impl Unchecked {
         report
     }
 
-    /// `found` for a check whose own kernels are `this`: returned if it is
-    /// the check's, else kept for the queues whose unchecked kernels
-    /// contain its location (not if a record for the same queues is
-    /// already kept: each queue reports only its first error).
+    /// After a blocking launch that did not get to its check (its
+    /// `cuLaunchKernel` or its kernel failed): its kernel is no candidate
+    /// any more, and no record is kept for it. A record kept for it and for
+    /// queues stays theirs.
+    pub(crate) fn forget(&mut self, queue: u64) {
+        self.launches.retain(|(q, _)| *q != queue);
+        for k in &mut self.kept {
+            k.owners.retain(|&o| o != queue);
+        }
+        self.kept.retain(|k| !k.owners.is_empty());
+    }
+
+    /// `found` for a check whose own kernels are `this` (already removed
+    /// from `launches`): returned if it is the check's, else kept for the
+    /// queues whose unchecked kernels contain its location, or for the
+    /// blocking launch in flight if none does (not if a record for the
+    /// same queues is already kept: each queue reports only its first
+    /// error).
     fn sort(&mut self, found: Recorded, this: &[&'static KernelInfo]) -> Option<(String, Recorded)> {
         let others: Vec<&'static KernelInfo> = self.launches.iter().map(|&(_, k)| k).collect();
         let (file, line) = found.location();
-        match attribute((file, line), this, &others) {
-            Verdict::Take(kernel) => Some((kernel, found)),
+        let (owners, kernel) = match attribute((file, line), this, &others) {
+            Verdict::Take(kernel) => return Some((kernel, found)),
+            Verdict::Unplaced(kernel) if self.launches.iter().any(|&(q, _)| q == BLOCKING) => {
+                (std::vec![BLOCKING], kernel)
+            }
+            Verdict::Unplaced(kernel) => return Some((kernel, found)),
             Verdict::Leave => {
                 let inside = self.launches.iter().filter(|(_, k)| k.contains(file, line));
                 let mut owners: Vec<u64> = inside.map(|&(q, _)| q).collect();
@@ -180,12 +230,13 @@ impl Unchecked {
                 owners.dedup();
                 let theirs = self.launches.iter().filter(|(q, k)| owners.contains(q) && k.contains(file, line));
                 let kernel = spell(theirs.map(|(_, k)| k));
-                if !self.kept.iter().any(|k| k.owners == owners) {
-                    self.kept.push(Kept { owners, kernel, record: found });
-                }
-                None
+                (owners, kernel)
             }
+        };
+        if !self.kept.iter().any(|k| k.owners == owners) {
+            self.kept.push(Kept { owners, kernel, record: found });
         }
+        None
     }
 }
 

@@ -20,6 +20,10 @@ fn take(name: &str) -> Verdict {
     Verdict::Take(name.into())
 }
 
+fn unplaced(names: &str) -> Verdict {
+    Verdict::Unplaced(names.into())
+}
+
 /// A row of the table: the location, the check's own kernels, the other
 /// queues' kernels, and what the check does.
 type Row<'a> = ((&'a str, u32), &'a [&'static KernelInfo], &'a [&'static KernelInfo], Verdict);
@@ -39,18 +43,18 @@ fn a_panic_goes_to_the_check_whose_kernel_contains_its_location() {
         // The first and the last line count; the lines around do not.
         (("src/main.rs", 20), &[c], &[p], Verdict::Leave),
         (("src/main.rs", 28), &[c], &[p], Verdict::Leave),
-        (("src/main.rs", 19), &[c], &[p], take("one of app::churn, app::panics_at")),
-        (("src/main.rs", 29), &[c], &[p], take("one of app::churn, app::panics_at")),
+        (("src/main.rs", 19), &[c], &[p], unplaced("one of app::churn, app::panics_at")),
+        (("src/main.rs", 29), &[c], &[p], unplaced("one of app::churn, app::panics_at")),
         // The file counts too.
         (("src/other.rs", 24), &[e], &[p], take("app::elsewhere")),
         (("src/main.rs", 24), &[e], &[p], Verdict::Leave),
         // Outside every kernel (a helper elsewhere): every candidate.
-        (("src/helpers.rs", 3), &[c], &[p], take("one of app::churn, app::panics_at")),
-        (("src/helpers.rs", 3), &[c], &[], take("app::churn")),
-        (("src/helpers.rs", 3), &[], &[p, c], take("one of app::panics_at, app::churn")),
-        (("src/helpers.rs", 3), &[], &[], take("<a kernel of another queue or launch>")),
+        (("src/helpers.rs", 3), &[c], &[p], unplaced("one of app::churn, app::panics_at")),
+        (("src/helpers.rs", 3), &[c], &[], unplaced("app::churn")),
+        (("src/helpers.rs", 3), &[], &[p, c], unplaced("one of app::panics_at, app::churn")),
+        (("src/helpers.rs", 3), &[], &[], unplaced("<a kernel of another queue or launch>")),
         // A stack overflow: the function's name and line 0.
-        (("app::recurse", 0), &[c], &[p], take("one of app::churn, app::panics_at")),
+        (("app::recurse", 0), &[c], &[p], unplaced("one of app::churn, app::panics_at")),
         // The same kernel unchecked on both: the first check takes it.
         (("src/main.rs", 24), &[p], &[p], take("app::panics_at")),
         // Instances of one generic kernel share its lines.
@@ -59,6 +63,16 @@ fn a_panic_goes_to_the_check_whose_kernel_contains_its_location() {
         // A blocking launch of `churn` finds a queued kernel's panic.
         (("src/main.rs", 24), &[c], &[p, f32_], Verdict::Leave),
         (("src/main.rs", 12), &[c], &[p, f32_], take("app::churn")),
+        // A queue of `churn` checks while a blocking launch of `panics_at`
+        // runs (its kernel among the others): the blocking kernel's panic
+        // is left, the queue's own taken, one of neither is unplaced
+        // (`Unchecked` keeps that for the blocking launch).
+        (("src/main.rs", 24), &[c], &[p], Verdict::Leave),
+        (("src/main.rs", 11), &[c], &[p], take("app::churn")),
+        (("src/helpers.rs", 3), &[c], &[p], unplaced("one of app::churn, app::panics_at")),
+        // ... and with another queue's `scale::<f32>` too.
+        (("src/main.rs", 33), &[c], &[p, f32_], Verdict::Leave),
+        (("src/main.rs", 24), &[c, f32_], &[p], Verdict::Leave),
     ];
     for (at, this, others, want) in table {
         let names: Vec<String> = this.iter().map(|k| k.path()).collect();
@@ -102,11 +116,73 @@ fn a_panic_found_by_another_queue_is_kept_for_its_own() {
 fn a_blocking_launch_keeps_a_queued_kernels_panic_for_its_queue() {
     let mut u = Unchecked::default();
     u.note(2, &PANICS_AT);
-    assert_eq!(seen(u.check(Checker::Blocking(&CHURN), None)), None);
-    assert_eq!(seen(u.check(Checker::Blocking(&CHURN), in_panics_at("bad"))), None);
+    u.note(BLOCKING, &CHURN);
+    assert_eq!(seen(u.check(Checker::Blocking, None)), None);
+    u.note(BLOCKING, &CHURN);
+    assert_eq!(seen(u.check(Checker::Blocking, in_panics_at("bad"))), None);
+    u.note(BLOCKING, &CHURN);
     let own = Some(Recorded::at("src/main.rs", 11, "own"));
-    assert_eq!(seen(u.check(Checker::Blocking(&CHURN), own)), some("app::churn", "own"));
+    assert_eq!(seen(u.check(Checker::Blocking, own)), some("app::churn", "own"));
     assert_eq!(seen(u.check(Checker::Queue(2), None)), some("app::panics_at", "bad"));
+}
+
+/// Issue 11 with a blocking launch: a queue's check runs while the
+/// blocking kernel `panics_at` does (queue checks no longer wait for it)
+/// and finds its panic. The queue does not take it; the blocking launch's
+/// own check, after its kernel has finished, reports it.
+#[test]
+fn a_running_blocking_kernels_panic_is_left_for_its_launch() {
+    let mut u = Unchecked::default();
+    u.note(1, &CHURN);
+    u.note(BLOCKING, &PANICS_AT);
+    assert_eq!(seen(u.check(Checker::Queue(1), in_panics_at("bad"))), None);
+    assert_eq!(seen(u.check(Checker::Queue(1), None)), None, "nor at its next check");
+    assert_eq!(seen(u.check(Checker::Queue(2), None)), None, "nor another queue");
+    assert_eq!(seen(u.check(Checker::Blocking, None)), some("app::panics_at", "bad"));
+    // The next blocking launch starts clean.
+    u.note(BLOCKING, &PANICS_AT);
+    assert_eq!(seen(u.check(Checker::Blocking, None)), None);
+}
+
+/// While a blocking launch runs, a queue takes a panic in its own kernel's
+/// lines; one outside every candidate's lines is kept for the blocking
+/// launch (which, before, always checked first), naming every candidate.
+#[test]
+fn a_queue_takes_its_own_panic_while_a_blocking_launch_runs() {
+    let mut u = Unchecked::default();
+    u.note(1, &CHURN);
+    u.note(BLOCKING, &PANICS_AT);
+    let own = Some(Recorded::at("src/main.rs", 12, "own"));
+    assert_eq!(seen(u.check(Checker::Queue(1), own)), some("app::churn", "own"));
+    u.note(1, &CHURN);
+    let helper = Some(Recorded::at("src/helpers.rs", 3, "helper"));
+    assert_eq!(seen(u.check(Checker::Queue(1), helper)), None);
+    assert_eq!(seen(u.check(Checker::Blocking, None)), some("one of app::churn, app::panics_at", "helper"));
+    // Without a blocking launch in flight the queue takes such a panic.
+    u.note(1, &CHURN);
+    let helper = Some(Recorded::at("src/helpers.rs", 3, "helper"));
+    assert_eq!(seen(u.check(Checker::Queue(1), helper)), some("app::churn", "helper"));
+}
+
+/// A blocking launch that fails before its check (a fault) is forgotten:
+/// a record kept for it alone goes nowhere, one kept for it and a queue
+/// stays the queue's, and the next blocking launch finds neither.
+#[test]
+fn a_blocking_launch_that_failed_is_forgotten() {
+    let mut u = Unchecked::default();
+    u.note(1, &CHURN);
+    u.note(2, &PANICS_AT);
+    u.note(BLOCKING, &PANICS_AT);
+    assert_eq!(seen(u.check(Checker::Queue(1), in_panics_at("shared"))), None);
+    u.forget(BLOCKING);
+    assert_eq!(seen(u.check(Checker::Queue(2), None)), some("app::panics_at", "shared"));
+    u.note(1, &CHURN);
+    u.note(BLOCKING, &PANICS_AT);
+    assert_eq!(seen(u.check(Checker::Queue(1), in_panics_at("alone"))), None);
+    u.forget(BLOCKING);
+    assert_eq!(seen(u.check(Checker::Queue(3), None)), None, "not to an unrelated queue");
+    u.note(BLOCKING, &CHURN);
+    assert_eq!(seen(u.check(Checker::Blocking, None)), None, "nor to the next blocking launch");
 }
 
 /// A queue reports its first error only: a record kept for it comes

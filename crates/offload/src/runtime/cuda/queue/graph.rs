@@ -46,7 +46,7 @@ impl CapturedGraph {
 
 impl Drop for CapturedGraph {
     fn drop(&mut self) {
-        if self.generation == self.cuda.generation() && self.cuda.make_current().is_ok() {
+        if let Some(_st) = self.cuda.lock_generation(self.generation) {
             // SAFETY: from `cuStreamEndCapture`, destroyed once; its exec (if
             // any) is destroyed first (field order of `CudaGraph`'s drop).
             let _ = unsafe { result::graph::destroy(self.raw) };
@@ -56,7 +56,7 @@ impl Drop for CapturedGraph {
 
 impl Drop for CudaGraph {
     fn drop(&mut self) {
-        if self.graph.generation == self.graph.cuda.generation() && self.graph.cuda.make_current().is_ok() {
+        if let Some(_st) = self.graph.cuda.lock_generation(self.graph.generation) {
             // SAFETY: from `cuGraphInstantiate`, destroyed once; `Graph`'s
             // drop waited for its replays.
             let _ = unsafe { result::graph::exec_destroy(self.exec) };

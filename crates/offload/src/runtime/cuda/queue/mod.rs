@@ -57,7 +57,7 @@ use cudarc::driver::sys;
 
 use super::context::Cuda;
 use super::error::driver_error;
-use super::recover::{PanicSlot, Recorded};
+use super::panics;
 use crate::runtime::error::{Error, Result};
 use crate::runtime::kernel::KernelInfo;
 use crate::runtime::queue::progress::Progress;
@@ -104,13 +104,20 @@ unsafe impl Send for CudaQueue {}
 unsafe impl Sync for CudaQueue {}
 
 impl CudaQueue {
+    /// A queue with a stream of its own. Without the state's lock (see
+    /// `Cuda::set_current`): making a queue never waits for another
+    /// thread's blocking launch. The generation is read before the context
+    /// is: a stream made while a rebuild runs is labelled with the older
+    /// one, so it is never used (`stream_in_current` makes another) nor
+    /// destroyed.
     pub(crate) fn new(cuda: &'static Cuda) -> Result<Self> {
-        cuda.make_current()?;
+        let generation = cuda.generation();
+        cuda.set_current()?;
         let raw = result::stream::create(result::stream::StreamKind::NonBlocking)
             .map_err(|e| driver_error("cuStreamCreate", None, e))?;
         Ok(CudaQueue {
             cuda,
-            stream: Mutex::new(Stream { raw, generation: cuda.generation() }),
+            stream: Mutex::new(Stream { raw, generation }),
             fences: Mutex::new(VecDeque::new()),
             scratch: Mutex::new(Scratch::default()),
         })
@@ -146,7 +153,7 @@ impl CudaQueue {
 
     /// Notes a launch for error attribution (see `attrib`).
     pub(crate) fn note_kernel(&self, queue: u64, kernel: &'static KernelInfo) {
-        self.cuda.unchecked.lock().unwrap_or_else(|e| e.into_inner()).note(queue, kernel);
+        panics::lock(&self.cuda.panics).unchecked.note(queue, kernel);
     }
 
     /// An event with timing recorded now (the caller holds the submit lock).
@@ -300,7 +307,7 @@ impl CudaQueue {
 impl Drop for CudaQueue {
     fn drop(&mut self) {
         let s = self.stream.lock().unwrap_or_else(|e| e.into_inner());
-        if s.generation == self.cuda.generation() && self.cuda.make_current().is_ok() {
+        if let Some(_st) = self.cuda.lock_generation(s.generation) {
             // SAFETY: created by `cuStreamCreate` in this generation,
             // destroyed once; `Queue`'s drop waited for its work ("in case
             // the device is still doing work in the stream ... resources
@@ -318,22 +325,7 @@ impl Cuda {
     /// running, perhaps), theirs too. Spelled for the error's `kernel`
     /// field: `app::k`, or "one of `app::a`, `app::b`".
     fn take_candidates(&self, queue: u64) -> String {
-        self.unchecked.lock().unwrap_or_else(|e| e.into_inner()).take_names(queue)
-    }
-
-    /// The panic `slot` (the context's record, locked by the caller with
-    /// the state; `stream` the context's own) holds, taken off the device
-    /// and attributed (see `attrib`) under the `unchecked` lock: the
-    /// record `checker` reports and the kernel it names, if any.
-    pub(crate) fn take_attributed(
-        &self,
-        slot: Option<&PanicSlot>,
-        stream: sys::CUstream,
-        checker: Checker,
-    ) -> Option<(String, Recorded)> {
-        let mut u = self.unchecked.lock().unwrap_or_else(|e| e.into_inner());
-        let found = slot.and_then(|p| p.take(stream));
-        u.check(checker, found)
+        panics::lock(&self.panics).unchecked.take_names(queue)
     }
 
     /// The primary context in use.
@@ -341,10 +333,24 @@ impl Cuda {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).ctx
     }
 
-    /// Makes the context current on this thread.
+    /// Makes the context current on this thread, after any rebuild in
+    /// progress has finished (it takes the state's lock and releases it),
+    /// for a graph's instantiation and a scope's end. Queue waits never
+    /// call it; destroying a handle holds the lock instead
+    /// ([`lock_generation`](Self::lock_generation)).
     pub(super) fn make_current(&self) -> Result<()> {
         drop(self.enter("cuCtxSetCurrent")?);
         Ok(())
+    }
+
+    /// The state's lock, with the context current, if handles of
+    /// `generation` are still alive: held across a handle's destruction so
+    /// that no rebuild resets the context meanwhile (the driver may reuse
+    /// a dead handle's value for a new one, which the destroy would then
+    /// hit). Waits for another thread's blocking launch, as only drops do.
+    pub(super) fn lock_generation(&self, generation: u64) -> Option<std::sync::MutexGuard<'_, super::context::State>> {
+        let st = self.enter("cuCtxSetCurrent").ok()?;
+        (generation == self.generation()).then_some(st)
     }
 
     /// The function of `kernel`, allowed `shared` bytes of dynamic shared
@@ -366,15 +372,25 @@ impl Cuda {
     /// emptied) or one was kept for it, as its error naming the kernel (or
     /// candidates; see `attrib`); `queue`'s launches are checked by this.
     /// Call after waiting for the queue's work.
+    ///
+    /// Takes the panic lock only, never the state's: a blocking launch on
+    /// another thread holds that one until its kernel has finished, and a
+    /// queue's wait (`Queue::synchronize`, `Event::synchronize`, a
+    /// future's poll) must not wait for it. That launch's kernel, while it
+    /// runs, is a candidate for the record (see `attrib`).
     pub(super) fn take_panic(&self, queue: u64) -> Option<Error> {
-        // Without the context (not expected) the device's record stays for
-        // a later check; kept ones are reported anyway.
-        let st = self.enter("cuCtxSetCurrent").ok();
-        let (slot, stream, stack_bytes) = match &st {
-            Some(st) => (st.panic.as_ref(), st.stream, st.stack_bytes),
-            None => (None, core::ptr::null_mut(), 0),
-        };
-        let (kernel, recorded) = self.take_attributed(slot, stream, Checker::Queue(queue))?;
+        let mut p = panics::lock(&self.panics);
+        // Made current under the lock: a record in the slot belongs to the
+        // context now in use (a rebuild installs its new record after
+        // storing the new context). Without the context (not expected) the
+        // device's record stays for a later check; kept ones are reported
+        // anyway.
+        let (kernel, recorded) = match self.set_current() {
+            Ok(()) => p.check(Checker::Queue(queue)),
+            Err(_) => p.unchecked.check(Checker::Queue(queue), None),
+        }?;
+        let stack_bytes = p.stack_bytes;
+        drop(p);
         Some(super::recover::divergence_from_record(recorded.into_error(&kernel, stack_bytes)))
     }
 
@@ -382,16 +398,17 @@ impl Cuda {
     /// its error (the recorded panic, or the driver's), after which the
     /// context is rebuilt as after a failed blocking launch.
     pub(super) fn fault(&self, kernel: &str, e: DriverError) -> Error {
+        // Lock order: the state, then the panic lock (released before the
+        // rebuild, which takes it again).
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         // Reading the panic record needs this GPU's context (the caller's
         // thread may have made another current since).
         let _ = self.set_current();
-        let err = super::recover::divergence_from_record(super::recover::failed_launch_error(
-            st.panic.as_ref(),
-            kernel,
-            e,
-            st.stack_bytes,
-        ));
+        let err = {
+            let p = panics::lock(&self.panics);
+            super::recover::failed_launch_error(p.slot.as_ref(), kernel, e, p.stack_bytes)
+        };
+        let err = super::recover::divergence_from_record(err);
         st.cache.free.clear();
         st.cache.bytes = 0;
         match st.rebuild() {
