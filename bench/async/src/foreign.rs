@@ -65,6 +65,41 @@ pub fn enter() {
     }
 }
 
+/// `spec`'s module, loaded with `cuModuleLoadData` into the current
+/// context, and its kernel.
+///
+/// # Safety
+/// A context is current on this thread.
+unsafe fn load(spec: &Spec) -> (sys::CUmodule, sys::CUfunction) {
+    let mut image = std::fs::read(&spec.path).unwrap_or_else(|e| fail(format!("{}: {e}", spec.path)));
+    image.push(0); // cuModuleLoadData reads PTX as a NUL-terminated string
+    let symbol = CString::new(spec.symbol.as_str()).unwrap_or_else(|_| fail("bad symbol".into()));
+    let (mut m, mut f) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: out-parameters owned here; `image` outlives the call, which
+    // copies it; the caller made a context current.
+    unsafe {
+        ck(sys::cuModuleLoadData(&mut m, image.as_ptr() as *const c_void), "cuModuleLoadData");
+        ck(sys::cuModuleGetFunction(&mut f, m, symbol.as_ptr()), "cuModuleGetFunction");
+    }
+    (m, f)
+}
+
+/// The kernel parameters `(x, len, y, len, shape)`, the first
+/// `spec.params` of them, as `cuLaunchKernel` takes them: pointers to the
+/// caller's locals, valid while those are.
+fn params(
+    spec: &Spec,
+    x: &mut sys::CUdeviceptr,
+    len: &mut u64,
+    y: &mut sys::CUdeviceptr,
+    shape: &mut u32,
+) -> Vec<*mut c_void> {
+    let len = len as *mut u64 as *mut c_void;
+    let mut p = vec![x as *mut _ as *mut c_void, len, y as *mut _ as *mut c_void, len, shape as *mut _ as *mut c_void];
+    p.truncate(spec.params);
+    p
+}
+
 /// Where the replay's buffers and stream come from: its own (`None`), or
 /// offload's (`x`, `y` device addresses of `DeviceBuffer`s of `n` f32 and
 /// a queue's stream).
@@ -86,10 +121,6 @@ pub fn replay(
     on: Option<&Borrowed>,
     dot: Option<&str>,
 ) -> (f64, bool) {
-    let image = std::fs::read(&spec.path).unwrap_or_else(|e| fail(format!("{}: {e}", spec.path)));
-    let mut image = image;
-    image.push(0); // cuModuleLoadData reads PTX as a NUL-terminated string
-    let symbol = CString::new(spec.symbol.as_str()).unwrap_or_else(|_| fail("bad symbol".into()));
     let h: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
     let mut t = Vec::new();
     let mut ok = true;
@@ -100,10 +131,7 @@ pub fn replay(
     // copies them; everything made here is destroyed after the last
     // replay has finished (cuStreamSynchronize).
     unsafe {
-        let mut m = std::ptr::null_mut();
-        ck(sys::cuModuleLoadData(&mut m, image.as_ptr() as *const c_void), "cuModuleLoadData");
-        let mut f = std::ptr::null_mut();
-        ck(sys::cuModuleGetFunction(&mut f, m, symbol.as_ptr()), "cuModuleGetFunction");
+        let (m, f) = load(spec);
         let (mut x, mut y, mut s) = (0, 0, std::ptr::null_mut());
         match on {
             Some(b) => (x, y, s) = (b.x, b.y, b.stream),
@@ -117,16 +145,9 @@ pub fn replay(
         let mut shape = 1u32;
         let block = 256u32;
         let grid = n.div_ceil(block as usize) as u32;
-        let mut ab: Vec<*mut c_void> = vec![
-            &mut x as *mut _ as *mut c_void,
-            &mut len as *mut _ as *mut c_void,
-            &mut y as *mut _ as *mut c_void,
-            &mut len as *mut _ as *mut c_void,
-            &mut shape as *mut _ as *mut c_void,
-        ];
-        let mut ba: Vec<*mut c_void> = vec![ab[2], ab[1], ab[0], ab[3], ab[4]];
-        ab.truncate(spec.params);
-        ba.truncate(spec.params);
+        let mut ab = params(spec, &mut x, &mut len, &mut y, &mut shape);
+        let mut ba = ab.clone();
+        ba.swap(0, 2);
         let mut graph = std::ptr::null_mut();
         let mut exec = std::ptr::null_mut();
         ck(
@@ -186,31 +207,18 @@ pub fn prework(spec: &Spec, n: usize, how: &str, launches: u32) {
         Some((k, m)) => (k.parse::<usize>().unwrap_or_else(|_| fail(format!("FOREIGN_PREWORK={how}"))), m == "keep"),
         None => fail(format!("FOREIGN_PREWORK={how}: expected K:keep|destroy")),
     };
-    let mut image = std::fs::read(&spec.path).unwrap_or_else(|e| fail(format!("{}: {e}", spec.path)));
-    image.push(0);
-    let symbol = CString::new(spec.symbol.as_str()).unwrap_or_else(|_| fail("bad symbol".into()));
     // SAFETY: driver calls on objects made here; params point at locals
     // that outlive the launches (copied at each call); the streams are
     // synchronized before anything is freed. Kept streams and the module
     // live until the process ends (on purpose).
     unsafe {
-        let mut m = std::ptr::null_mut();
-        ck(sys::cuModuleLoadData(&mut m, image.as_ptr() as *const c_void), "cuModuleLoadData");
-        let mut f = std::ptr::null_mut();
-        ck(sys::cuModuleGetFunction(&mut f, m, symbol.as_ptr()), "cuModuleGetFunction");
+        let (_module, f) = load(spec);
         let (mut x, mut y) = (0, 0);
         ck(sys::cuMemAlloc_v2(&mut x, n * 4), "cuMemAlloc");
         ck(sys::cuMemAlloc_v2(&mut y, n * 4), "cuMemAlloc");
         let mut len = n as u64;
         let mut shape = 1u32;
-        let mut p: Vec<*mut c_void> = vec![
-            &mut x as *mut _ as *mut c_void,
-            &mut len as *mut _ as *mut c_void,
-            &mut y as *mut _ as *mut c_void,
-            &mut len as *mut _ as *mut c_void,
-            &mut shape as *mut _ as *mut c_void,
-        ];
-        p.truncate(spec.params);
+        let mut p = params(spec, &mut x, &mut len, &mut y, &mut shape);
         let grid = n.div_ceil(256) as u32;
         for _ in 0..k {
             let mut s = std::ptr::null_mut();
