@@ -52,12 +52,18 @@ fn bin_crate_without_lib_section_exports_each_kernel_once() {
     // Run on the host fallback; compare with the test's own computation.
     let run = f.run_exe("debug", &f.name, &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
+    assert_bin_only_output(&run.stdout);
+}
+
+/// What the `bin-only` fixture prints, computed here: its saxpy's `y` and
+/// the xor of its u128 division kernel's quotients.
+fn assert_bin_only_output(stdout: &str) {
     let x = |i: usize| i as f64 * 0.5;
     let y = |i: usize| 2.0 * x(i) + (1000 - i) as f64;
     let ysum: f64 = (0..1000).map(y).sum();
     let qxor =
         (1..=64u64).map(|i| ((((i * 0x0123_4567_89ab) as u128) << 64 | 7) / 1_000_003) as u64).fold(0, |a, b| a ^ b);
-    assert_eq!(run.stdout.trim(), format!("y[0]={} y[999]={} ysum={ysum} qxor={qxor}", y(0), y(999)));
+    assert_eq!(stdout.trim(), format!("y[0]={} y[999]={} ysum={ysum} qxor={qxor}", y(0), y(999)));
 }
 
 /// Each kernel is exported once whatever `--emit` and `-Copt-level` the
@@ -1024,12 +1030,7 @@ fn a_second_project_takes_offload_from_the_crate_cache() {
     assert!(!names.contains(&b.name.as_str()), "the project's own crate is compiled: {cached:?}");
     let run = b.run_exe("debug", &b.name, &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
-    let x = |i: usize| i as f64 * 0.5;
-    let y = |i: usize| 2.0 * x(i) + (1000 - i) as f64;
-    let ysum: f64 = (0..1000).map(y).sum();
-    let qxor =
-        (1..=64u64).map(|i| ((((i * 0x0123_4567_89ab) as u128) << 64 | 7) / 1_000_003) as u64).fold(0, |a, b| a ^ b);
-    assert_eq!(run.stdout.trim(), format!("y[0]={} y[999]={} ysum={ysum} qxor={qxor}", y(0), y(999)));
+    assert_bin_only_output(&run.stdout);
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
