@@ -113,9 +113,7 @@ pub(crate) fn set_thread_capturing(yes: bool) {
 /// capturing (CUDA: `cudaErrorStreamCaptureUnsupported`, which also
 /// invalidates the capture).
 pub(crate) fn refuse_in_capture(queue: &QueueInner, op: &'static str) -> Result<()> {
-    if !CAPTURING.with(|c| c.get()) && is_capturing(queue) {
-        return Err(captured_by_another_thread(op));
-    }
+    refuse_captured_by_another_thread(queue, op)?;
     if CAPTURING.with(|c| c.get()) {
         return Err(Error::from(crate::error::Queue {
             op,
