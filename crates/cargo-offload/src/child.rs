@@ -111,6 +111,23 @@ pub fn probe(cmd: &mut Command) -> Result<Option<Output>> {
     probe_until(cmd, probe_timeout(), interrupt::flag())
 }
 
+/// [`probe`] of `program args…` whose answer depends on the executable
+/// alone (`--version`, `rustc -vV`, `llc -mcpu=help`): kept across runs by
+/// the executable's identity (`offload_image::probe`).
+pub fn probe_cached(program: &Path, args: &[&str]) -> Result<Option<Output>> {
+    let mut error = None;
+    let out = offload_image::probe::cached(program, args, || {
+        probe(std::process::Command::new(program).args(args)).unwrap_or_else(|e| {
+            error = Some(e);
+            None
+        })
+    });
+    match error {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
 /// [`probe`] with a limit and an interruption flag of its own.
 fn probe_until(cmd: &mut Command, limit: Duration, stop: &AtomicBool) -> Result<Option<Output>> {
     let what = describe(cmd);

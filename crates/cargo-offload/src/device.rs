@@ -63,15 +63,15 @@ pub struct DevicePass<'a> {
 }
 
 impl DevicePass<'_> {
-    /// A hash of the wrapper and the linker executables: part of the device
-    /// rustflags, so that cargo rebuilds the device pass when `cargo offload`
-    /// itself changes (cargo fingerprints the flags, not the tools' bytes).
+    /// A hash of the wrapper's and the linker's identities (path, size,
+    /// modification time): part of the device rustflags, so that cargo
+    /// rebuilds the device pass when `cargo offload` is installed again
+    /// (cargo fingerprints the flags, not the tools). Hashing the bytes
+    /// read tens of MiB on every command (debug builds), most of a dry
+    /// run's system time.
     fn tool_hash(&self) -> String {
-        let mut bytes = Vec::new();
-        for exe in [&self.wrapper, &self.linker] {
-            bytes.extend(std::fs::read(exe).unwrap_or_default());
-        }
-        format!("{:016x}", offload_image::hash::fnv64(&bytes))
+        let ids: String = [&self.wrapper, &self.linker].map(|exe| crate::sysroot::file_identity(exe)).join("\n");
+        format!("{:016x}", offload_image::hash::fnv64(ids.as_bytes()))
     }
 
     fn rustflags(&self) -> Vec<String> {

@@ -38,14 +38,14 @@ impl Item {
 
 /// The first non-empty line `program args…` prints (stdout, then stderr).
 fn first_line(program: &Path, args: &[&str]) -> Result<Option<String>> {
-    let Some(out) = child::probe(Command::new(program).args(args))? else { return Ok(None) };
+    let Some(out) = child::probe_cached(program, args)? else { return Ok(None) };
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     Ok(text.lines().map(str::trim).find(|l| !l.is_empty()).map(String::from))
 }
 
 /// The `release X.Y` line of `ptxas --version`.
 fn release_line(program: &Path) -> Result<Option<String>> {
-    let Some(out) = child::probe(Command::new(program).arg("--version"))? else { return Ok(None) };
+    let Some(out) = child::probe_cached(program, &["--version"])? else { return Ok(None) };
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     Ok(text.lines().map(str::trim).find(|l| l.contains("release")).map(String::from))
 }

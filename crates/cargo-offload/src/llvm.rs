@@ -2,7 +2,6 @@
 //! target (`llc -mcpu=help`) and the PTX ISA versions (`llc -mattr=help`).
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::child;
 use crate::errors::Result;
@@ -10,7 +9,7 @@ use crate::errors::Result;
 /// The architectures `llc` knows for `triple` (`llc -mcpu=help`, probed);
 /// none if it does not run.
 pub fn known_archs(llc: &Path, triple: &str) -> Result<Vec<String>> {
-    let out = child::probe(Command::new(llc).arg(format!("-mtriple={triple}")).arg("-mcpu=help"))?;
+    let out = child::probe_cached(llc, &[&format!("-mtriple={triple}"), "-mcpu=help"])?;
     let Some(out) = out else { return Ok(Vec::new()) };
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     let mut archs = Vec::new();
@@ -45,7 +44,7 @@ pub fn parse_ptx_features(help: &str) -> Vec<u32> {
 /// The PTX versions the `llc` at `llc` knows (`llc -mattr=help`, probed);
 /// none if it does not run.
 pub fn ptx_versions(llc: &Path) -> Result<Vec<u32>> {
-    let out = child::probe(Command::new(llc).args(["-mtriple=nvptx64-nvidia-cuda", "-mattr=help"]))?;
+    let out = child::probe_cached(llc, &["-mtriple=nvptx64-nvidia-cuda", "-mattr=help"])?;
     Ok(out
         .map(|o| {
             parse_ptx_features(&(String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)))

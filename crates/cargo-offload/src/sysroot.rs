@@ -50,9 +50,6 @@ use crate::toolchain::DeviceToolchain;
 /// Switches the device pass back to `-Zbuild-std=core` when set to `1`.
 pub const BUILD_STD_VAR: &str = "OFFLOAD_BUILD_STD";
 
-/// Overrides the cache directory (`<cache>/sysroot/…`).
-pub const CACHE_VAR: &str = "OFFLOAD_CACHE_DIR";
-
 /// Version of the recipe below: part of the key, so that a change to how
 /// the libraries are built never reuses a sysroot built the old way.
 const RECIPE: &str = "offload-sysroot 1: release, -Cdebuginfo=0, -Zbuild-std=core";
@@ -62,21 +59,9 @@ pub fn build_std() -> bool {
     std::env::var(BUILD_STD_VAR).is_ok_and(|v| v == "1")
 }
 
-/// `OFFLOAD_CACHE_DIR`, else `$XDG_CACHE_HOME/offload`, else
-/// `$HOME/.cache/offload` (the XDG base directory specification's
-/// default); `None` without any of them.
-pub fn cache_root() -> Option<PathBuf> {
-    cache_root_from(|k| std::env::var_os(k))
-}
-
-/// [`cache_root`] with the environment read through `var`; an empty value
-/// counts as unset.
-fn cache_root_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
-    let var = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var(CACHE_VAR)
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("offload")))
-        .or_else(|| var("HOME").map(|h| h.join(".cache").join("offload")))
-}
+/// The cache directory (`OFFLOAD_CACHE_DIR`, else the user's): sysroots
+/// are `<cache>/sysroot/…`.
+pub use offload_image::probe::cache_root;
 
 /// The target CPU and target features that `flags` (rustc flags, in
 /// order) set: `-Ctarget-cpu=…` (the last one wins, as in rustc) and every
@@ -475,20 +460,5 @@ mod tests {
         assert_eq!(dirs.len(), n, "every change is a new sysroot: {dirs:#?}");
         assert!(!a.is_built());
         let _ = std::fs::remove_dir_all(&base);
-    }
-
-    #[test]
-    fn the_cache_is_the_users_unless_overridden() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| std::ffi::OsString::from(v))
-        };
-        assert_eq!(cache_root_from(env(&[("HOME", "/home/u")])), Some(PathBuf::from("/home/u/.cache/offload")));
-        let xdg = &[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/xdg")];
-        assert_eq!(cache_root_from(env(xdg)), Some(PathBuf::from("/xdg/offload")));
-        let all = &[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/xdg"), (CACHE_VAR, "/c")];
-        assert_eq!(cache_root_from(env(all)), Some(PathBuf::from("/c")));
-        let empty = &[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/xdg"), (CACHE_VAR, "")];
-        assert_eq!(cache_root_from(env(empty)), Some(PathBuf::from("/xdg/offload")), "empty is unset");
-        assert_eq!(cache_root_from(env(&[])), None);
     }
 }

@@ -77,7 +77,7 @@ pub struct RustcInfo {
 /// `rustc -vV`, probed (`child::probe`); `None` if it does not run or says
 /// nothing readable.
 pub fn rustc_info(rustc: &Path) -> Result<Option<RustcInfo>> {
-    let out = child::probe(Command::new(rustc).arg("-vV"))?;
+    let out = child::probe_cached(rustc, &["-vV"])?;
     Ok(out.filter(|o| o.status.success()).and_then(|o| parse_rustc_vv(&String::from_utf8_lossy(&o.stdout))))
 }
 
@@ -94,7 +94,7 @@ pub fn parse_rustc_vv(text: &str) -> Option<RustcInfo> {
 
 /// `rustc --print sysroot`, probed.
 pub fn sysroot(rustc: &Path) -> Result<Option<PathBuf>> {
-    let out = child::probe(Command::new(rustc).args(["--print", "sysroot"]))?;
+    let out = child::probe_cached(rustc, &["--print", "sysroot"])?;
     Ok(out.filter(|o| o.status.success()).map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())))
 }
 

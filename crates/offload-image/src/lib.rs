@@ -50,6 +50,7 @@
 pub mod file;
 mod format;
 pub mod hash;
+pub mod probe;
 mod ptx;
 mod read;
 mod select;

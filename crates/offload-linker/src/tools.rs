@@ -70,7 +70,7 @@ pub struct LlvmTools {
 /// The major version `<tool> --version` reports (`LLVM version 22.1.8`,
 /// `LLD 22.1.8`), if it runs.
 pub fn tool_major(path: &Path) -> Option<u32> {
-    let out = Command::new(path).arg("--version").output().ok()?;
+    let out = offload_image::probe::cached(path, &["--version"], || Command::new(path).arg("--version").output().ok())?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     parse_major(&text)
 }
@@ -112,14 +112,17 @@ fn llvm_config_bindirs(major: u32) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     for cfg in [format!("llvm-config-{major}"), "llvm-config".to_string()] {
         let Some(path) = on_path(&cfg) else { continue };
-        let version = Command::new(&path).arg("--version").output().ok();
+        let version =
+            offload_image::probe::cached(&path, &["--version"], || Command::new(&path).arg("--version").output().ok());
         let ok = version.as_ref().is_some_and(|o| {
             String::from_utf8_lossy(&o.stdout).trim().split('.').next().and_then(|m| m.parse().ok()) == Some(major)
         });
         if !ok {
             continue;
         }
-        if let Ok(o) = Command::new(&path).arg("--bindir").output() {
+        if let Some(o) =
+            offload_image::probe::cached(&path, &["--bindir"], || Command::new(&path).arg("--bindir").output().ok())
+        {
             let dir = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
             if dir.is_dir() {
                 dirs.push(dir);
