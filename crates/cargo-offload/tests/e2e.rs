@@ -4,7 +4,10 @@
 //! host fallback here; their results are checked against values computed in
 //! the test.
 //!
-//! Needs the device toolchain (see the README's setup). With
+//! Needs the device toolchain (see the README's setup), and takes about ten
+//! minutes cold on two cores: every test that builds is `#[ignore]`d, out of
+//! the README's quick test command, and CI runs them all with
+//! `cargo test -p cargo-offload --test e2e -- --include-ignored`. With
 //! `OFFLOAD_REQUIRE_PTXAS=1` (set by CI) every image must also carry a cubin
 //! assembled by `ptxas`.
 
@@ -22,6 +25,7 @@ fn user_entries(ptx: &str) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn bin_crate_without_lib_section_exports_each_kernel_once() {
     let f = Fixture::renamed("bin-only", "exports");
     let out = f.offload(&["build", "--arch", "sm_90"]);
@@ -72,6 +76,7 @@ fn assert_bin_only_output(stdout: &str) {
 /// device crates of the other tests (the host build and the sysroot are
 /// shared); in the dev profile.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn each_kernel_once_whatever_emit_and_opt_level() {
     let f = Fixture::renamed("bin-only", "emit");
     for flags in [
@@ -98,6 +103,7 @@ fn each_kernel_once_whatever_emit_and_opt_level() {
 }
 
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn no_kernels_is_one_clear_error() {
     let f = Fixture::new("no-kernels");
     let out = f.offload(&["build", "--arch", "sm_90"]);
@@ -117,6 +123,7 @@ fn no_kernels_is_one_clear_error() {
 /// crate gets one error at that use, naming the crate and the fix, and none
 /// of rustc's `std` errors of the crate itself.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn host_only_dependencies_stay_in_plain_dependencies() {
     let f = Fixture::new("std-dep");
     let out = f.offload(&["build", "--arch", "sm_90"]);
@@ -163,6 +170,7 @@ fn host_only_dependencies_stay_in_plain_dependencies() {
 /// build --message-format json` prints the same record; without JSON, the
 /// rendered error with the note goes to stderr.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn device_only_errors_are_json_records_at_the_kernel() {
     let f = Fixture::new("device-error");
     f.cargo(&["check"]).assert_success();
@@ -218,6 +226,7 @@ fn device_only_errors_are_json_records_at_the_kernel() {
 }
 
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn immovable_argument_type_is_a_compile_error_on_the_argument() {
     let f = Fixture::new("bad-arg");
     let out = f.offload(&["build", "--arch", "sm_90"]);
@@ -243,6 +252,7 @@ fn immovable_argument_type_is_a_compile_error_on_the_argument() {
 }
 
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn std_float_methods_and_kernels_calling_kernels_get_messages_that_name_the_fix() {
     let f = Fixture::new("device-messages");
     // `x.sin()` compiles on the host (std's method) but not in the device
@@ -283,6 +293,7 @@ fn std_float_methods_and_kernels_calling_kernels_get_messages_that_name_the_fix(
 }
 
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn plain_cargo_build_still_links_and_runs_on_the_host() {
     let f = Fixture::renamed("bin-only", "plain");
     let out = f.cargo(&["build"]);
@@ -306,6 +317,7 @@ fn plain_cargo_build_still_links_and_runs_on_the_host() {
 /// the PTX: scripts/gpu.sh run hardening). The other examples check
 /// themselves on the host fallback in their own tests (`examples/*/tests`).
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn sample_runs_on_the_host_fallback_and_a_corrupted_image_is_not_used() {
     let root = repo_root();
     let target = shared_target_dir();
@@ -361,6 +373,7 @@ fn device_model_sm_90() -> std::sync::Arc<Output> {
 /// example's PTX assembles with `ptxas -arch=sm_90` (the cubin in its image
 /// is that assembly).
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn every_example_builds_an_sm_90_image() {
     let root = repo_root();
     let target = shared_target_dir();
@@ -419,6 +432,7 @@ fn every_example_builds_an_sm_90_image() {
 /// builds one image per test binary, with `#[cfg(test)]` kernels in the unit
 /// tests' image.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn workspace_images_hold_exactly_the_reachable_kernels() {
     let f = Fixture::new("workspace");
     let out = f.offload(&["build", "--arch", "sm_90", "--workspace"]);
@@ -495,6 +509,7 @@ fn workspace_images_hold_exactly_the_reachable_kernels() {
 /// offload-linker's `amd_code_objects_name_their_architecture` links a
 /// kernel for gfx90a, gfx942 and gfx1100.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn amd_code_objects_for_a_bin_crate() {
     use object::{Object, ObjectSymbol};
     let f = Fixture::renamed("bin-only", "amd");
@@ -534,6 +549,7 @@ fn amd_code_objects_for_a_bin_crate() {
 /// A kernel defined inside host-only code has no device entry point: the
 /// build fails and names it, instead of the launch failing on a GPU.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn kernels_missing_from_the_image_fail_the_build() {
     let f = Fixture::new("host-kernel");
     let out = f.offload(&["build", "--arch", "sm_90"]);
@@ -571,6 +587,7 @@ fn kernels_missing_from_the_image_fail_the_build() {
 /// picks the image for the GPU it finds (`offload_image::select`, tested
 /// there), and the host fallback still runs.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn one_binary_carries_images_for_several_architectures() {
     let f = Fixture::renamed("bin-only", "multi");
     let out = f.offload(&["build", "--arch", "sm_80,sm_90", "--arch", "gfx942"]);
@@ -605,6 +622,7 @@ fn one_binary_carries_images_for_several_architectures() {
 /// instantiation is picked up by the next build; one that cannot exist on
 /// the device is an error at the user's call.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn generic_kernels_are_instantiated_for_the_types_host_code_uses() {
     // (A fresh copy: a workspace root of its own, so no instantiation lists
     // from an earlier run.)
@@ -696,6 +714,7 @@ fn generic_kernels_are_instantiated_for_the_types_host_code_uses() {
 /// only under `cfg(test)`, is compiled into the test binary's image and
 /// does not break the binary's own build afterwards.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn test_only_instantiations_stay_in_the_test_build() {
     let f = Fixture::new("generic-test");
     let run = |f: &Fixture| {
@@ -724,6 +743,7 @@ fn test_only_instantiations_stay_in_the_test_build() {
 /// member, lints capped) are in the image of the binary that uses it, a
 /// generic one instantiated for the binary's types.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn kernels_of_a_fetched_dependency_are_in_the_image() {
     let f = Fixture::new("git-dep");
     let lib = f.dir.join("gpu-lib");
@@ -765,6 +785,7 @@ fn kernels_of_a_fetched_dependency_are_in_the_image() {
 /// directory: `tests/dry_run.rs` checks that `--profile` reaches both
 /// passes).
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn every_target_kind_with_features_and_profiles() {
     let f = Fixture::new("kinds");
     let sum = |step: u64| (0..1000u64).map(|i| i + step).sum::<u64>();
@@ -894,6 +915,7 @@ fn fake_llc(f: &Fixture, name: &str, body: &str) -> std::path::PathBuf {
 /// is; no stack dump and no screen of linker arguments. f128 arithmetic,
 /// which llc cannot lower for the GPU, names the user's function.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn llvm_aborts_and_f128_are_clear_errors() {
     let f = Fixture::renamed("bin-only", "aborts");
     let llc = fake_llc(
@@ -967,6 +989,7 @@ fn llvm_aborts_and_f128_are_clear_errors() {
 /// assembling cubins and writing image objects) both succeed, and the
 /// binary is right.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn concurrent_builds_in_one_directory() {
     let f = Fixture::renamed("bin-only", "concurrent");
     f.offload_env(&["build", "--arch", "sm_90"], &[WITH_PTXAS]).assert_success();
@@ -1014,6 +1037,7 @@ fn concurrent_builds_in_one_directory() {
 /// ones), and the first fills the cache even if an earlier run left the
 /// directory behind.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn a_second_project_takes_offload_from_the_crate_cache() {
     let (a, b) = (Fixture::renamed("bin-only", "crate-cache-a"), Fixture::renamed("bin-only", "crate-cache-b"));
     let args = ["build", "--arch", "sm_90", "--fast-math", "-v"];
@@ -1063,6 +1087,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// exit code 130, nothing else; the next build succeeds.
 #[cfg(unix)]
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn interrupted_builds_say_so_and_the_next_build_succeeds() {
     use std::io::BufRead;
     use std::os::unix::process::CommandExt;
@@ -1490,6 +1515,7 @@ fn device_model_ptx() -> String {
 /// in every way) claims the record through the device global, with no
 /// atomic on the mapped host memory (see [`panic_recorder_problems`]).
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn the_panic_recorder_has_no_atomics_on_host_memory() {
     let problems = panic_recorder_problems(&device_model_ptx());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -1512,6 +1538,7 @@ fn the_panic_recorder_has_no_atomics_on_host_memory() {
 /// `each_kernel_once_whatever_emit_and_opt_level`). The GPU runbook runs
 /// the same fixture, `--release`, on the GPU (`scripts/gpu/hardening.sh`).
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
     let f = Fixture::new("panics");
     let release = "-Copt-level=3 -Cdebug-assertions=off -Coverflow-checks=off";
@@ -1639,6 +1666,7 @@ fn kernel_resources(ptxas: &std::path::Path, ptx: &std::path::Path) -> Vec<(Stri
 /// selects Debian's rustc 1.96 / LLVM 22, whose NVPTX backend drops the
 /// ordering of read-modify-writes unless the device link fences them).
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn core_atomics_keep_their_orderings_in_the_ptx() {
     let root = repo_root();
     let ptx = device_model_ptx();
@@ -1671,6 +1699,7 @@ fn core_atomics_keep_their_orderings_in_the_ptx() {
 /// static's name and the fix; the fix (`#[offload::device_global]`) builds
 /// and reads back what the kernels counted.
 #[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn kernels_writing_a_plain_static_fail_the_link() {
     let f = Fixture::renamed("bin-only", "static");
     f.edit("src/main.rs", |s| {

@@ -2,6 +2,10 @@
 //! compile with the error in its `.stderr` (host pass; `TRYBUILD=overwrite`
 //! rewrites them).
 //!
+//! trybuild builds `offload` and its dependencies again in a project of its
+//! own, about a minute on two cores: the test is `#[ignore]`d, out of the
+//! README's quick test command, and CI runs it with `--include-ignored`.
+//!
 //! - `tests/ui/*.rs`: the safe API (a `DisjointSlice` stays on its thread).
 //! - `tests/ui/async/`: the borrow rules of queued work (docs/async.md):
 //!   host memory only in a scope, borrowed until it ends.
@@ -15,6 +19,7 @@
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 mod host {
     #[test]
+    #[ignore = "builds offload's dependencies again (a minute): `cargo test -p offload --test ui -- --include-ignored`"]
     fn ui() {
         let t = trybuild::TestCases::new();
         t.compile_fail("tests/ui/*.rs");
