@@ -128,6 +128,7 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
         Some(body) => {
             let body_fn = quote! {
                 #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
+                #[inline(always)]
                 async fn __offload_body #generics (#(#body_params),*) #where_clause #body
             };
             let host = quote!(::offload::__private::host_phases(move || __offload_body(#(#call_args),*)));
