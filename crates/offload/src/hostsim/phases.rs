@@ -35,14 +35,13 @@ use core::ptr::NonNull;
 use core::task::{Context, Poll, Waker};
 use std::vec::Vec;
 
-use super::state::{linear, Block, Wait, BLOCK, PHASE_END, YIELDER};
+use super::state::{Block, Wait, BLOCK, PHASE_END, YIELDER};
 use super::threads::run_threads_of;
-use crate::device::thread::CTX;
 
-/// Polls the future of the calling GPU thread (its index is in the thread
-/// context) and records whether it waits at a barrier or has returned.
+/// Polls the future of the calling GPU thread, linear index `t`, and
+/// records whether it waits at a barrier or has returned.
 pub(crate) trait PollThread {
-    fn poll_thread(&self);
+    fn poll_thread(&self, t: u32);
 }
 
 /// A barrier of a kernel's body on the host (what `sync_threads()` becomes
@@ -79,9 +78,8 @@ struct Phases<'a, M, Fut> {
 
 impl<M: Fn() -> Fut, Fut: Future<Output = ()>> PollThread for Phases<'_, M, Fut> {
     #[inline(always)]
-    fn poll_thread(&self) {
-        let b = self.block;
-        let t = linear(CTX.with(|c| c.get()).thread, b.ctx.block_dim) as usize;
+    fn poll_thread(&self, t: u32) {
+        let (b, t) = (self.block, t as usize);
         // SAFETY: `futs` points to `b.n` elements (`drive`), `t < b.n`, and
         // only the poll of thread `t` makes a reference to element `t` (a
         // thread is polled again only after its previous poll returned).
@@ -129,7 +127,7 @@ pub(crate) fn run<M: Fn() -> Fut, Fut: Future<Output = ()>>(make: &M) {
         // scheduler unwinds the runners it started later (this one) first
         // (`Executor::schedule`).
         let phases = unsafe { phases.as_ref() };
-        run_threads_of::<true, _>(b, &|| phases.poll_thread());
+        run_threads_of::<true, _>(b, &|t| phases.poll_thread(t));
         return;
     }
     drive(b, make);
@@ -160,7 +158,7 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
         b.phase_pending.set(0);
         b.next.set(0);
         b.sequencer.set(b.current.get());
-        run_threads_of::<true, _>(b, &|| phases.poll_thread());
+        run_threads_of::<true, _>(b, &|t| phases.poll_thread(t));
         if b.sequencer.get() != b.current.get() {
             // A thread waited inside the phase and other runners ran the
             // rest: wait until none can run.
