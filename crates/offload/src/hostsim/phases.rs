@@ -35,14 +35,8 @@ use core::ptr::NonNull;
 use core::task::{Context, Poll, Waker};
 use std::vec::Vec;
 
-use super::state::{Block, Wait, BLOCK, PHASE_END, YIELDER};
+use super::state::{Block, PollThread, Wait, BLOCK, PHASE_END, YIELDER};
 use super::threads::run_threads_of;
-
-/// Polls the future of the calling GPU thread, linear index `t`, and
-/// records whether it waits at a barrier or has returned.
-pub(crate) trait PollThread {
-    fn poll_thread(&self, t: u32);
-}
 
 /// A barrier of a kernel's body on the host (what `sync_threads()` becomes
 /// in the body's `async fn`): pending at its first poll, when the thread

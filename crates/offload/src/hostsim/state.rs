@@ -11,7 +11,6 @@ use corosensei::Yielder;
 use super::arena::Arena;
 use super::collective::WarpOp;
 use super::failure::PanicRecord;
-use super::phases::PollThread;
 use crate::device::dim::Dim3;
 use crate::device::thread::ThreadCtx;
 
@@ -67,6 +66,13 @@ pub(crate) struct Block {
     pub(super) phase_pending: Cell<u32>,
     /// Bytes of shared memory, static and dynamic, one block may use.
     pub(super) shared_limit: usize,
+}
+
+/// What the runners of a block in phases (`phases`) poll the calling GPU
+/// thread with, linear index `t`; it records whether the thread waits at a
+/// barrier or has returned.
+pub(crate) trait PollThread {
+    fn poll_thread(&self, t: u32);
 }
 
 /// No runner (of `sequencer`, `current`).
