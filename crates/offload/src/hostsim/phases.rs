@@ -36,7 +36,7 @@ use core::task::{Context, Poll, Waker};
 use std::vec::Vec;
 
 use super::state::{Block, PollThread, Wait, BLOCK, PHASE_END, YIELDER};
-use super::threads::run_threads_of;
+use super::threads::{run_threads_of, ThreadBody};
 
 /// A barrier of a kernel's body on the host (what `sync_threads()` becomes
 /// in the body's `async fn`): pending at its first poll, when the thread
@@ -58,6 +58,16 @@ impl Future for Barrier {
             self.arrived = true;
             Poll::Pending
         }
+    }
+}
+
+/// What the loop over the block's threads runs in a phase: a poll.
+struct Polled<'a, P: ?Sized>(&'a P);
+
+impl<P: PollThread + ?Sized> ThreadBody for Polled<'_, P> {
+    #[inline(always)]
+    fn run(&self, t: u32) {
+        self.0.poll_thread(t)
     }
 }
 
@@ -121,7 +131,7 @@ pub(crate) fn run<M: Fn() -> Fut, Fut: Future<Output = ()>>(make: &M) {
         // scheduler unwinds the runners it started later (this one) first
         // (`Executor::schedule`).
         let phases = unsafe { phases.as_ref() };
-        run_threads_of::<true, _>(b, &|t| phases.poll_thread(t));
+        run_threads_of::<true, _>(b, &Polled(phases));
         return;
     }
     drive(b, make);
@@ -152,7 +162,7 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
         b.phase_pending.set(0);
         b.next.set(0);
         b.sequencer.set(b.current.get());
-        run_threads_of::<true, _>(b, &|t| phases.poll_thread(t));
+        run_threads_of::<true, _>(b, &Polled(&phases));
         if b.sequencer.get() != b.current.get() {
             // A thread waited inside the phase and other runners ran the
             // rest: wait until none can run.

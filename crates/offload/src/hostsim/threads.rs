@@ -57,15 +57,31 @@ pub(crate) fn run_threads<F: Fn()>(body: &F) {
     }
     // SAFETY: non-null only while `Executor::run_block` runs this block on
     // this OS thread, which outlives the runner that calls this.
-    run_threads_of::<false, _>(unsafe { &*b }, &|_| body());
+    run_threads_of::<false, _>(unsafe { &*b }, &Plain(body));
+}
+
+/// One GPU thread's work as the loop over a block's threads runs it, given
+/// the thread's linear index; inlined into the loop.
+pub(super) trait ThreadBody {
+    fn run(&self, t: u32);
+}
+
+/// A kernel's body that reads its thread's index from the thread context.
+struct Plain<'a, F>(&'a F);
+
+impl<F: Fn()> ThreadBody for Plain<'_, F> {
+    #[inline(always)]
+    fn run(&self, _: u32) {
+        (self.0)()
+    }
 }
 
 /// [`run_threads`] in block `b`. With `PHASED` (a phase of a kernel whose
 /// barriers are `.await`s, `phases`), the loop skips the threads that
 /// have returned or panicked (`Wait::Done`), and `body` records what each
-/// thread does next itself. `body` gets the thread's linear index.
+/// thread does next itself.
 #[inline(always)]
-pub(super) fn run_threads_of<const PHASED: bool, F: Fn(u32)>(b: &Block, body: &F) {
+pub(super) fn run_threads_of<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F) {
     // The body reads the block's index and extents from the thread context
     // (thread-local) again for every thread: stores through the kernel's
     // pointers may alias it as far as the optimizer knows. Telling it,
@@ -85,7 +101,7 @@ pub(super) fn run_threads_of<const PHASED: bool, F: Fn(u32)>(b: &Block, body: &F
 /// 1-D launch (`one_d`), else [`threads`], with the optimizer told the
 /// block's index and the extents `(bi, bd, gd)`.
 #[inline(always)]
-fn run_loop<const PHASED: bool, F: Fn(u32)>(b: &Block, body: &F, one_d: bool, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
+fn run_loop<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F, one_d: bool, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
     if one_d {
         // A 1-D launch gets its own copy of the loop, in which the body's
         // geometry functions know that the y and z extents are 1.
@@ -145,7 +161,7 @@ fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> bool {
 /// thread that suspends, `entry::suspend`, and here at the end: the
 /// scheduler reads it only then.)
 #[inline(always)]
-fn threads_1d<const PHASED: bool, F: Fn(u32), H: Fn()>(b: &Block, body: &F, hint: H) {
+fn threads_1d<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
     let (rid, n) = (b.current.get(), b.n);
     let mut t = b.next.get();
     set_thread_idx(Dim3::new(t, 0, 0));
@@ -156,7 +172,7 @@ fn threads_1d<const PHASED: bool, F: Fn(u32), H: Fn()>(b: &Block, body: &F, hint
         }
         set_thread_x(t);
         hint();
-        body(t);
+        body.run(t);
         if b.sequencer.get() != rid {
             // The thread suspended (this runner lost the sequence) and has
             // now returned (in a phase: reached its next barrier or its
@@ -173,7 +189,7 @@ fn threads_1d<const PHASED: bool, F: Fn(u32), H: Fn()>(b: &Block, body: &F, hint
 
 /// The loop of [`run_threads`] for any launch; see [`threads_1d`].
 #[inline(always)]
-fn threads<const PHASED: bool, F: Fn(u32), H: Fn()>(b: &Block, body: &F, hint: H) {
+fn threads<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
     let (rid, n, d) = (b.current.get(), b.n, b.ctx.block_dim);
     let mut t = b.next.get();
     let mut idx = unlinear(t.min(n.saturating_sub(1)), d);
@@ -181,7 +197,7 @@ fn threads<const PHASED: bool, F: Fn(u32), H: Fn()>(b: &Block, body: &F, hint: H
         if !PHASED || b.wait[t as usize].get() != Wait::Done {
             set_thread_idx(idx);
             hint();
-            body(t);
+            body.run(t);
             if b.sequencer.get() != rid {
                 if !PHASED {
                     b.wait[t as usize].set(Wait::Done);
