@@ -57,7 +57,7 @@ pub(crate) fn run_threads<F: Fn()>(body: &F) {
     }
     // SAFETY: non-null only while `Executor::run_block` runs this block on
     // this OS thread, which outlives the runner that calls this.
-    run_threads_of::<false, _>(unsafe { &*b }, &Plain(body));
+    run_threads_of::<false, F>(unsafe { &*b }, body);
 }
 
 /// One GPU thread's work as the loop over a block's threads runs it, given
@@ -67,12 +67,10 @@ pub(super) trait ThreadBody {
 }
 
 /// A kernel's body that reads its thread's index from the thread context.
-struct Plain<'a, F>(&'a F);
-
-impl<F: Fn()> ThreadBody for Plain<'_, F> {
+impl<F: Fn()> ThreadBody for F {
     #[inline(always)]
     fn run(&self, _: u32) {
-        (self.0)()
+        self()
     }
 }
 
@@ -194,29 +192,39 @@ fn threads<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint
     let mut t = b.next.get();
     let mut idx = unlinear(t.min(n.saturating_sub(1)), d);
     while t < n {
-        if !PHASED || b.wait[t as usize].get() != Wait::Done {
-            set_thread_idx(idx);
-            hint();
-            body.run(t);
-            if b.sequencer.get() != rid {
-                if !PHASED {
-                    b.wait[t as usize].set(Wait::Done);
-                }
-                return;
+        if PHASED && b.wait[t as usize].get() == Wait::Done {
+            t += 1;
+            step(&mut idx, d);
+            continue;
+        }
+        set_thread_idx(idx);
+        hint();
+        body.run(t);
+        if b.sequencer.get() != rid {
+            if !PHASED {
+                b.wait[t as usize].set(Wait::Done);
             }
+            return;
         }
         t += 1;
-        idx.x += 1;
-        if idx.x == d.x {
-            idx.x = 0;
-            idx.y += 1;
-            if idx.y == d.y {
-                idx.y = 0;
-                idx.z += 1;
-            }
-        }
+        step(&mut idx, d);
     }
     b.next.set(n);
+}
+
+/// `idx`, a thread index in a block of `d` threads, to the next thread
+/// (x fastest).
+#[inline(always)]
+fn step(idx: &mut Dim3, d: Dim3) {
+    idx.x += 1;
+    if idx.x == d.x {
+        idx.x = 0;
+        idx.y += 1;
+        if idx.y == d.y {
+            idx.y = 0;
+            idx.z += 1;
+        }
+    }
 }
 
 #[cfg(test)]
