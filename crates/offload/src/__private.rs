@@ -150,6 +150,35 @@ pub fn host_threads<F: Fn() + Send + Sync>(body: F) -> impl Fn() + Send + Sync {
     move || crate::hostsim::threads::run_threads(&body)
 }
 
+/// The host fallback's side of a launch of a kernel whose body has
+/// barriers (generated code only): `make` returns one GPU thread's work,
+/// the kernel's body as an `async fn` in which each `sync_threads()` is an
+/// await of a [`Barrier`]; the block runs in phases, each polling every
+/// thread's future to its next barrier (see `hostsim::phases`).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[inline(always)]
+pub fn host_phases<M, Fut>(make: M) -> impl Fn() + Send + Sync
+where
+    M: Fn() -> Fut + Send + Sync,
+    Fut: core::future::Future<Output = ()>,
+{
+    move || crate::hostsim::phases::run(&make)
+}
+
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use crate::hostsim::phases::Barrier;
+
+/// Whether `f`, the function a kernel's body calls as `sync_threads()`, is
+/// [`crate::sync_threads`] (and not a function of the user's of that
+/// name): the kernel macro makes only that one an await of a [`Barrier`].
+/// Compares the names of the function item types, constants that the
+/// optimizer compares at compile time.
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[inline(always)]
+pub fn is_sync_threads<F>(f: &F) -> bool {
+    core::any::type_name_of_val(f) == core::any::type_name_of_val(&crate::sync_threads)
+}
+
 /// Defines the exported kernel entry point. The `extern "gpu-kernel"` ABI
 /// is written here, inside `offload`, whose `allow_internal_unstable`
 /// permits it, so user crates need no `#![feature]`.

@@ -634,9 +634,18 @@ fn same_len_is_checked_by_the_launcher() {
     same_len_axpy(offload::for_len(1), 2.0, &x[..0], &y[..0], &mut []).unwrap();
 }
 
+/// `sync_threads` inside a function that a kernel calls: a barrier the
+/// kernel macro does not see, at which the host fallback suspends each
+/// thread on a coroutine stack of its own (a barrier of the body costs no
+/// stack: `hostsim::phases`).
+fn barrier_in_a_function() {
+    offload::sync_threads();
+}
+
 /// Every thread of a block fills its stripe of the block's whole dynamic
 /// shared memory (as `u32`s) with values that depend on the block; after a
-/// barrier, thread 0 of the block reads every element back and stores the
+/// barrier (in a function: every thread waits on a stack of its own on the
+/// host), thread 0 of the block reads every element back and stores the
 /// sum in `out[block * block_dim]`.
 #[kernel]
 fn dynamic_shared_sum(seed: u32, out: &mut [u64]) {
@@ -648,7 +657,7 @@ fn dynamic_shared_sum(seed: u32, out: &mut [u64]) {
         s.set(i, (i as u32).wrapping_mul(2_654_435_761) ^ seed.wrapping_add(b));
         i += n;
     }
-    offload::sync_threads();
+    barrier_in_a_function();
     if offload::thread_idx().x == 0 {
         let mut sum = 0u64;
         for i in 0..s.len() {

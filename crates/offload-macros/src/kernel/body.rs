@@ -4,6 +4,7 @@
 //! them (a `&mut [T]` / `&mut T` is an `offload::DisjointSlice<T>` there).
 
 use super::attr::{Extent, Shape};
+use super::barriers;
 use super::check::Kernel;
 use super::panics;
 use super::param::{Mapping, Param};
@@ -34,6 +35,10 @@ pub(super) struct Body<'a> {
     /// The block for the device: [`block`] with its panic messages'
     /// arguments recorded as values ([`panics::rewrite`]).
     pub(super) device_block: TokenStream,
+    /// The block for the host fallback if the body has barriers that the
+    /// macro sees: [`block`] with each awaited ([`barriers::rewrite`]), the
+    /// body of an `async fn`; `None`: the host runs [`Body::block`].
+    pub(super) host_block: Option<TokenStream>,
 }
 
 impl Body<'_> {
@@ -59,6 +64,7 @@ pub(super) fn of(k: &Kernel) -> Body<'_> {
         params: k.params.iter().map(|p| body_param(p, k.shape_of(&p.name))).collect(),
         block: block(&k.func.block, k),
         device_block: block(&panics::rewrite(&k.func.block), k),
+        host_block: barriers::rewrite(&k.func.block).map(|b| block(&b, k)),
     }
 }
 

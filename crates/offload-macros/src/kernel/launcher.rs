@@ -60,14 +60,15 @@ fn generic_lints(b: &Body) -> TokenStream {
 /// module level, so that the body's paths (`super::…`, `self::…`) mean what
 /// they mean at the kernel. `select` picks the `KernelInfo` to launch.
 fn shared_launch(b: &Body, shared: &Ident, parts: &Parts, select: &TokenStream) -> TokenStream {
-    let (generics, body) = (&b.kernel.func.sig.generics, &b.block);
-    let (body_params, where_clause) = (&b.params, &b.where_clause);
-    let Parts { prep, specs, call_args, shared_params, .. } = parts;
+    let generics = &b.kernel.func.sig.generics;
+    let where_clause = &b.where_clause;
+    let Parts { prep, specs, shared_params, .. } = parts;
     let same_len_check = same_len_check(&b.kernel.same_len);
     let statics = kernel_statics(b);
     let launch_ident = launch_ident();
     let target_ident = Ident::new("__offload_target", Span::mixed_site());
     let generic_lints = generic_lints(b);
+    let (body_fn, host) = host_body(b, &parts.call_args);
     quote! {
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
         #[doc(hidden)]
@@ -80,19 +81,14 @@ fn shared_launch(b: &Body, shared: &Ident, parts: &Parts, select: &TokenStream) 
             #launch_ident: impl ::offload::IntoLaunchConfig,
             #(#shared_params),*
         ) -> ::offload::Result<()> #where_clause {
-            #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
-            #[inline(always)]
-            fn __offload_body #generics (#(#body_params),*) #where_clause #body
+            #body_fn
 
             #statics
             #select
             #(#prep)*
             #same_len_check
             let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
-            // The host fallback runs a block's threads in a loop with the
-            // body inlined (`offload::__private::host_threads`).
-            let __offload_host =
-                ::offload::__private::host_threads(#[inline(always)] move || __offload_body(#(#call_args),*));
+            let __offload_host = #host;
             // SAFETY: the caller's contract.
             unsafe {
                 ::offload::__private::launch_to(
@@ -103,6 +99,40 @@ fn shared_launch(b: &Body, shared: &Ident, parts: &Parts, select: &TokenStream) 
                     __offload_host,
                 )
             }
+        }
+    }
+}
+
+/// The body's function for the host fallback and what the launch runs per
+/// runner of a block, calling it with `call_args`. A body without barriers
+/// (that the macro sees) is a plain function whose threads run in a loop
+/// with the body inlined (`__private::host_threads`); one with barriers is
+/// an `async fn` whose barriers are awaits, run in phases
+/// (`__private::host_phases`, `barriers`).
+fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) {
+    let generics = &b.kernel.func.sig.generics;
+    let (body_params, where_clause) = (&b.params, &b.where_clause);
+    let generic_lints = generic_lints(b);
+    match &b.host_block {
+        None => {
+            let body = &b.block;
+            let body_fn = quote! {
+                #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
+                #[inline(always)]
+                fn __offload_body #generics (#(#body_params),*) #where_clause #body
+            };
+            let host =
+                quote!(::offload::__private::host_threads(#[inline(always)] move || __offload_body(#(#call_args),*)));
+            (body_fn, host)
+        }
+        Some(body) => {
+            let body_fn = quote! {
+                #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
+                #[inline(always)]
+                async fn __offload_body #generics (#(#body_params),*) #where_clause #body
+            };
+            let host = quote!(::offload::__private::host_phases(move || __offload_body(#(#call_args),*)));
+            (body_fn, host)
         }
     }
 }

@@ -12,16 +12,19 @@
 //! | [`instances`] | reads a generic kernel's instantiation list |
 //! | [`types`] | substitutes and re-roots types for instantiations |
 //! | [`align`] | the by-value alignment limit, a compile-time assertion |
+//! | [`barriers`] | the host side's barriers as awaits, for a body that runs in phases |
 //! | [`body`] | what both sides share: symbol, bounds, the body's parameters |
 //! | [`panics`] | the device body's panic messages with arguments, recorded as values |
 //! | [`entry`] | the device side |
 //! | [`launcher`] | the host side |
 //!
 //! Dependencies run one way: `attr`, `param` → `check` → `body` → `entry`,
-//! `launcher` (with `types`, `align`, `instances`, `panics` below them).
+//! `launcher` (with `types`, `align`, `instances`, `panics`, `barriers`
+//! below them).
 
 mod align;
 mod attr;
+mod barriers;
 mod body;
 mod check;
 mod entry;

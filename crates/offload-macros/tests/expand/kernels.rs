@@ -60,3 +60,20 @@ mod inner {
     #[kernel]
     pub fn in_module(x: &mut [u32]) {}
 }
+
+/// Barriers in the body: on the host an `async fn` whose `sync_threads()`
+/// calls are awaits (the one in the closure stays a call), run in phases.
+#[kernel]
+fn barriers(n: u32, out: &mut [f32]) {
+    let s = offload::shared_array!(f32; 64);
+    let mut acc = 0.0f32;
+    for t in 0..n {
+        s.set(offload::thread_idx().x as usize, t as f32);
+        offload::sync_threads();
+        acc += s.get(0);
+        (|| sync_threads())();
+    }
+    if let Some((_, o)) = out.at_thread() {
+        *o = acc;
+    }
+}

@@ -49,7 +49,7 @@ use super::deadlock;
 use super::failure::{take_panic, Abort, BlockFailure};
 use super::stack::ThreadStack;
 use super::stack_guard;
-use super::state::{Block, Wait, BLOCK, NO_RUNNER, PRIVATE, YIELDER};
+use super::state::{Block, Wait, BLOCK, NO_RUNNER, PHASE_END, PRIVATE, YIELDER};
 use crate::device::dim::Dim3;
 use crate::device::thread::{ThreadCtx, CTX};
 
@@ -80,6 +80,9 @@ struct Queues {
     /// The inputs and results of the warp being released.
     lane_in: Vec<(u64, u32)>,
     lane_out: Vec<u64>,
+    /// The runner that drives the block's phases while it waits for the
+    /// current phase's other runners (`phases`).
+    phase_waiter: Option<u32>,
 }
 
 /// One worker's executor: reusable block state and coroutine stacks.
@@ -126,6 +129,8 @@ impl Executor {
             panic: RefCell::new(None),
             unwinding: Cell::new(false),
             dirty: Cell::new(false),
+            phases: Cell::new(None),
+            phase_pending: Cell::new(0),
             arena: RefCell::new(Arena::checkout()),
             shared_limit: 0,
         });
@@ -175,6 +180,7 @@ impl Executor {
             b.ctx.block = block_idx;
             b.next.set(0);
             b.sequencer.set(NO_RUNNER);
+            b.phases.set(None);
             *b.panic.get_mut() = None;
             if b.dirty.replace(false) {
                 b.wait.iter().for_each(|w| w.set(Wait::Done));
@@ -219,6 +225,7 @@ impl Executor {
         q.barrier.clear();
         q.warp_waiting.fill(0);
         q.at_warp = 0;
+        q.phase_waiter = None;
         let outcome = loop {
             let step = match self.next_runner(b, body) {
                 Ok(Some(rid)) => self.resume(b, rid),
@@ -232,9 +239,11 @@ impl Executor {
         };
         // Unwind runners still suspended (only after a failure), with the
         // block still installed so that their drops see a sane state, and
-        // `unwinding` telling `threads::stopped` that this is no panic.
+        // `unwinding` telling `threads::stopped` that this is no panic;
+        // the last started first: a runner that drives phases (`phases`)
+        // owns the futures that the runners started after it poll.
         b.unwinding.set(true);
-        for co in self.q.runners.iter_mut().flatten() {
+        for co in self.q.runners.iter_mut().rev().flatten() {
             if !co.done() {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| co.force_unwind()));
             }
@@ -263,7 +272,14 @@ impl Executor {
                 return Err(BlockFailure::Divergence { reason: deadlock::diagnose(b) });
             }
             if self.q.barrier.is_empty() {
-                return Ok(None);
+                // The runner that drives the phases, if it waits, once no
+                // other can run: the phase is over.
+                return Ok(self.q.phase_waiter.take());
+            }
+            if b.phases.get().is_some() && b.phase_pending.get() > 0 {
+                return Err(BlockFailure::Divergence {
+                    reason: deadlock::mixed_barriers(self.q.barrier.len(), b.phase_pending.get()),
+                });
             }
             // In the order they arrived.
             let q = &mut self.q;
@@ -322,6 +338,10 @@ impl Executor {
             Ok(CoroutineResult::Yield(t)) => {
                 if b.sequencer.get() == rid {
                     b.sequencer.set(NO_RUNNER);
+                }
+                if t == PHASE_END {
+                    self.q.phase_waiter = Some(rid);
+                    return Ok(());
                 }
                 self.waits(b, t as usize, rid)
             }

@@ -56,3 +56,14 @@ pub(super) fn mixed_collectives(b: &Block, w: usize, lanes: core::ops::Range<usi
         b.input[t].get().0.name()
     ))
 }
+
+/// The error of a block in phases (`phases`) in which `hidden` threads wait
+/// at a `sync_threads` inside a function the kernel calls while `body`
+/// threads wait at one of the kernel's body: they are at different
+/// barriers.
+pub(super) fn mixed_barriers(hidden: usize, body: u32) -> String {
+    format!(
+        "{hidden} thread(s) wait at sync_threads inside a function the kernel calls while {body} wait at a \
+         sync_threads of the kernel's body; every thread of a block must reach the same barriers"
+    )
+}

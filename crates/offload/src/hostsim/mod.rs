@@ -7,6 +7,7 @@
 //! | --- | --- |
 //! | `block` | the scheduler: runs a block's threads, releases barriers and warps |
 //! | `threads` | the plain loop over a block's threads that a runner executes, the kernel's body inlined |
+//! | `phases` | a block of a kernel whose barriers are `.await`s: its threads' futures polled phase by phase |
 //! | `state` | the block state that the scheduler and the threads share, and the thread-locals that find it |
 //! | `deadlock` | why a block whose threads all wait cannot proceed (divergence) |
 //! | `entry` | what the device API calls on the host: `sync_threads`, warp collectives, shared memory |
@@ -33,6 +34,7 @@ pub(crate) mod collective;
 mod deadlock;
 pub(crate) mod entry;
 pub(crate) mod failure;
+pub(crate) mod phases;
 pub(crate) mod reduce;
 mod stack;
 pub(crate) mod stack_guard;

@@ -3,6 +3,7 @@
 //! through which the threads find it.
 
 use core::cell::{Cell, RefCell};
+use core::ptr::NonNull;
 use std::vec::Vec;
 
 use corosensei::Yielder;
@@ -56,12 +57,31 @@ pub(crate) struct Block {
     /// A failed block left `wait` entries other than `Done`.
     pub(super) dirty: Cell<bool>,
     pub(super) arena: RefCell<Arena>,
+    /// While a kernel whose barriers are `.await`s runs its phases
+    /// (`phases`): what polls the calling thread, for the runners that the
+    /// scheduler starts when a thread waits inside a phase.
+    pub(super) phases: Cell<Option<NonNull<dyn PollThread>>>,
+    /// Threads that reached a barrier of the body (not returned) in the
+    /// current phase.
+    pub(super) phase_pending: Cell<u32>,
     /// Bytes of shared memory, static and dynamic, one block may use.
     pub(super) shared_limit: usize,
 }
 
+/// What the runners of a block in phases (`phases`) poll the calling GPU
+/// thread with, linear index `t`; it records whether the thread waits at a
+/// barrier or has returned.
+pub(crate) trait PollThread {
+    fn poll_thread(&self, t: u32);
+}
+
 /// No runner (of `sequencer`, `current`).
 pub(super) const NO_RUNNER: u32 = u32::MAX;
+
+/// What a runner yields instead of a thread's index when it drives the
+/// phases of a block (`phases`) and waits for the threads of the current
+/// phase that other runners run.
+pub(super) const PHASE_END: u32 = u32::MAX;
 
 std::thread_local! {
     /// The block this OS thread runs; null outside `Executor::run_block`.

@@ -57,7 +57,29 @@ pub(crate) fn run_threads<F: Fn()>(body: &F) {
     }
     // SAFETY: non-null only while `Executor::run_block` runs this block on
     // this OS thread, which outlives the runner that calls this.
-    let b = unsafe { &*b };
+    run_threads_of::<false, F>(unsafe { &*b }, body);
+}
+
+/// One GPU thread's work as the loop over a block's threads runs it, given
+/// the thread's linear index; inlined into the loop.
+pub(super) trait ThreadBody {
+    fn run(&self, t: u32);
+}
+
+/// A kernel's body that reads its thread's index from the thread context.
+impl<F: Fn()> ThreadBody for F {
+    #[inline(always)]
+    fn run(&self, _: u32) {
+        self()
+    }
+}
+
+/// [`run_threads`] in block `b`. With `PHASED` (a phase of a kernel whose
+/// barriers are `.await`s, `phases`), the loop skips the threads that
+/// have returned or panicked (`Wait::Done`), and `body` records what each
+/// thread does next itself.
+#[inline(always)]
+pub(super) fn run_threads_of<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F) {
     // The body reads the block's index and extents from the thread context
     // (thread-local) again for every thread: stores through the kernel's
     // pointers may alias it as far as the optimizer knows. Telling it,
@@ -66,7 +88,7 @@ pub(crate) fn run_threads<F: Fn()>(body: &F) {
     let (bi, bd, gd) = (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim);
     let one_d = is_1d(bd, gd);
     // Each pass starts at `b.next`, the thread after one that panicked.
-    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_loop(b, body, one_d, (bi, bd, gd)))) {
+    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_loop::<PHASED, F>(b, body, one_d, (bi, bd, gd)))) {
         if !stopped(b, payload) {
             return;
         }
@@ -77,12 +99,12 @@ pub(crate) fn run_threads<F: Fn()>(body: &F) {
 /// 1-D launch (`one_d`), else [`threads`], with the optimizer told the
 /// block's index and the extents `(bi, bd, gd)`.
 #[inline(always)]
-fn run_loop<F: Fn()>(b: &Block, body: &F, one_d: bool, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
+fn run_loop<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F, one_d: bool, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
     if one_d {
         // A 1-D launch gets its own copy of the loop, in which the body's
         // geometry functions know that the y and z extents are 1.
         let (bx, bdx, gdx) = (bi.x, bd.x, gd.x);
-        threads_1d(b, body, || {
+        threads_1d::<PHASED, F, _>(b, body, || {
             let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
             // SAFETY: the thread context holds this block's index and the
             // launch's extents, which is 1-D (`one_d`, tested by the caller).
@@ -93,7 +115,7 @@ fn run_loop<F: Fn()>(b: &Block, body: &F, one_d: bool, (bi, bd, gd): (Dim3, Dim3
             }
         });
     } else {
-        threads(b, body, || {
+        threads::<PHASED, F, _>(b, body, || {
             let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
             // SAFETY: the thread context holds this block's index and the
             // launch's extents.
@@ -137,18 +159,25 @@ fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> bool {
 /// thread that suspends, `entry::suspend`, and here at the end: the
 /// scheduler reads it only then.)
 #[inline(always)]
-fn threads_1d<F: Fn(), H: Fn()>(b: &Block, body: &F, hint: H) {
+fn threads_1d<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
     let (rid, n) = (b.current.get(), b.n);
     let mut t = b.next.get();
     set_thread_idx(Dim3::new(t, 0, 0));
     while t < n {
+        if PHASED && b.wait[t as usize].get() == Wait::Done {
+            t += 1;
+            continue;
+        }
         set_thread_x(t);
         hint();
-        body();
+        body.run(t);
         if b.sequencer.get() != rid {
             // The thread suspended (this runner lost the sequence) and has
-            // now returned: so does the runner.
-            b.wait[t as usize].set(Wait::Done);
+            // now returned (in a phase: reached its next barrier or its
+            // end, which it recorded): so does the runner.
+            if !PHASED {
+                b.wait[t as usize].set(Wait::Done);
+            }
             return;
         }
         t += 1;
@@ -158,30 +187,44 @@ fn threads_1d<F: Fn(), H: Fn()>(b: &Block, body: &F, hint: H) {
 
 /// The loop of [`run_threads`] for any launch; see [`threads_1d`].
 #[inline(always)]
-fn threads<F: Fn(), H: Fn()>(b: &Block, body: &F, hint: H) {
+fn threads<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
     let (rid, n, d) = (b.current.get(), b.n, b.ctx.block_dim);
     let mut t = b.next.get();
     let mut idx = unlinear(t.min(n.saturating_sub(1)), d);
     while t < n {
+        if PHASED && b.wait[t as usize].get() == Wait::Done {
+            t += 1;
+            step(&mut idx, d);
+            continue;
+        }
         set_thread_idx(idx);
         hint();
-        body();
+        body.run(t);
         if b.sequencer.get() != rid {
-            b.wait[t as usize].set(Wait::Done);
+            if !PHASED {
+                b.wait[t as usize].set(Wait::Done);
+            }
             return;
         }
         t += 1;
-        idx.x += 1;
-        if idx.x == d.x {
-            idx.x = 0;
-            idx.y += 1;
-            if idx.y == d.y {
-                idx.y = 0;
-                idx.z += 1;
-            }
-        }
+        step(&mut idx, d);
     }
     b.next.set(n);
+}
+
+/// `idx`, a thread index in a block of `d` threads, to the next thread
+/// (x fastest).
+#[inline(always)]
+fn step(idx: &mut Dim3, d: Dim3) {
+    idx.x += 1;
+    if idx.x == d.x {
+        idx.x = 0;
+        idx.y += 1;
+        if idx.y == d.y {
+            idx.y = 0;
+            idx.z += 1;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,185 @@
+//! Kernels whose barriers are `.await`s: a block in *phases*, with no
+//! coroutine switch at a barrier.
+//!
+//! The host side of the kernel macro turns each `sync_threads()` of a
+//! kernel's body (outside closures and nested functions) into an await of
+//! a [`Barrier`], so that the body is an `async fn` and its future holds
+//! one GPU thread's state at a barrier: the locals that live across it, in
+//! storage that rustc lays out and type-checks (the per-thread copies of
+//! values that cross a barrier of MCUDA and of POCL's work-item loops).
+//! A block then runs in phases. A phase polls, in linear thread order, the
+//! future of every thread that has not returned, in the plain loop of
+//! `threads`; a poll runs its thread to its next barrier (pending) or to
+//! its end (ready). When every thread has, the next phase starts: a wait
+//! costs a poll instead of two coroutine switches.
+//!
+//! The meaning is the scheduler's (`block`): the block's threads run one
+//! after another, each to its next barrier; all are released when every
+//! thread that has not returned waits at a barrier (any `sync_threads`,
+//! as PTX `bar.sync 0`), and run again in linear order; a thread that
+//! panics ends there (`threads::stopped`) and counts as arrived.
+//!
+//! What the macro cannot see still works as before: a `sync_threads` or a
+//! warp collective reached inside a function that the body calls (or in a
+//! closure) suspends the runner of its thread (`entry`); the scheduler
+//! starts a runner for the phase's remaining threads, which finds the
+//! phase through `Block::phases`, and the runner that drives the phases
+//! waits ([`PHASE_END`]) until the scheduler has nothing else to run. A
+//! block some of whose threads wait at such a barrier while others wait at
+//! one of the body has threads at different barriers: the scheduler
+//! reports it as divergence (`deadlock::mixed_barriers`).
+
+use core::future::Future;
+use core::pin::{pin, Pin};
+use core::ptr::NonNull;
+use core::task::{Context, Poll, Waker};
+use std::vec::Vec;
+
+use super::state::{Block, PollThread, Wait, BLOCK, PHASE_END, YIELDER};
+use super::threads::{run_threads_of, ThreadBody};
+
+/// A barrier of a kernel's body on the host (what `sync_threads()` becomes
+/// in the body's `async fn`): pending at its first poll, when the thread
+/// arrives, ready at the next, when the block has released it (see the
+/// module docs).
+#[derive(Default)]
+pub struct Barrier {
+    arrived: bool,
+}
+
+impl Future for Barrier {
+    type Output = ();
+
+    #[inline(always)]
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.arrived {
+            Poll::Ready(())
+        } else {
+            self.arrived = true;
+            Poll::Pending
+        }
+    }
+}
+
+/// What the loop over the block's threads runs in a phase: a poll.
+struct Polled<'a, P: ?Sized>(&'a P);
+
+impl<P: PollThread + ?Sized> ThreadBody for Polled<'_, P> {
+    #[inline(always)]
+    fn run(&self, t: u32) {
+        self.0.poll_thread(t)
+    }
+}
+
+/// The phases of one block: the body's futures, one per thread.
+struct Phases<'a, M, Fut> {
+    make: &'a M,
+    block: &'a Block,
+    /// `block.n` elements: `None` before the thread's first poll and after
+    /// it has returned.
+    futs: *mut Option<Fut>,
+}
+
+impl<M: Fn() -> Fut, Fut: Future<Output = ()>> PollThread for Phases<'_, M, Fut> {
+    #[inline(always)]
+    fn poll_thread(&self, t: u32) {
+        let (b, t) = (self.block, t as usize);
+        // SAFETY: `futs` points to `b.n` elements (`drive`), `t < b.n`, and
+        // only the poll of thread `t` makes a reference to element `t` (a
+        // thread is polled again only after its previous poll returned).
+        let slot = unsafe { &mut *self.futs.add(t) };
+        let fut = match slot {
+            Some(f) => f,
+            None => slot.insert((self.make)()),
+        };
+        // SAFETY: the element does not move: `drive` neither resizes nor
+        // moves the vector before dropping it, and a future is dropped in
+        // place (below, or with the vector).
+        let fut = unsafe { Pin::new_unchecked(fut) };
+        match fut.poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(()) => {
+                *slot = None;
+                b.wait[t].set(Wait::Done);
+            }
+            Poll::Pending => {
+                b.wait[t].set(Wait::Barrier);
+                b.phase_pending.set(b.phase_pending.get() + 1);
+            }
+        }
+    }
+}
+
+/// What a runner of a kernel whose barriers are `.await`s runs
+/// (`__private::host_phases`): the first runner of a block drives its
+/// phases; a runner that the scheduler starts after a thread waited inside
+/// a phase runs the phase's remaining threads. Outside a block of the host
+/// scheduler, one thread, alone.
+#[inline(always)]
+pub(crate) fn run<M: Fn() -> Fut, Fut: Future<Output = ()>>(make: &M) {
+    let b = BLOCK.with(|c| c.get());
+    if b.is_null() {
+        let mut fut = pin!(make());
+        while fut.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending() {}
+        return;
+    }
+    // SAFETY: non-null only while `Executor::run_block` runs this block on
+    // this OS thread, which outlives the runner that calls this.
+    let b = unsafe { &*b };
+    if let Some(phases) = b.phases.get() {
+        // SAFETY: set by `drive`, suspended in another runner of this block,
+        // which clears it before its frame ends; after a failure the
+        // scheduler unwinds the runners it started later (this one) first
+        // (`Executor::schedule`).
+        let phases = unsafe { phases.as_ref() };
+        run_threads_of::<true, _>(b, &Polled(phases));
+        return;
+    }
+    drive(b, make);
+}
+
+/// Clears `Block::phases` when the phases end, also by unwinding.
+struct Clear<'a>(&'a Block);
+
+impl Drop for Clear<'_> {
+    fn drop(&mut self) {
+        self.0.phases.set(None);
+    }
+}
+
+/// Runs the phases of block `b` until every thread has returned.
+fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
+    let mut futs: Vec<Option<Fut>> = Vec::new();
+    futs.resize_with(b.n as usize, || None);
+    b.wait.iter().for_each(|w| w.set(Wait::Running));
+    let phases = Phases { make, block: b, futs: futs.as_mut_ptr() };
+    let erased: NonNull<dyn PollThread + '_> = NonNull::from(&phases as &dyn PollThread);
+    // SAFETY: only the lifetime is erased; `_clear` resets the pointer
+    // before `phases` and `futs` are dropped (declared after them).
+    let erased: NonNull<dyn PollThread + 'static> = unsafe { core::mem::transmute(erased) };
+    b.phases.set(Some(erased));
+    let _clear = Clear(b);
+    loop {
+        b.phase_pending.set(0);
+        b.next.set(0);
+        b.sequencer.set(b.current.get());
+        run_threads_of::<true, _>(b, &Polled(&phases));
+        if b.sequencer.get() != b.current.get() {
+            // A thread waited inside the phase and other runners ran the
+            // rest: wait until none can run.
+            wait_phase_end();
+        }
+        if b.phase_pending.get() == 0 {
+            return;
+        }
+    }
+}
+
+/// Suspends the runner that drives the phases until the scheduler has no
+/// other runner to resume (`Executor::next_runner`).
+fn wait_phase_end() {
+    let y = YIELDER.with(|c| c.get());
+    // SAFETY: `y` is the yielder of the running coroutine, set when it
+    // started and after every resume, so it is alive.
+    unsafe { (*y).suspend(PHASE_END) };
+    YIELDER.with(|c| c.set(y));
+}

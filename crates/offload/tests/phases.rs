@@ -1,0 +1,251 @@
+//! Kernels whose barriers are in the body, which the host fallback runs in
+//! phases (`hostsim::phases`: the body's `sync_threads()` calls become
+//! awaits and the values that live across them stay in each thread's
+//! future): values carried across barriers, barriers reached in different
+//! branches, a barrier hidden in a called function, a warp collective
+//! between barriers, panics after a barrier. Every output is compared with
+//! the block simulated here, step by step, on the host.
+
+use offload::prelude::*;
+#[offload::host]
+use offload::Error;
+use offload::{block_dim, block_idx, shared_array, sync_threads, thread_idx, warp};
+
+/// Threads of a block, at most: the shared array's length.
+const MAX: usize = 64;
+
+/// Per round, two barriers: every thread publishes `v`, reads its two
+/// neighbours (in linear order, cyclic), then mixes them into `v` with an
+/// element of its block's `row`. Carried across both barriers: `v`, `acc`
+/// (f64), a counter, a `Vec` (a heap value, moved between phases) and
+/// `row`, a borrow of the argument.
+#[kernel]
+fn carried(rounds: u32, input: &[f32], out: &mut [f64]) {
+    let s = shared_array!(f32; MAX);
+    let t = thread_idx();
+    let n = (block_dim().x * block_dim().y) as usize;
+    let me = (t.x + block_dim().x * t.y) as usize;
+    let base = block_idx().x as usize * n;
+    let row = &input[base..base + n];
+    let mut v = row[me];
+    let mut acc = 0.0f64;
+    let mut count = 0u32;
+    let mut seen = Vec::new();
+    for r in 0..rounds as usize {
+        s.set(me, v);
+        sync_threads();
+        let left = s.get((me + n - 1) % n);
+        let right = s.get((me + 1) % n);
+        sync_threads();
+        v = 0.5 * v + 0.25 * (left + right) + row[(me + r) % n];
+        acc += v as f64 * (r + 1) as f64;
+        count += 1;
+        seen.push(left);
+    }
+    let h: f64 = seen.iter().map(|&x| x as f64).sum();
+    if let Some((_, o)) = out.at_thread() {
+        *o = acc + h + count as f64 * 1000.0;
+    }
+}
+
+/// `carried` for one block of `n` threads whose inputs are `row`, the
+/// threads stepped in lockstep: each thread's output, by linear index.
+fn carried_on_host(rounds: usize, row: &[f32]) -> Vec<f64> {
+    let n = row.len();
+    let mut v: Vec<f32> = row.to_vec();
+    let (mut acc, mut seen) = (vec![0.0f64; n], vec![0.0f64; n]);
+    for r in 0..rounds {
+        let s = v.clone();
+        for me in 0..n {
+            let (left, right) = (s[(me + n - 1) % n], s[(me + 1) % n]);
+            v[me] = 0.5 * v[me] + 0.25 * (left + right) + row[(me + r) % n];
+            acc[me] += v[me] as f64 * (r + 1) as f64;
+            seen[me] += left as f64;
+        }
+    }
+    (0..n).map(|me| acc[me] + seen[me] + rounds as f64 * 1000.0).collect()
+}
+
+#[test]
+fn values_cross_two_barriers_per_round_of_a_loop() {
+    let rounds = 5u32;
+    // A 1-D block and a 2-D one (the thread loop's two copies).
+    for (grid, block) in [(3u32, Dim3::new(64, 1, 1)), (2, Dim3::new(8, 6, 1))] {
+        let n = block.volume() as usize;
+        let input: Vec<f32> = (0..grid as usize * n).map(|i| ((i * 37 % 101) as f32 - 50.0) / 16.0).collect();
+        let mut out = vec![f64::NAN; input.len()];
+        carried(LaunchConfig::new(grid, block), rounds, &input, &mut out).unwrap();
+        for b in 0..grid as usize {
+            let want = carried_on_host(rounds as usize, &input[b * n..(b + 1) * n]);
+            for (me, &w) in want.iter().enumerate() {
+                // `at_thread`'s element: x + X·y, X the grid's x-extent.
+                let (x, y) = (me % block.x as usize, me / block.x as usize);
+                let i = b * block.x as usize + x + grid as usize * block.x as usize * y;
+                let got = out[i];
+                assert!((got - w).abs() <= 1e-9 * w.abs().max(1.0), "block {b} thread {me}: {got} != {w} ({block:?})");
+            }
+        }
+    }
+}
+
+/// The first half of the block waits at one barrier, the second at
+/// another (as `bar.sync 0`, they meet): each half then reads what the
+/// other wrote before it.
+#[kernel]
+fn two_branches(out: &mut [u32]) {
+    let s = shared_array!(u32; MAX);
+    let (t, n) = (thread_idx().x as usize, block_dim().x as usize);
+    let v;
+    if t < n / 2 {
+        s.set(t, 1000 + t as u32);
+        sync_threads();
+        v = s.get(t + n / 2);
+    } else {
+        s.set(t, 2000 + t as u32);
+        sync_threads();
+        v = s.get(t - n / 2);
+    }
+    if let Some((_, o)) = out.at_thread() {
+        *o = v;
+    }
+}
+
+#[test]
+fn barriers_in_two_branches_release_together() {
+    let mut out = vec![0u32; 2 * 32];
+    two_branches(LaunchConfig::new(2u32, 32u32), &mut out).unwrap();
+    for (i, &v) in out.iter().enumerate() {
+        let t = i % 32;
+        let want = if t < 16 { 2000 + t + 16 } else { 1000 + t - 16 };
+        assert_eq!(v, want as u32, "element {i}");
+    }
+}
+
+/// A barrier inside a function the kernel calls: the macro does not see it.
+fn hidden_barrier() {
+    sync_threads();
+}
+
+/// Between the body's two barriers, every thread reaches a barrier the
+/// macro does not see and a warp reduction: the scheduler runs the rest of
+/// the phase on coroutines. `mixed`: the first half of the block reaches
+/// the hidden barrier, the rest a barrier of the body: different barriers.
+#[kernel]
+fn hidden_in_phase(mixed: bool, out: &mut [u32]) {
+    let s = shared_array!(u32; MAX);
+    let (t, n) = (thread_idx().x as usize, block_dim().x as usize);
+    s.set(t, t as u32 * 3);
+    sync_threads();
+    let left = s.get((t + n - 1) % n);
+    if !mixed || t < n / 2 {
+        hidden_barrier();
+    } else {
+        sync_threads();
+    }
+    s.set(t, left + 1);
+    let sum = warp::reduce_sum(left);
+    sync_threads();
+    if let Some((_, o)) = out.at_thread() {
+        *o = s.get((t + 1) % n) * 100_000 + sum;
+    }
+}
+
+#[test]
+fn a_barrier_in_a_called_function_and_a_warp_reduction_inside_a_phase() {
+    let (grid, n) = (3usize, 64usize);
+    let mut out = vec![0u32; grid * n];
+    hidden_in_phase(LaunchConfig::new(grid as u32, n as u32), false, &mut out).unwrap();
+    let left = |t: usize| ((t + n - 1) % n) as u32 * 3;
+    for (i, &v) in out.iter().enumerate() {
+        let t = i % n;
+        let warp = t / 32 * 32;
+        let sum: u32 = (warp..warp + 32).map(left).sum();
+        assert_eq!(v, (left((t + 1) % n) + 1) * 100_000 + sum, "element {i}");
+    }
+}
+
+#[test]
+fn a_barrier_in_a_called_function_and_one_of_the_body_are_different_barriers() {
+    let mut out = vec![0u32; 64];
+    let e = hidden_in_phase(LaunchConfig::new(1u32, 64u32), true, &mut out).unwrap_err();
+    assert!(matches!(e, Error::Divergence { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains(
+            "32 thread(s) wait at sync_threads inside a function the kernel calls while 32 wait at a \
+                       sync_threads of the kernel's body"
+        ),
+        "{text}"
+    );
+}
+
+/// Global thread `a.0` panics in round `a.1` and `b.0` in round `b.1`,
+/// after the round's first barrier.
+#[kernel]
+fn panics_in_round(a: [u32; 2], b: [u32; 2], out: &mut [u32]) {
+    let s = shared_array!(u32; MAX);
+    let (t, n) = (thread_idx().x, block_dim().x);
+    let me = block_idx().x * n + t;
+    let mut v = me;
+    for r in 0..3 {
+        s.set(t as usize, v);
+        sync_threads();
+        assert!([me, r] != a && [me, r] != b, "thread {me} panics in round {r}");
+        v = v.wrapping_mul(31).wrapping_add(s.get(((t + 1) % n) as usize));
+        sync_threads();
+    }
+    if let Some((_, o)) = out.at_thread() {
+        *o = v;
+    }
+}
+
+/// What `panics_in_round` leaves in each element of the block of `n`
+/// threads from global thread `first` on, whose threads in `dead` (global
+/// index, round) stop in that round, after publishing their value of that
+/// round and before computing the next: the others keep reading the last
+/// value they published. `None`: a dead thread's element, never written.
+fn panics_on_host(first: u32, n: u32, dead: &[(u32, u32)]) -> Vec<Option<u32>> {
+    let mut v: Vec<u32> = (first..first + n).collect();
+    let mut shared = vec![0u32; n as usize];
+    let stopped = |t: u32, r: u32| dead.iter().any(|&(d, dr)| d == first + t && r >= dr);
+    for r in 0..3 {
+        for t in 0..n {
+            if !stopped(t, r) || dead.contains(&(first + t, r)) {
+                shared[t as usize] = v[t as usize];
+            }
+        }
+        for t in (0..n).filter(|&t| !stopped(t, r)) {
+            let next = shared[((t + 1) % n) as usize];
+            v[t as usize] = v[t as usize].wrapping_mul(31).wrapping_add(next);
+        }
+    }
+    (0..n).map(|t| (!stopped(t, 3)).then_some(v[t as usize])).collect()
+}
+
+/// The block's first panic is the first in the GPU's order of events: a
+/// panic in an earlier round comes first, whatever the threads' indices
+/// (a host that ran each thread through all its rounds before the next
+/// would report the lower index).
+#[test]
+fn a_panic_after_a_barrier_names_its_thread_and_block() {
+    let (grid, n) = (3u32, 64u32);
+    // Two threads of one block; the first to panic is the earlier round's,
+    // or in one round the lower index's.
+    for (a, b) in [((70, 2), (100, 1)), ((5, 1), (6, 2)), ((130, 2), (191, 0)), ((129, 2), (128, 2))] {
+        let want = if (a.1, a.0) < (b.1, b.0) { a } else { b };
+        let mut out = vec![u32::MAX; (grid * n) as usize];
+        let e = panics_in_round(LaunchConfig::new(grid, n), [a.0, a.1], [b.0, b.1], &mut out).unwrap_err();
+        let Error::KernelPanic(p) = &e else { panic!("{e}") };
+        assert_eq!(p.message, format!("thread {} panics in round {}", want.0, want.1), "{a:?} {b:?}: {e}");
+        assert_eq!(
+            (p.block.as_str(), p.thread.as_str()),
+            (&*format!("({}, 0, 0)", want.0 / n), &*format!("({}, 0, 0)", want.0 % n))
+        );
+        for blk in 0..grid {
+            for (t, w) in panics_on_host(blk * n, n, &[a, b]).into_iter().enumerate() {
+                let i = (blk * n) as usize + t;
+                assert_eq!(out[i], w.unwrap_or(u32::MAX), "{a:?} {b:?}: element {i}");
+            }
+        }
+    }
+}
