@@ -27,6 +27,10 @@
 //! - **rustc, host side** ([`rustc_host`]): cargo runs the wrapper for the
 //!   workspace members of the host pass (`RUSTC_WORKSPACE_WRAPPER`,
 //!   `__OFFLOAD_PHASE=host`); a final binary links its image object.
+//! - **rustc, host dependencies** ([`rustc_dep`]): with the crate cache on,
+//!   cargo-offload is the host pass's `RUSTC_WRAPPER` too; the crates
+//!   outside the workspace are compiled unchanged or taken from the crate
+//!   cache (`crate_cache.rs`).
 //!
 //! In both wrapper phases cargo's probes (`--print …`, `-vV`) pass through
 //! untouched ([`crate::arg::Args::is_query`]), and a wrapper the user had
@@ -38,5 +42,6 @@
 pub mod cargo;
 pub mod embed;
 pub mod rustc;
+pub mod rustc_dep;
 pub mod rustc_device;
 pub mod rustc_host;
