@@ -25,6 +25,7 @@ fn inputs(t: &str, sources: &str) -> KeyInputs {
              --target nvptx64-nvidia-cuda -L dependency={t}/debug/deps \
              --extern force:offload_macros={t}/debug/deps/liboffload_macros-e9d5.so -Ctarget-cpu=sm_90"
         )),
+        externs: vec!["5e1f0c44a2b3d697".into()],
         env: vec![
             ("CARGO_MANIFEST_DIR".into(), "/src/offload".into()),
             ("CARGO_PKG_VERSION".into(), "0.1.0".into()),
@@ -81,6 +82,9 @@ fn one_entry_per_source_feature_and_rustc_not_per_project() {
     let mut version = base.clone();
     version.env[1].1 = "0.1.1".into();
     keys.push(key(&version));
+    let mut macros_rebuilt = base.clone();
+    macros_rebuilt.externs[0] = "5e1f0c44a2b3d698".into();
+    keys.push(key(&macros_rebuilt));
     let n = keys.len();
     keys.sort();
     keys.dedup();
@@ -138,10 +142,27 @@ fn an_entry_restores_into_another_project() {
     // An interrupted store leaves only a temporary directory: no entry.
     std::fs::create_dir_all(offload_image::file::unique_tmp(&entry)).unwrap();
     assert!(!b.restore(), "a partial entry is never read");
-    // A crate that read a file the key does not cover is not stored.
-    std::fs::write(&d, dep_info(&outa, &format!(" {}", ta.join("gen.rs").display()))).unwrap();
+    // A crate that read a file neither the key nor the target directory
+    // covers is not stored.
+    std::fs::write(dir.join("elsewhere.rs"), "").unwrap();
+    std::fs::write(&d, dep_info(&outa, &format!(" {}", dir.join("elsewhere.rs").display()))).unwrap();
     a.store(&stderr);
-    assert!(!entry.exists(), "a file in the target directory");
+    assert!(!entry.exists(), "a file outside the sources and the target directory");
+    // One that read a file a build script generated (`include!` of
+    // `OUT_DIR/gen.rs`) is restored where that file has the same bytes.
+    let gen = |t: &Path| t.join("debug/build/lib-9/out/gen.rs");
+    for (t, text) in [(&ta, "pub const N: u32 = 1;"), (&tb, "pub const N: u32 = 2;")] {
+        std::fs::create_dir_all(gen(t).parent().unwrap()).unwrap();
+        std::fs::write(gen(t), text).unwrap();
+    }
+    std::fs::write(&d, dep_info(&outa, &format!(" {}", gen(&ta).display()))).unwrap();
+    a.store(&stderr);
+    assert!(entry.join(MANIFEST).is_file(), "a generated file in the target directory");
+    assert!(!b.restore(), "this project's build script generated other bytes");
+    std::fs::write(gen(&tb), "pub const N: u32 = 1;").unwrap();
+    assert!(b.restore());
+    let with_gen = std::fs::read_to_string(outb.join("lib-1.d")).unwrap();
+    assert_eq!(with_gen, dep_info(&outb, &format!(" {}", gen(&tb).display())), "this project's paths");
     std::fs::write(&d, dep_info(&outa, "")).unwrap();
     a.store(&stderr);
     assert!(entry.join(MANIFEST).is_file());
@@ -153,5 +174,105 @@ fn an_entry_restores_into_another_project() {
     assert!(!b.restore(), "the crate read a variable that has changed");
     std::env::remove_var("OFFLOAD_TEST_CRATE_CACHE_VAR");
     assert!(b.restore());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The host pass's arguments for a registry crate (thiserror, as cargo
+/// gives them) in the target directory `t`, and its environment.
+fn host_inputs(t: &str, extra: &str) -> KeyInputs {
+    let reg = "/home/u/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/thiserror-2.0.21";
+    KeyInputs {
+        rustc: "/home/u/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/rustc rustc 1.95.0 (59807616e \
+                2026-04-14) 9000:5"
+            .into(),
+        sources: "registry".into(),
+        target_dir: t.into(),
+        cwd: reg.into(),
+        argv: v(&format!(
+            "--crate-name thiserror --edition=2021 {reg}/src/lib.rs --error-format=json --crate-type lib \
+             --emit=dep-info,metadata,link -C embed-bitcode=no -C debuginfo=2 --cfg feature=\"default\" \
+             --cfg feature=\"std\" -C metadata=f08eadef15dd1e94 -C extra-filename=-e1f7106a13d9ffe4 \
+             --out-dir {t}/debug/deps -L dependency={t}/debug/deps \
+             --extern thiserror_impl={t}/debug/deps/libthiserror_impl-091569580ea7655a.so --cap-lints allow \
+             --cfg error_generic_member_access{extra}"
+        )),
+        externs: vec!["77a0f1c2d3e4b5a6".into()],
+        env: vec![
+            ("CARGO_MANIFEST_DIR".into(), reg.into()),
+            ("CARGO_PKG_NAME".into(), "thiserror".into()),
+            ("OUT_DIR".into(), format!("{t}/debug/build/thiserror-5625190151795b8c/out")),
+        ],
+    }
+}
+
+/// The host pass: one entry for a registry crate in every project; a
+/// changed feature, profile flag, edition, `-C metadata`, build script
+/// output, rustc or dependency (its bytes) is another entry.
+#[test]
+fn host_keys_follow_features_and_flags_not_the_project() {
+    let base = host_inputs("/p/a/target", "");
+    assert_eq!(key(&base), key(&host_inputs("/home/u/b/target", "")), "another project's target directory");
+    let mut keys = vec![key(&base)];
+    let mut no_std = base.clone();
+    let at = no_std.argv.iter().position(|a| a == "feature=\"std\"").unwrap();
+    no_std.argv.drain(at - 1..=at);
+    keys.push(key(&no_std));
+    for extra in [" -C opt-level=3", " -C debug-assertions=off", " --cfg thiserror_nightly_testing"] {
+        keys.push(key(&host_inputs("/p/a/target", extra)));
+    }
+    let swap = |from: &str, to: &str| {
+        let mut k = base.clone();
+        for a in &mut k.argv {
+            *a = a.replace(from, to);
+        }
+        key(&k)
+    };
+    keys.push(swap("debuginfo=2", "debuginfo=0"));
+    keys.push(swap("--edition=2021", "--edition=2024"));
+    keys.push(swap("metadata=f08eadef15dd1e94", "metadata=f08eadef15dd1e95"));
+    let mut impl_rebuilt = base.clone();
+    impl_rebuilt.externs[0] = "77a0f1c2d3e4b5a7".into();
+    keys.push(key(&impl_rebuilt));
+    let mut beta = base.clone();
+    beta.rustc = beta.rustc.replace("1.95.0 (59807616e", "1.96.0-beta.3 (a1b2c3d4e");
+    keys.push(key(&beta));
+    let mut out_dir = base.clone();
+    out_dir.env[2].1 = "/p/a/target/debug/build/thiserror-0000000000000000/out".into();
+    keys.push(key(&out_dir));
+    let n = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), n, "every change is a new entry");
+}
+
+/// `--extern` files are keyed by their bytes (an `.rlib` by its `.rmeta`),
+/// in every form of the flag; a path-less `--extern` is skipped; a file
+/// that cannot be read keeps the crate out of the cache; with a memo,
+/// a file is read once per size and modification time.
+#[test]
+fn externs_are_keyed_by_their_bytes() {
+    let dir = scratch("externs");
+    let (rlib, rmeta, so) = (dir.join("liba-1.rlib"), dir.join("liba-1.rmeta"), dir.join("libm-2.so"));
+    std::fs::write(&rlib, b"rlib").unwrap();
+    std::fs::write(&rmeta, b"rmeta").unwrap();
+    std::fs::write(&so, b"so").unwrap();
+    let argv = |a: &Path| {
+        vec![
+            "--extern".to_string(),
+            format!("a={}", a.display()),
+            format!("--extern=noprelude:m={}", so.display()),
+            "--extern".into(),
+            "proc_macro".into(),
+        ]
+    };
+    let h = |b: &[u8]| format!("{:016x}", offload_image::hash::fnv64(b));
+    assert_eq!(extern_hashes(&argv(&rlib), None), Some(vec![h(b"rmeta"), h(b"so")]));
+    assert_eq!(extern_hashes(&argv(&rmeta), None), Some(vec![h(b"rmeta"), h(b"so")]));
+    std::fs::write(&rmeta, b"rmeta, compiled elsewhere").unwrap();
+    assert_eq!(extern_hashes(&argv(&rlib), None), Some(vec![h(b"rmeta, compiled elsewhere"), h(b"so")]));
+    assert_eq!(extern_hashes(&argv(&dir.join("libgone-3.rmeta")), None), None, "an unreadable file");
+    let memo = dir.join("memo");
+    assert_eq!(extern_hashes(&argv(&rlib), Some(&memo)), Some(vec![h(b"rmeta, compiled elsewhere"), h(b"so")]));
+    assert_eq!(std::fs::read_dir(&memo).unwrap().count(), 2, "one memo per file");
     let _ = std::fs::remove_dir_all(&dir);
 }
