@@ -195,11 +195,31 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
     }
 }
 
-/// Whether `path` is below `root` and not in a part [`own_sources`] skips.
+/// Whether `path` is below `root` and not in a part [`own_sources`] skips
+/// (`..` is resolved first: libc's dep-info names
+/// `src/new/glibc/sysdeps/nptl/bits/../../x86/nptl/bits/struct_mutex.rs`).
 fn covered(root: &Path, path: &Path) -> bool {
+    let path = lexical(path);
     let Ok(rel) = path.strip_prefix(root) else { return false };
     let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
     parts.clone().next().is_none_or(|c| c != "target") && !parts.any(|c| c.starts_with('.'))
+}
+
+/// `path` with `.` and `..` resolved by its text alone (as rustc wrote it;
+/// no link is followed).
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Everything the key hashes, read from the environment by [`Slot::new`].
@@ -531,7 +551,7 @@ impl Slot {
             if self.roots.iter().any(|r| covered(r, path)) {
                 continue;
             }
-            if !path.starts_with(&self.target_dir) {
+            if !lexical(path).starts_with(&self.target_dir) {
                 return None;
             }
             generated.push((normalize(&d, &self.target_dir), file_hash(path)?));

@@ -242,11 +242,21 @@ impl HostPass<'_> {
         self.spec().render()
     }
 
-    /// Runs the host cargo with inherited stdio; returns its exit code.
-    pub fn run(&self) -> Result<i32> {
+    /// Before the host cargo runs: with `-v`, its command line; the
+    /// directory of the wrapper's compile log (the device passes make it,
+    /// but run after the host pass in `check`).
+    fn start(&self) {
         if self.verbose >= 1 {
             status::status("Running", format!("host pass:\n{}", self.render()));
         }
+        if self.crate_cache_dir().is_some() {
+            let _ = std::fs::create_dir_all(self.target_dir.join("offload"));
+        }
+    }
+
+    /// Runs the host cargo with inherited stdio; returns its exit code.
+    pub fn run(&self) -> Result<i32> {
+        self.start();
         let status = crate::child::status(&mut self.spec().command())?;
         self.report_cached();
         let by_signal = crate::interrupt::interrupting_status(&status);
@@ -263,9 +273,7 @@ impl HostPass<'_> {
     /// Runs the host cargo of `check` or `clippy` with its messages relayed
     /// (`output::relay_host`); returns its exit code and what it showed.
     pub fn run_relayed(&self) -> Result<(i32, Relayed)> {
-        if self.verbose >= 1 {
-            status::status("Running", format!("host pass:\n{}", self.render()));
-        }
+        self.start();
         let format = MessageFormat::from_values(&self.cargo.message_format);
         let mut running = crate::child::spawn(self.spec().command().stdout(Stdio::piped()))?;
         let relayed = relay_host(running.child.stdout.take().expect("piped"), &format);

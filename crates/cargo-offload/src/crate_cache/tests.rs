@@ -276,3 +276,16 @@ fn externs_are_keyed_by_their_bytes() {
     assert_eq!(std::fs::read_dir(&memo).unwrap().count(), 2, "one memo per file");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A dep-info path with `..` inside the sources is covered (libc names
+/// `…/sysdeps/nptl/bits/../../x86/nptl/bits/struct_mutex.rs`); one that
+/// climbs out of them is not.
+#[test]
+fn dot_dot_paths_are_resolved_before_they_are_covered() {
+    let reg = Path::new("/home/u/.cargo/registry/src");
+    let libc = "/home/u/.cargo/registry/src/index/libc-0.2.191/src";
+    assert!(covered(reg, Path::new(&format!("{libc}/new/glibc/sysdeps/nptl/bits/../../x86/nptl/bits/m.rs"))));
+    assert!(covered(reg, Path::new(&format!("{libc}/./lib.rs"))));
+    assert!(!covered(reg, Path::new(&format!("{libc}/../../../../../../etc/gen.rs"))));
+    assert!(!covered(reg, Path::new(&format!("{libc}/.hidden/lib.rs"))), "hidden parts stay out");
+}
