@@ -7,7 +7,8 @@
 //! user ─ cargo offload run ─ cargo-offload: cargo phase (phases::cargo)
 //!          ├─ device cargo ─ cargo-offload: device phase (phases::rustc_device) ─ device rustc ─ offload-linker
 //!          ├─ embed phase (phases::embed): PTX (+ ptxas cubin) → bundle → ELF object per final binary
-//!          └─ host cargo ─── cargo-offload: host phase (phases::rustc_host) ─── host rustc ─── system linker
+//!          └─ host cargo ─┬─ cargo-offload: host phase (phases::rustc_host) ─── host rustc ─── system linker
+//!                         └─ cargo-offload: host dependencies (phases::rustc_dep) ─ crate cache or host rustc
 //! ```
 //!
 //! - **cargo** ([`cargo`]): the user's command. Reads the command line,
