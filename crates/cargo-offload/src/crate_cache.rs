@@ -329,12 +329,18 @@ struct Manifest {
     stderr: Vec<String>,
     /// The environment variables the crate read (its dep-info's `env-dep`
     /// lines) and their values then (normalized; `None`: unset).
-    env_deps: Vec<(String, Option<String>)>,
+    env_deps: EnvDeps,
     /// The files in the target directory the crate read (its dep-info
     /// names them: what a build script wrote to `OUT_DIR` for `include!`),
     /// normalized, and the content hash they had.
-    generated: Vec<(String, String)>,
+    generated: Generated,
 }
+
+/// The environment variables a crate read, with their values (`None`: unset).
+type EnvDeps = Vec<(String, Option<String>)>;
+/// The files a crate read in the target directory (normalized), with their
+/// content hashes.
+type Generated = Vec<(String, String)>;
 
 const MANIFEST: &str = "offload-crate.json";
 
@@ -543,8 +549,7 @@ impl Slot {
     /// their values, and the files it read in the target directory, with
     /// their content hashes; `None` if it names a source file that is
     /// neither covered by the key nor in the target directory.
-    #[allow(clippy::type_complexity)]
-    fn check_dep_info(&self, dep_info: &str) -> Option<(Vec<(String, Option<String>)>, Vec<(String, String)>)> {
+    fn check_dep_info(&self, dep_info: &str) -> Option<(EnvDeps, Generated)> {
         let mut generated = Vec::new();
         for d in crate::host_only::first_rule_deps(dep_info) {
             let path = Path::new(&d);
