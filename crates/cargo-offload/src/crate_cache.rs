@@ -1,9 +1,20 @@
-//! The device pass's crate cache: what the device pass compiles for every
-//! new target directory and that does not depend on the project — the
-//! `offload` crate and its libraries for the GPU, and the proc macros and
-//! build scripts they need, compiled by the device rustc for the host —
-//! compiled once and copied into each new project's device target
-//! directory (sccache's model, for the crates it can trust).
+//! The crate cache: what every new target directory compiles and that does
+//! not depend on the project, compiled once and copied into each new
+//! project's target directories (sccache's model, for the crates it can
+//! trust). Both passes use it:
+//!
+//! - the device pass (`phases/rustc_device.rs`): the `offload` crate and
+//!   its libraries for the GPU, and the proc macros and build scripts they
+//!   need, compiled by the device rustc for the host;
+//! - the host pass (`phases/rustc_dep.rs`): the dependencies outside the
+//!   workspace (offload, cudarc, rayon, thiserror, … and their proc macros
+//!   and build scripts), compiled by the host rustc as a plain `cargo
+//!   build` compiles them. cargo runs cargo-offload as `RUSTC_WRAPPER` for
+//!   them (`host.rs`), unless the user has a `RUSTC_WRAPPER` of their own
+//!   (sccache, say), which then keeps the host pass's dependencies.
+//!
+//! One key, one layout and one store for both: an entry is shared when the
+//! keys agree (the same rustc, arguments and environment).
 //!
 //! Which crates: those whose sources cannot change under the same name —
 //! a crate from a registry (its root file under `$CARGO_HOME/registry/src`,
@@ -13,26 +24,40 @@
 //! ([`own_sources`]). Not the user's crates, nor a crate compiled
 //! incrementally.
 //!
-//! The key ([`key`]) hashes ([`offload_image::hash`]): the device rustc
-//! (path, `rustc -vV`, size and modification time), for offload's own
-//! packages the hash of their files, rustc's working directory and
-//! arguments, and the environment cargo sets for rustc (`CARGO_PKG_*`,
-//! `OUT_DIR`, …), every path below the device target directory written as
-//! a placeholder. The arguments carry `-C metadata` (cargo's hash of the
-//! package, its version, features, profile and dependencies), every
-//! `--cfg`, the `--extern` names and files, and the device flags.
+//! The key ([`key`]) hashes ([`offload_image::hash`]): the rustc (path,
+//! `rustc -vV`, size and modification time), for offload's own packages
+//! the hash of their files, rustc's working directory and arguments, and
+//! the environment cargo sets for rustc (`CARGO_PKG_*`, `OUT_DIR`, …),
+//! every path below the pass's target directory written as a placeholder.
+//! The arguments carry `-C metadata` (cargo's hash of the package, its
+//! version, features, profile and dependencies), every `--cfg` (features,
+//! and what build scripts print), the edition, `-C opt-level`/`debuginfo`
+//! and the other profile flags, the `--extern` names and files (whose
+//! names carry the dependencies' own `-C metadata`), and the device flags;
+//! besides the arguments, the bytes of each `--extern` file
+//! ([`extern_hashes`]), so that a crate is only ever restored beside the
+//! very dependencies it was compiled against.
+//! The device pass knows its rustc's identity ([`RUSTC_VAR`]); the host
+//! pass's wrapper asks the rustc cargo gives it, once per build
+//! ([`HOST_VAR`]).
 //!
 //! Layout: `<cache>/crates/<crate>-<key>/` holds the files rustc wrote
 //! (those its `{"artifact":…}` messages name: `.rlib`, `.rmeta`, `.so`,
 //! build script executables, the dep-info `.d`) and `offload-crate.json`
-//! (rustc's stderr, to replay, and the environment variables its dep-info
-//! says the crate read, with their values). `<cache>` is the sysroot's
+//! (rustc's stderr, to replay, the environment variables its dep-info says
+//! the crate read, with their values, and the generated files it read). `<cache>` is the sysroot's
 //! (`OFFLOAD_CACHE_DIR`, …, see `sysroot.rs`). An entry is stored only if
 //! rustc succeeded and every source file its dep-info names is one the key
-//! covers (a crate that `include!`s a file generated in the target
-//! directory is compiled every time). Text (the dep-info, stderr) has the
-//! target directory replaced by a placeholder, restored on a hit; binary
-//! files are copied as they are.
+//! covers or one in the target directory: a file a build script generated
+//! in `OUT_DIR` for `include!` (thiserror's `private.rs`). Those are
+//! recorded with their content hash, and an entry whose files differ in
+//! this project is not restored (the crate is compiled, and its entry
+//! replaced). Such a crate's restored output names the first project's
+//! `OUT_DIR` in its debug information (`file!()` in the generated file,
+//! too). Text (the dep-info, stderr) has the target directory replaced by
+//! a placeholder, restored on a hit, so that cargo reads a dep-info of this
+//! project and sees the crate as fresh; binary files are copied as they
+//! are.
 //!
 //! Concurrent builds: a compile that misses holds `<entry>.lock` (`flock`)
 //! while it compiles and stores, so a second build waiting for the same
@@ -56,16 +81,20 @@ pub const OPT_OUT_VAR: &str = "OFFLOAD_CRATE_CACHE";
 pub const DIR_VAR: &str = "__OFFLOAD_CRATE_CACHE";
 /// ... the identity of the device rustc ([`toolchain_identity`]).
 pub const RUSTC_VAR: &str = "__OFFLOAD_CRATE_CACHE_RUSTC";
-/// ... the device target directory, written as a placeholder in keys and entries.
+/// The host pass: cargo-offload is its `RUSTC_WRAPPER` too, and the host
+/// rustc's identity is kept in this directory for the build (one file per
+/// rustc path, [`host_identity`]).
+pub const HOST_VAR: &str = "__OFFLOAD_CRATE_CACHE_HOST";
+/// ... the pass's target directory, written as a placeholder in keys and entries.
 pub const TARGET_DIR_VAR: &str = "__OFFLOAD_CRATE_CACHE_TARGET_DIR";
 /// ... offload's own packages used by path: `<hash>` then each package
 /// directory, separated by `\x1f` ([`own_sources`]).
 pub const OWN_VAR: &str = "__OFFLOAD_OWN_SOURCES";
 
 /// Version of the entries' format and of what the key covers.
-const RECIPE: &str = "offload-crate-cache 1";
-/// Stands for the device target directory in keys and stored text.
-const PLACEHOLDER: &str = "@OFFLOAD_DEVICE_TARGET_DIR@";
+const RECIPE: &str = "offload-crate-cache 2";
+/// Stands for the pass's target directory in keys and stored text.
+const PLACEHOLDER: &str = "@OFFLOAD_TARGET_DIR@";
 /// The packages of offload's own whose sources [`own_sources`] hashes.
 pub const OWN_PACKAGES: &[&str] = &["offload", "offload-macros", "offload-image"];
 /// The environment variables, besides `CARGO_PKG_*` and `CARGO_BIN_EXE_*`,
@@ -92,10 +121,36 @@ pub fn enabled() -> bool {
     !crate::sysroot::build_std() && std::env::var(OPT_OUT_VAR).map_or(true, |v| v != "0")
 }
 
-/// What the device rustc is: its path, `rustc -vV` (`version`), and the
+/// `<cache>/crates` (`sysroot::cache_root`) when the cache is [`enabled`].
+pub fn dir() -> Option<PathBuf> {
+    enabled().then(crate::sysroot::cache_root).flatten().map(|c| c.join("crates"))
+}
+
+/// What a rustc is: its path, `rustc -vV` (`version`), and the
 /// executable's size and modification time.
 pub fn toolchain_identity(rustc: &Path, version: &str) -> String {
     format!("{} {version} {}", rustc.display(), crate::sysroot::file_identity(rustc))
+}
+
+/// The [`toolchain_identity`] of the host pass's `rustc` (the path cargo
+/// runs), from `<memo>/<hash of the path>` if an earlier compilation of
+/// this build asked (`memo`: the [`HOST_VAR`] directory, which lives as
+/// long as one host cargo, so that an upgraded toolchain behind the same
+/// path is asked again next time), else from the first line of `rustc -vV`; `None` if rustc
+/// does not answer.
+pub fn host_identity(rustc: &str, memo: &Path) -> Option<String> {
+    let file = memo.join(format!("{:016x}", offload_image::hash::fnv64(rustc.as_bytes())));
+    if let Ok(id) = std::fs::read_to_string(&file) {
+        return Some(id);
+    }
+    let out = std::process::Command::new(rustc).arg("-vV").output().ok().filter(|o| o.status.success())?;
+    // The first line, as the device toolchain's (`toolchain.rs`): the same
+    // rustc gets the same identity in both passes.
+    let version = String::from_utf8(out.stdout).ok()?.lines().next()?.to_string();
+    let id = toolchain_identity(Path::new(rustc), &version);
+    let _ = std::fs::create_dir_all(memo);
+    let _ = offload_image::file::write_atomic(&file, id.as_bytes());
+    Some(id)
 }
 
 /// `<hash>\x1f<dir>\x1f<dir>…` for [`OWN_VAR`]: the hash covers the
@@ -140,11 +195,31 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
     }
 }
 
-/// Whether `path` is below `root` and not in a part [`own_sources`] skips.
+/// Whether `path` is below `root` and not in a part [`own_sources`] skips
+/// (`..` is resolved first: libc's dep-info names
+/// `src/new/glibc/sysdeps/nptl/bits/../../x86/nptl/bits/struct_mutex.rs`).
 fn covered(root: &Path, path: &Path) -> bool {
+    let path = lexical(path);
     let Ok(rel) = path.strip_prefix(root) else { return false };
     let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
     parts.clone().next().is_none_or(|c| c != "target") && !parts.any(|c| c.starts_with('.'))
+}
+
+/// `path` with `.` and `..` resolved by its text alone (as rustc wrote it;
+/// no link is followed).
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Everything the key hashes, read from the environment by [`Slot::new`].
@@ -159,6 +234,8 @@ pub struct KeyInputs {
     pub cwd: String,
     /// The arguments rustc gets.
     pub argv: Vec<String>,
+    /// The content hash of each `--extern` file ([`extern_hashes`]).
+    pub externs: Vec<String>,
     /// `(name, value)` of the [`KEY_ENV`] variables that are set.
     pub env: Vec<(String, String)>,
 }
@@ -179,8 +256,55 @@ pub fn key(k: &KeyInputs) -> u64 {
     parts.push(n(&k.cwd));
     parts.push(format!("argv {}", k.argv.len()));
     parts.extend(k.argv.iter().map(|a| n(a)));
+    parts.extend(k.externs.iter().cloned());
     parts.extend(k.env.iter().map(|(name, v)| format!("{name}={}", n(v))));
     offload_image::hash::fnv64_parts(&parts)
+}
+
+/// The content hash of each `--extern` file in `argv` (for a `.rlib`, of
+/// its `.rmeta` beside it, which holds what dependents read): cargo's file
+/// names say which package, version, features and profile, not which
+/// bytes. A dependency the cache does not keep (compiled in each project,
+/// its output holding that project's paths) differs from one project to
+/// the next; rustc refuses a crate compiled against other bytes of it
+/// ("can't find crate"). With `memo` (the host pass's [`HOST_VAR`]), each
+/// file is read once per build. `None` if one cannot be read.
+pub fn extern_hashes(argv: &[String], memo: Option<&Path>) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        let spec = match a.strip_prefix("--extern") {
+            Some("") => it.next().map(String::as_str).unwrap_or_default(),
+            Some(rest) => match rest.strip_prefix('=') {
+                Some(spec) => spec,
+                None => continue,
+            },
+            None => continue,
+        };
+        let Some((_, path)) = spec.split_once('=') else { continue };
+        out.push(content_hash(Path::new(path), memo)?);
+    }
+    Some(out)
+}
+
+/// [`extern_hashes`] of one file: memoized under `memo` by path, size and
+/// modification time.
+fn content_hash(path: &Path, memo: Option<&Path>) -> Option<String> {
+    let rmeta = path.with_extension("rmeta");
+    let path = if path.extension().is_some_and(|e| e == "rlib") && rmeta.is_file() { rmeta.as_path() } else { path };
+    let memo_file = memo.map(|m| {
+        let id = crate::sysroot::file_identity(path);
+        m.join(format!("extern-{:016x}", offload_image::hash::fnv64(id.as_bytes())))
+    });
+    if let Some(h) = memo_file.as_ref().and_then(|f| std::fs::read_to_string(f).ok()) {
+        return Some(h);
+    }
+    let hash = format!("{:016x}", offload_image::hash::fnv64(&std::fs::read(path).ok()?));
+    if let Some(f) = &memo_file {
+        let _ = std::fs::create_dir_all(f.parent()?);
+        let _ = offload_image::file::write_atomic(f, hash.as_bytes());
+    }
+    Some(hash)
 }
 
 /// The [`KEY_ENV`], `CARGO_PKG_*` and `CARGO_BIN_EXE_*` variables that are
@@ -205,8 +329,18 @@ struct Manifest {
     stderr: Vec<String>,
     /// The environment variables the crate read (its dep-info's `env-dep`
     /// lines) and their values then (normalized; `None`: unset).
-    env_deps: Vec<(String, Option<String>)>,
+    env_deps: EnvDeps,
+    /// The files in the target directory the crate read (its dep-info
+    /// names them: what a build script wrote to `OUT_DIR` for `include!`),
+    /// normalized, and the content hash they had.
+    generated: Generated,
 }
+
+/// The environment variables a crate read, with their values (`None`: unset).
+type EnvDeps = Vec<(String, Option<String>)>;
+/// The files a crate read in the target directory (normalized), with their
+/// content hashes.
+type Generated = Vec<(String, String)>;
 
 const MANIFEST: &str = "offload-crate.json";
 
@@ -258,13 +392,22 @@ fn sources_of(src: &Path, own: Option<&str>) -> Option<(String, Vec<PathBuf>)> {
     dirs.iter().any(|d| covered(d, src)).then_some((hash, dirs))
 }
 
+/// What [`Slot::serve`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// The files (and rustc's messages) came from the entry.
+    Restored,
+    /// rustc ran; its exit code.
+    Compiled(i32),
+}
+
 impl Slot {
-    /// The slot of a compilation of the device pass (`args`: cargo's
-    /// arguments, `argv`: those rustc gets), if the cargo phase turned the
-    /// cache on and the crate is one it keeps (see the module docs).
-    pub fn new(args: &Args, argv: &[String]) -> Option<Slot> {
+    /// The slot of a compilation (`rustc`: the path cargo runs, `args`:
+    /// cargo's arguments, `argv`: those rustc gets), if the cargo phase
+    /// turned the cache on for this pass and the crate is one it keeps (see
+    /// the module docs).
+    pub fn new(rustc: &str, args: &Args, argv: &[String]) -> Option<Slot> {
         let cache = std::env::var_os(DIR_VAR).filter(|d| !d.is_empty())?;
-        let rustc = std::env::var(RUSTC_VAR).ok().filter(|r| !r.is_empty())?;
         let target_dir = std::env::var(TARGET_DIR_VAR).ok().filter(|t| !t.is_empty())?;
         let (out_dir, name) = (args.flag_value("--out-dir")?, args.crate_name()?);
         let src = Path::new(args.source_file()?);
@@ -272,23 +415,47 @@ impl Slot {
             return None;
         }
         let (sources, roots) = sources_of(src, std::env::var(OWN_VAR).ok().as_deref())?;
+        let memo = std::env::var_os(HOST_VAR).filter(|d| !d.is_empty()).map(PathBuf::from);
+        let rustc = match std::env::var(RUSTC_VAR).ok().filter(|r| !r.is_empty()) {
+            Some(id) => id,
+            None => host_identity(rustc, memo.as_deref()?)?,
+        };
+        let externs = extern_hashes(argv, memo.as_deref())?;
         // cargo compiles path dependencies incrementally; a compilation
         // shared by every project gains nothing from it.
         let argv = without_incremental(argv);
         let cwd = std::env::current_dir().ok()?.display().to_string();
-        let inputs = KeyInputs { rustc, sources, target_dir: target_dir.clone(), cwd, argv, env: key_env() };
+        let inputs = KeyInputs { rustc, sources, target_dir: target_dir.clone(), cwd, argv, externs, env: key_env() };
         let entry = Path::new(&cache).join(format!("{name}-{:016x}", key(&inputs)));
         Some(Slot { entry, out_dir: PathBuf::from(out_dir), target_dir, roots, argv: inputs.argv })
     }
 
-    /// The arguments to compile with on a miss: the device phase's, less
-    /// `-C incremental`.
-    pub fn argv(&self) -> &[String] {
-        &self.argv
+    /// The crate from the entry ([`Served::Restored`]), or else compiled by
+    /// `compile` (given the arguments to compile with: `argv` less `-C
+    /// incremental`; it returns rustc's exit code and, to store, its stderr
+    /// lines) and stored if it succeeded. A build that misses holds the
+    /// entry's lock while it compiles, so that a second build waiting for
+    /// the same crate restores the first one's result.
+    pub fn serve<E>(
+        &self,
+        compile: impl FnOnce(&[String]) -> Result<(i32, Option<Vec<String>>), E>,
+    ) -> Result<Served, E> {
+        if self.restore() {
+            return Ok(Served::Restored);
+        }
+        let _lock = self.lock();
+        if self.restore() {
+            return Ok(Served::Restored);
+        }
+        let (code, stderr) = compile(&self.argv)?;
+        if let (0, Some(stderr)) = (code, stderr) {
+            self.store(&stderr);
+        }
+        Ok(Served::Compiled(code))
     }
 
     /// Takes `<entry>.lock` (waiting while another build holds it).
-    pub fn lock(&self) -> Option<nix::fcntl::Flock<File>> {
+    fn lock(&self) -> Option<nix::fcntl::Flock<File>> {
         use nix::fcntl::{Flock, FlockArg};
         std::fs::create_dir_all(self.entry.parent()?).ok()?;
         let file = File::create(self.entry.with_extension("lock")).ok()?;
@@ -299,10 +466,14 @@ impl Slot {
     /// stderr to this process's (to cargo), as rustc would have; `false`
     /// if there is no entry, it does not apply (a variable the crate reads
     /// has changed), or it could not be copied.
-    pub fn restore(&self) -> bool {
+    fn restore(&self) -> bool {
         let Ok(text) = std::fs::read(self.entry.join(MANIFEST)) else { return false };
         let Ok(m) = serde_json::from_slice::<Manifest>(&text) else { return false };
         if m.env_deps.iter().any(|(k, v)| self.env_value(k) != *v) {
+            return false;
+        }
+        let denormalize = |p: &str| PathBuf::from(p.replace(PLACEHOLDER, &self.target_dir));
+        if m.generated.iter().any(|(p, h)| file_hash(&denormalize(p)).as_ref() != Some(h)) {
             return false;
         }
         for f in &m.files {
@@ -337,7 +508,7 @@ impl Slot {
     /// Stores what a successful rustc wrote (the files its `stderr` lines
     /// name as artifacts), if every source file its dep-info names is
     /// covered by the key; an error only leaves the entry out.
-    pub fn store(&self, stderr: &[String]) {
+    fn store(&self, stderr: &[String]) {
         let tmp = offload_image::file::unique_tmp(&self.entry);
         if self.try_store(stderr, &tmp).is_none() {
             let _ = std::fs::remove_dir_all(&tmp);
@@ -351,7 +522,7 @@ impl Slot {
             .filter_map(|v| v.get("artifact").and_then(|a| a.as_str()).map(PathBuf::from))
             .collect();
         let dep_info = artifacts.iter().find(|a| a.extension().is_some_and(|e| e == "d"))?;
-        let env_deps = self.check_dep_info(&std::fs::read_to_string(dep_info).ok()?)?;
+        let (env_deps, generated) = self.check_dep_info(&std::fs::read_to_string(dep_info).ok()?)?;
         std::fs::create_dir_all(tmp).ok()?;
         let mut files = Vec::new();
         for a in &artifacts {
@@ -366,7 +537,7 @@ impl Slot {
             files.push(name);
         }
         let stderr = stderr.iter().map(|l| normalize(l, &self.target_dir)).collect();
-        let manifest = serde_json::to_vec_pretty(&Manifest { files, stderr, env_deps }).ok()?;
+        let manifest = serde_json::to_vec_pretty(&Manifest { files, stderr, env_deps, generated }).ok()?;
         std::fs::write(tmp.join(MANIFEST), manifest).ok()?;
         // Under the lock: nobody else renames to the entry. An entry that
         // did not apply (see `restore`) is replaced.
@@ -375,180 +546,34 @@ impl Slot {
     }
 
     /// The environment variables a dep-info file says the crate read, with
-    /// their values; `None` if it names a source file the key does not cover.
-    fn check_dep_info(&self, dep_info: &str) -> Option<Vec<(String, Option<String>)>> {
-        let deps = crate::host_only::first_rule_deps(dep_info);
-        if deps.iter().any(|d| !self.roots.iter().any(|r| covered(r, Path::new(d)))) {
-            return None;
+    /// their values, and the files it read in the target directory, with
+    /// their content hashes; `None` if it names a source file that is
+    /// neither covered by the key nor in the target directory.
+    fn check_dep_info(&self, dep_info: &str) -> Option<(EnvDeps, Generated)> {
+        let mut generated = Vec::new();
+        for d in crate::host_only::first_rule_deps(dep_info) {
+            let path = Path::new(&d);
+            if self.roots.iter().any(|r| covered(r, path)) {
+                continue;
+            }
+            if !lexical(path).starts_with(&self.target_dir) {
+                return None;
+            }
+            generated.push((normalize(&d, &self.target_dir), file_hash(path)?));
         }
         let names = dep_info.lines().filter_map(|l| l.strip_prefix("# env-dep:"));
-        Some(
-            names
-                .map(|l| l.split_once('=').map_or(l, |(k, _)| k))
-                .map(|k| (k.to_string(), self.env_value(k)))
-                .collect(),
-        )
+        let env_deps = names
+            .map(|l| l.split_once('=').map_or(l, |(k, _)| k))
+            .map(|k| (k.to_string(), self.env_value(k)))
+            .collect();
+        Some((env_deps, generated))
     }
+}
+
+/// The content hash of a file a crate read in the target directory.
+fn file_hash(path: &Path) -> Option<String> {
+    Some(format!("{:016x}", offload_image::hash::fnv64(&std::fs::read(path).ok()?)))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("offload-crate-cache-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
-    /// The arguments and environment of `offload` compiled for the GPU in
-    /// the device target directory `t`.
-    fn inputs(t: &str, sources: &str) -> KeyInputs {
-        KeyInputs {
-            rustc: "/tc/bin/rustc rustc 1.96.0 (ac68faa20 2026-05-25) 1000:1".into(),
-            sources: sources.into(),
-            target_dir: t.into(),
-            cwd: "/src/offload".into(),
-            argv: v(&format!(
-                "--crate-name offload /src/offload/src/lib.rs --crate-type lib --emit=dep-info,metadata,link \
-                 -C metadata=64ca9089a650405f --out-dir {t}/nvptx64-nvidia-cuda/debug/deps \
-                 --target nvptx64-nvidia-cuda -L dependency={t}/debug/deps \
-                 --extern force:offload_macros={t}/debug/deps/liboffload_macros-e9d5.so -Ctarget-cpu=sm_90"
-            )),
-            env: vec![
-                ("CARGO_MANIFEST_DIR".into(), "/src/offload".into()),
-                ("CARGO_PKG_VERSION".into(), "0.1.0".into()),
-                ("OUT_DIR".into(), format!("{t}/nvptx64-nvidia-cuda/debug/build/offload-1/out")),
-            ],
-        }
-    }
-
-    /// The key changes with the sources of offload's own packages, a
-    /// feature, the rustc, the CPU and cargo's environment, and not with
-    /// the project (its device target directory).
-    #[test]
-    fn one_entry_per_source_feature_and_rustc_not_per_project() {
-        let dir = scratch("key");
-        let (offload, macros) = (dir.join("offload"), dir.join("offload-macros"));
-        for d in [&offload, &macros] {
-            std::fs::create_dir_all(d.join("src")).unwrap();
-            std::fs::write(d.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
-        }
-        let own = || own_sources(&[offload.clone(), macros.clone()]);
-        let before = own();
-        assert_eq!(own(), before, "deterministic");
-        assert!(before.ends_with(&format!("\x1f{}\x1f{}", offload.display(), macros.display())), "{before:?}");
-        // Build outputs and editor files inside a package are not its sources.
-        std::fs::create_dir_all(offload.join("target/debug")).unwrap();
-        std::fs::write(offload.join("target/debug/x"), "x").unwrap();
-        std::fs::write(offload.join("src/.lib.rs.swp"), "x").unwrap();
-        assert_eq!(own(), before, "target/ and hidden files are not hashed");
-        std::fs::write(macros.join("src/lib.rs"), "pub fn f() {}\n ").unwrap();
-        let edited = own();
-        assert_ne!(edited, before, "one byte of offload-macros");
-        std::fs::write(macros.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
-        assert_eq!(own(), before, "the same bytes again");
-        let _ = std::fs::remove_dir_all(&dir);
-
-        let h = |s: &str| s.split('\x1f').next().unwrap().to_string();
-        let base = inputs("/p/a/target/offload/nvptx64-nvidia-cuda-sm_90", &h(&before));
-        let other_project = inputs("/home/u/b/target/offload/nvptx64-nvidia-cuda-sm_90", &h(&before));
-        assert_eq!(key(&base), key(&other_project), "another project's target directory");
-        let mut keys = vec![key(&base)];
-        keys.push(key(&inputs("/p/a/target/offload/nvptx64-nvidia-cuda-sm_90", &h(&edited))));
-        let mut feature = base.clone();
-        feature.argv.extend(v("--cfg feature=\"std\""));
-        keys.push(key(&feature));
-        let mut nightly = base.clone();
-        nightly.rustc = "/tc/bin/rustc rustc 1.101.0-nightly (92b5b8c87 2026-10-29) 1000:1".into();
-        keys.push(key(&nightly));
-        let mut reinstalled = base.clone();
-        reinstalled.rustc = "/tc/bin/rustc rustc 1.96.0 (ac68faa20 2026-05-25) 1000:2".into();
-        keys.push(key(&reinstalled));
-        let mut cpu = base.clone();
-        *cpu.argv.last_mut().unwrap() = "-Ctarget-cpu=sm_80".into();
-        keys.push(key(&cpu));
-        let mut version = base.clone();
-        version.env[1].1 = "0.1.1".into();
-        keys.push(key(&version));
-        let n = keys.len();
-        keys.sort();
-        keys.dedup();
-        assert_eq!(keys.len(), n, "every change is a new entry");
-    }
-
-    #[test]
-    fn incremental_is_dropped_in_either_form() {
-        let argv =
-            v("--crate-name o -C incremental=/t/inc -Cincremental=/t/i2 --codegen=incremental=/t/i3 -C opt-level=0");
-        assert_eq!(without_incremental(&argv), v("--crate-name o -C opt-level=0"));
-    }
-
-    fn slot(entry: &Path, out_dir: &Path, target_dir: &Path, roots: &[&Path]) -> Slot {
-        Slot {
-            entry: entry.to_path_buf(),
-            out_dir: out_dir.to_path_buf(),
-            target_dir: target_dir.display().to_string(),
-            roots: roots.iter().map(|r| r.to_path_buf()).collect(),
-            argv: Vec::new(),
-        }
-    }
-
-    /// What one project stored, another restores into its own target
-    /// directory: the files, the dep-info with its paths, the variables the
-    /// crate read; nothing from an interrupted store, nothing that read a
-    /// file outside the sources the key covers.
-    #[test]
-    fn an_entry_restores_into_another_project() {
-        let dir = scratch("roundtrip");
-        let src = dir.join("registry/src/index/lib-1.0.0/src");
-        std::fs::create_dir_all(&src).unwrap();
-        std::fs::write(src.join("lib.rs"), "").unwrap();
-        let root = dir.join("registry/src");
-        let (ta, tb) = (dir.join("a/target/offload/sm_90"), dir.join("b/target/offload/sm_90"));
-        let (outa, outb) = (ta.join("debug/deps"), tb.join("debug/deps"));
-        std::fs::create_dir_all(&outa).unwrap();
-        std::fs::create_dir_all(&outb).unwrap();
-        let entry = dir.join("cache/crates/lib-0123");
-        std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
-        let a = slot(&entry, &outa, &ta, &[&root]);
-        let (rlib, d) = (outa.join("liblib-1.rlib"), outa.join("lib-1.d"));
-        std::fs::write(&rlib, b"\x00rlib bytes").unwrap();
-        let dep_info = |out: &Path, extra: &str| {
-            format!(
-                "{}: {}{extra}\n\n{}:\n\n# env-dep:OFFLOAD_TEST_CRATE_CACHE_VAR\n",
-                out.join("liblib-1.rlib").display(),
-                src.join("lib.rs").display(),
-                src.join("lib.rs").display()
-            )
-        };
-        std::fs::write(&d, dep_info(&outa, "")).unwrap();
-        let stderr: Vec<String> =
-            [&rlib, &d].iter().map(|p| format!("{{\"artifact\":\"{}\",\"emit\":\"x\"}}", p.display())).collect();
-        let b = slot(&entry, &outb, &tb, &[&root]);
-        // An interrupted store leaves only a temporary directory: no entry.
-        std::fs::create_dir_all(offload_image::file::unique_tmp(&entry)).unwrap();
-        assert!(!b.restore(), "a partial entry is never read");
-        // A crate that read a file the key does not cover is not stored.
-        std::fs::write(&d, dep_info(&outa, &format!(" {}", ta.join("gen.rs").display()))).unwrap();
-        a.store(&stderr);
-        assert!(!entry.exists(), "a file in the target directory");
-        std::fs::write(&d, dep_info(&outa, "")).unwrap();
-        a.store(&stderr);
-        assert!(entry.join(MANIFEST).is_file());
-        assert!(b.restore());
-        assert_eq!(std::fs::read(outb.join("liblib-1.rlib")).unwrap(), b"\x00rlib bytes");
-        assert_eq!(std::fs::read_to_string(outb.join("lib-1.d")).unwrap(), dep_info(&outb, ""));
-        // A variable the crate read (`env!`) has another value now.
-        std::env::set_var("OFFLOAD_TEST_CRATE_CACHE_VAR", "1");
-        assert!(!b.restore(), "the crate read a variable that has changed");
-        std::env::remove_var("OFFLOAD_TEST_CRATE_CACHE_VAR");
-        assert!(b.restore());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+mod tests;

@@ -2,7 +2,11 @@
 //! as `RUSTC_WORKSPACE_WRAPPER` so that each final binary of the workspace
 //! links its device image (see `phases/rustc_host.rs`). Dependencies outside the
 //! workspace are compiled exactly as a plain `cargo build` compiles them and
-//! share its cache.
+//! share its target directory; with the crate cache on (`crate_cache.rs`),
+//! cargo-offload is `RUSTC_WRAPPER` too and takes those it keeps from the
+//! cache when another project compiled them the same way
+//! (`phases/rustc_dep.rs`), unless the user has a `RUSTC_WRAPPER` of their
+//! own (sccache, say), which keeps them instead.
 //!
 //! `check` is `cargo check` with the same wrapper (so that
 //! `cfg(offload_device)` is a known cfg), its messages relayed by the cargo
@@ -10,14 +14,13 @@
 //! `RUSTC_WORKSPACE_WRAPPER` to clippy's driver itself: the cfg is declared
 //! through clippy's arguments instead (clippy-driver hands them to rustc).
 
-use std::path::Path;
-
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use crate::cli::CargoOpts;
 use crate::cmd::{CommandSpec, EnvChange};
 use crate::errors::{CliError, Result};
-use crate::handoff::{COLLECT_VAR, GENERIC_DIR_VAR, INNER_VAR, MAP_VAR, PHASE_VAR};
+use crate::handoff::{COLLECT_VAR, COMPILE_LOG_VAR, GENERIC_DIR_VAR, INNER_VAR, MAP_VAR, PHASE_VAR};
 use crate::output::{relay_host, MessageFormat, Relayed};
 use crate::status;
 
@@ -67,6 +70,11 @@ pub struct HostPass<'a> {
     /// --no-run`), and log each generic kernel instantiation the binaries use
     /// that their images lack into this file instead of failing.
     pub collect: Option<&'a Path>,
+    /// The host target directory.
+    pub target_dir: &'a Path,
+    /// offload's own packages used by path and the hash of their files
+    /// (`crate_cache::own_sources`), for the crate cache.
+    pub own_sources: &'a str,
 }
 
 /// The cargo that ran `cargo offload` (`$CARGO`), else `cargo`.
@@ -154,7 +162,74 @@ impl HostPass<'_> {
         if let Some(w) = std::env::var_os("RUSTC_WORKSPACE_WRAPPER").filter(|w| !w.is_empty()) {
             e.push(EnvChange::set(INNER_VAR, w.to_string_lossy(), "your RUSTC_WORKSPACE_WRAPPER, chained"));
         }
+        e.extend(self.crate_cache_env());
         e
+    }
+
+    /// `<cache>/crates`, if this pass takes its dependencies from the crate
+    /// cache: the cache is on, the pass generates code or checks (not
+    /// clippy), and the user has no `RUSTC_WRAPPER` of their own.
+    pub fn crate_cache_dir(&self) -> Option<PathBuf> {
+        let own_wrapper = std::env::var_os("RUSTC_WRAPPER").is_some_and(|w| !w.is_empty());
+        if own_wrapper || matches!(self.action, Action::Clippy { .. }) {
+            return None;
+        }
+        crate::crate_cache::dir()
+    }
+
+    /// `<target>/offload/host-<what>-<pid>`: this build's files for the
+    /// wrapper's host-dependency phase.
+    fn scratch(&self, what: &str) -> PathBuf {
+        self.target_dir.join("offload").join(format!("host-{what}-{}", std::process::id()))
+    }
+
+    /// What the wrapper needs to take dependencies from the crate cache.
+    fn crate_cache_env(&self) -> Vec<EnvChange> {
+        use crate::crate_cache::{DIR_VAR, HOST_VAR, OWN_VAR, TARGET_DIR_VAR};
+        let Some(dir) = self.crate_cache_dir() else { return Vec::new() };
+        let path = |p: &Path| p.display().to_string();
+        let mut e = vec![
+            EnvChange::set(
+                "RUSTC_WRAPPER",
+                path(self.wrapper),
+                "dependencies outside the workspace come from the crate cache if another project compiled them the \
+                 same way (else compiled unchanged)",
+            ),
+            EnvChange::set(DIR_VAR, path(&dir), "registry crates and offload's own are compiled once for all projects"),
+            EnvChange::set(TARGET_DIR_VAR, path(self.target_dir), "the crate cache's entries hold no project's paths"),
+            EnvChange::set(HOST_VAR, path(&self.scratch("rustc")), "the host rustc's identity, asked once per build"),
+            EnvChange::set(
+                COMPILE_LOG_VAR,
+                path(&self.scratch("compiles")),
+                "the wrapper records each dependency here",
+            ),
+        ];
+        if !self.own_sources.is_empty() {
+            let why = "offload's own packages by path, and the hash of their files";
+            e.push(EnvChange::set(OWN_VAR, self.own_sources, why));
+        }
+        e
+    }
+
+    /// The `Host` status line after the pass, if it took crates from the
+    /// crate cache (with `-v`, which); removes this build's scratch files.
+    fn report_cached(&self) {
+        let (log, memo) = (self.scratch("compiles"), self.scratch("rustc"));
+        let lines = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_dir_all(&memo);
+        let cached: Vec<&str> = lines.lines().filter_map(|l| l.strip_suffix("\tcached")).collect();
+        if cached.is_empty() {
+            return;
+        }
+        let n = cached.len();
+        let what = format!("took {n} crate{} from the crate cache", if n == 1 { "" } else { "s" });
+        match self.crate_cache_dir() {
+            Some(dir) if self.verbose >= 1 => {
+                status::status("Host", format!("{what} ({}): {}", dir.display(), cached.join(", ")))
+            }
+            _ => status::status("Host", what),
+        }
     }
 
     /// The host cargo: program, arguments and environment.
@@ -167,12 +242,23 @@ impl HostPass<'_> {
         self.spec().render()
     }
 
-    /// Runs the host cargo with inherited stdio; returns its exit code.
-    pub fn run(&self) -> Result<i32> {
+    /// Before the host cargo runs: with `-v`, its command line; the
+    /// directory of the wrapper's compile log (the device passes make it,
+    /// but run after the host pass in `check`).
+    fn start(&self) {
         if self.verbose >= 1 {
             status::status("Running", format!("host pass:\n{}", self.render()));
         }
+        if self.crate_cache_dir().is_some() {
+            let _ = std::fs::create_dir_all(self.target_dir.join("offload"));
+        }
+    }
+
+    /// Runs the host cargo with inherited stdio; returns its exit code.
+    pub fn run(&self) -> Result<i32> {
+        self.start();
         let status = crate::child::status(&mut self.spec().command())?;
+        self.report_cached();
         let by_signal = crate::interrupt::interrupting_status(&status);
         // A build (or the build of a collect round) was interrupted; a
         // program or test run that was reports itself.
@@ -187,13 +273,12 @@ impl HostPass<'_> {
     /// Runs the host cargo of `check` or `clippy` with its messages relayed
     /// (`output::relay_host`); returns its exit code and what it showed.
     pub fn run_relayed(&self) -> Result<(i32, Relayed)> {
-        if self.verbose >= 1 {
-            status::status("Running", format!("host pass:\n{}", self.render()));
-        }
+        self.start();
         let format = MessageFormat::from_values(&self.cargo.message_format);
         let mut running = crate::child::spawn(self.spec().command().stdout(Stdio::piped()))?;
         let relayed = relay_host(running.child.stdout.take().expect("piped"), &format);
         let status = running.wait()?;
+        self.report_cached();
         if crate::interrupt::interrupting_status(&status) || crate::interrupt::interrupted() {
             return Err(CliError::Interrupted);
         }

@@ -12,7 +12,8 @@
 //! This process is one of those phases: the cargo phase (`cargo offload …`,
 //! run by the user) or, when cargo runs it as a rustc wrapper
 //! (`__OFFLOAD_PHASE` set by the cargo phase), the device or the host side
-//! of rustc; cargo's probes (`--print`, `-vV`) go to rustc untouched.
+//! of rustc (for the host pass's dependencies, the crate cache's side:
+//! `phases/rustc_dep.rs`); cargo's probes (`--print`, `-vV`) go to rustc untouched.
 //! `main` only decides which.
 #![deny(unsafe_code)]
 
@@ -45,6 +46,7 @@ mod toolchain;
 mod workspace;
 
 use handoff::Phase;
+use phases::rustc_dep::Layer;
 
 fn main() {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -53,9 +55,16 @@ fn main() {
         Some(phase) => {
             // `<wrapper> <rustc> <args…>`; rustc takes UTF-8 arguments only.
             let mut rest = argv.into_iter().skip(1).map(|a| a.to_string_lossy().into_owned());
-            let rustc = rest.next().unwrap_or_default();
+            let mut rustc = rest.next().unwrap_or_default();
+            // The host pass with the crate cache: cargo-offload is
+            // `RUSTC_WRAPPER` too (`phases/rustc_dep.rs`).
+            let layer = (phase == Some(Phase::Host)).then(|| phases::rustc_dep::layer(&rustc));
+            if layer == Some(Layer::MemberOuter) {
+                rustc = rest.next().unwrap_or_default();
+            }
             let args = arg::Args::new(rest.collect());
             errors::finish(match phase {
+                _ if layer == Some(Layer::Dependency) => phases::rustc_dep::run(&rustc, args),
                 _ if args.is_query() => phases::rustc::run(&rustc, args.as_slice()),
                 Some(Phase::Device) => phases::rustc_device::run(&rustc, args),
                 Some(Phase::Host) => phases::rustc_host::run(&rustc, args),

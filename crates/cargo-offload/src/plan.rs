@@ -54,6 +54,10 @@ pub struct Plan<'a> {
     wrapper: PathBuf,
     verbose: u8,
     quiet: bool,
+    /// The host target directory.
+    target_dir: PathBuf,
+    /// `crate_cache::own_sources` of the workspace's offload packages.
+    own_sources: String,
 }
 
 impl<'a> Plan<'a> {
@@ -131,6 +135,8 @@ impl<'a> Plan<'a> {
             wrapper: exes.wrapper.clone(),
             verbose: dev.verbose,
             quiet: dev.quiet,
+            target_dir: ws.target_dir.clone(),
+            own_sources,
         })
     }
 
@@ -146,6 +152,8 @@ impl<'a> Plan<'a> {
             quiet: self.quiet,
             generic_dir: &self.generic_dir,
             collect,
+            target_dir: &self.target_dir,
+            own_sources: &self.own_sources,
         }
     }
 

@@ -272,6 +272,13 @@ fn device_and_host_passes_for_one_architecture() {
         .starts_with(f.target.join("offload/images/image-map-dev-sm_90-").to_str().unwrap()));
     assert_eq!(host.set("__OFFLOAD_GENERIC_DIR"), dev.set("__OFFLOAD_GENERIC_DIR"));
     assert!(!host.env.contains_key("CARGO_ENCODED_RUSTFLAGS") && !host.env.contains_key("RUSTFLAGS"), "{:?}", host.env);
+    // Dependencies outside the workspace go through the wrapper too, for
+    // the crate cache (the device pass's directory, keyed by this target).
+    assert_eq!(host.set("RUSTC_WRAPPER"), exe());
+    assert_eq!(host.set("__OFFLOAD_CRATE_CACHE"), dev.set("__OFFLOAD_CRATE_CACHE"));
+    assert_eq!(host.set("__OFFLOAD_CRATE_CACHE_TARGET_DIR"), f.target.to_str().unwrap());
+    let off = f.dry_run(&["build", "--arch", "sm_90"], &[("OFFLOAD_CRATE_CACHE", "0")]).host;
+    assert!(!off.env.contains_key("RUSTC_WRAPPER") && !off.env.contains_key("__OFFLOAD_CRATE_CACHE"), "{:?}", off.env);
     assert!(d.embed.starts_with("each final binary's images (PTX sm_90"), "{}", d.embed);
     assert!(f.built_nothing());
 }
@@ -501,6 +508,9 @@ fn verbosity_and_user_wrappers() {
     assert_eq!(d.devices[0].set("RUSTC_WRAPPER"), exe());
     assert_eq!(d.host.set("__OFFLOAD_INNER_WRAPPER"), wrap);
     assert_eq!(d.host.set("RUSTC_WORKSPACE_WRAPPER"), exe());
+    // The user's RUSTC_WRAPPER (sccache, say) keeps the host pass's
+    // dependencies; the crate cache stays out of its way.
+    assert!(!d.host.env.contains_key("RUSTC_WRAPPER") && !d.host.env.contains_key("__OFFLOAD_CRATE_CACHE"));
     assert!(d.stderr.contains("Toolchain "), "-v names the toolchain: {}", d.stderr);
     let d = f.dry_run(&["build", "--arch", "sm_90", "-q"], &[]);
     assert!(d.devices[0].has("--quiet") && d.host.has("--quiet"));

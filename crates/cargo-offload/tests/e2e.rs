@@ -1028,37 +1028,70 @@ fn concurrent_builds_in_one_directory() {
     }
 }
 
-/// A second project's first device pass takes `offload`, `libm` and the
-/// proc macros from the crate cache that the first project filled, and
-/// compiles only its own crate; its binary gives the right results.
-/// Under `--fast-math`, whose device target directory only this test
-/// uses: it is deleted before each build, so that each starts, as a new
-/// project does, with none (the host pass and the sysroot are the shared
-/// ones), and the first fills the cache even if an earlier run left the
-/// directory behind.
+/// A second project's first build takes from the crate cache that the
+/// first project filled what does not depend on the project: in the device
+/// pass `offload`, `libm` and the proc macros, compiling only its own
+/// crate; in the host pass offload's dependencies (`cudarc`, `rayon`,
+/// `thiserror`, whose `include!` of a generated file is checked, …),
+/// compiling only its own crate; its binary gives the right results. A
+/// third project with another `-C codegen-units` for `libc` compiles
+/// `libc` and what depends on it, and takes the rest from the cache.
+/// Each project builds into a target directory of its own (a new
+/// project's), removed at the end.
 #[test]
 #[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn a_second_project_takes_offload_from_the_crate_cache() {
-    let (a, b) = (Fixture::renamed("bin-only", "crate-cache-a"), Fixture::renamed("bin-only", "crate-cache-b"));
+    let a = Fixture::renamed("bin-only", "crate-cache-a").own_target();
+    let b = Fixture::renamed("bin-only", "crate-cache-b").own_target();
     let args = ["build", "--arch", "sm_90", "--fast-math", "-v"];
-    let device_dir = a.target_dir().join("offload/nvptx64-nvidia-cuda-sm_90-fast-math");
-    let _ = std::fs::remove_dir_all(&device_dir);
     a.offload(&args).assert_success();
-    std::fs::remove_dir_all(&device_dir).unwrap();
     let out = b.offload(&args);
     out.assert_success();
-    let line = |start: &str| out.stderr.lines().map(str::trim).find(|l| l.starts_with(start)).unwrap_or_default();
-    let device = line("Device ");
+    let line = |out: &Output, start: &str| {
+        out.stderr.lines().map(str::trim).find(|l| l.starts_with(start)).unwrap_or_default().to_string()
+    };
+    let names = |line: &str| -> Vec<String> {
+        line.rsplit_once("): ").map(|(_, n)| n.split(", ").map(String::from).collect()).unwrap_or_default()
+    };
+    let device = line(&out, "Device ");
     assert!(device.starts_with("Device compiled 1 crate, took "), "only the project's own crate: {}", out.stderr);
-    let cached = line("Cached ");
-    let names: Vec<&str> = cached.rsplit_once(": ").map(|(_, n)| n.split(", ").collect()).unwrap_or_default();
+    let cached = names(&line(&out, "Cached "));
     for krate in ["offload", "libm", "offload_macros", "syn"] {
-        assert!(names.contains(&krate), "{krate} from the crate cache: {cached:?}\n{}", out.stderr);
+        assert!(cached.iter().any(|n| n == krate), "{krate} from the crate cache: {cached:?}\n{}", out.stderr);
     }
-    assert!(!names.contains(&b.name.as_str()), "the project's own crate is compiled: {cached:?}");
+    assert!(!cached.contains(&b.name), "the project's own crate is compiled: {cached:?}");
+    let host = line(&out, "Host took ");
+    let from_cache = names(&host);
+    for krate in ["offload", "offload_macros", "cudarc", "rayon", "thiserror", "thiserror_impl", "libc", "syn"] {
+        assert!(from_cache.iter().any(|n| n == krate), "host: {krate} from the crate cache: {host}\n{}", out.stderr);
+    }
+    assert!(!from_cache.contains(&b.name), "host: the project's own crate is compiled: {host}");
     let run = b.run_exe("debug", &b.name, &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
     assert_bin_only_output(&run.stdout);
+
+    // A third project with other codegen units for libc (a number no
+    // earlier run used): libc's arguments change, and with its bytes those
+    // of the crates above it; each is compiled, the rest taken.
+    let c = Fixture::renamed("bin-only", "crate-cache-c").own_target();
+    let units = format!("profile.dev.package.libc.codegen-units={}", 1000 + std::process::id() % 100_000);
+    let mut flagged = args.to_vec();
+    flagged.extend(["--config", units.as_str()]);
+    let out = c.offload(&flagged);
+    out.assert_success();
+    let host = line(&out, "Host took ");
+    let from_cache = names(&host);
+    for (krate, cached) in
+        [("libc", false), ("corosensei", false), ("offload", false), ("thiserror", true), ("rayon", true)]
+    {
+        assert_eq!(from_cache.iter().any(|n| n == krate), cached, "host: {krate}: {host}\n{}", out.stderr);
+    }
+    let run = c.run_exe("debug", &c.name, &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    assert_bin_only_output(&run.stdout);
+    for f in [&a, &b, &c] {
+        let _ = std::fs::remove_dir_all(f.target_dir());
+    }
 }
 
 /// The process id in a temporary file's name (`<name>.<pid>-<n>.tmp`,

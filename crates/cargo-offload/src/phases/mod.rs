@@ -7,7 +7,8 @@
 //! user ─ cargo offload run ─ cargo-offload: cargo phase (phases::cargo)
 //!          ├─ device cargo ─ cargo-offload: device phase (phases::rustc_device) ─ device rustc ─ offload-linker
 //!          ├─ embed phase (phases::embed): PTX (+ ptxas cubin) → bundle → ELF object per final binary
-//!          └─ host cargo ─── cargo-offload: host phase (phases::rustc_host) ─── host rustc ─── system linker
+//!          └─ host cargo ─┬─ cargo-offload: host phase (phases::rustc_host) ─── host rustc ─── system linker
+//!                         └─ cargo-offload: host dependencies (phases::rustc_dep) ─ crate cache or host rustc
 //! ```
 //!
 //! - **cargo** ([`cargo`]): the user's command. Reads the command line,
@@ -27,6 +28,10 @@
 //! - **rustc, host side** ([`rustc_host`]): cargo runs the wrapper for the
 //!   workspace members of the host pass (`RUSTC_WORKSPACE_WRAPPER`,
 //!   `__OFFLOAD_PHASE=host`); a final binary links its image object.
+//! - **rustc, host dependencies** ([`rustc_dep`]): with the crate cache on,
+//!   cargo-offload is the host pass's `RUSTC_WRAPPER` too; the crates
+//!   outside the workspace are compiled unchanged or taken from the crate
+//!   cache (`crate_cache.rs`).
 //!
 //! In both wrapper phases cargo's probes (`--print …`, `-vV`) pass through
 //! untouched ([`crate::arg::Args::is_query`]), and a wrapper the user had
@@ -38,5 +43,6 @@
 pub mod cargo;
 pub mod embed;
 pub mod rustc;
+pub mod rustc_dep;
 pub mod rustc_device;
 pub mod rustc_host;

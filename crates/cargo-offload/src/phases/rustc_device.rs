@@ -31,8 +31,8 @@
 use std::path::PathBuf;
 
 use crate::arg::Args;
+use crate::crate_cache::Served;
 use crate::errors::Result;
-use crate::handoff::COMPILE_LOG_VAR;
 use crate::phases::rustc;
 
 /// The device phase: rewrites the command line of a GPU crate and runs
@@ -41,7 +41,7 @@ use crate::phases::rustc;
 pub fn run(rustc: &str, args: Args) -> Result<i32> {
     let gpu = args.is_gpu_target();
     if gpu && is_sysroot_crate(&args) {
-        log_compile(&args, "");
+        rustc::log_compile(&args, "");
         return rustc::run(rustc, args.as_slice());
     }
     let argv = if gpu {
@@ -50,60 +50,28 @@ pub fn run(rustc: &str, args: Args) -> Result<i32> {
     } else {
         args.as_slice().to_vec()
     };
-    let slot = crate::crate_cache::Slot::new(&args, &argv);
-    // Held while compiling: a build that wants the same entry waits for it.
-    let _lock = match &slot {
-        Some(s) if s.restore() => return Ok(cached(&args)),
-        Some(s) => s.lock(),
-        None => None,
-    };
-    if slot.as_ref().is_some_and(|s| s.restore()) {
-        return Ok(cached(&args));
-    }
-    if gpu {
-        log_compile(&args, "");
-    }
-    let (code, stderr) = if gpu && crate::host_only::replaceable(&args) {
-        let markers = std::env::var_os(crate::host_only::HOST_ONLY_DIR_VAR).filter(|d| !d.is_empty());
-        let argv = slot.as_ref().map_or(&argv[..], |s| s.argv());
-        crate::host_only::compile(rustc, &args, argv, markers.as_deref().map(std::path::Path::new))?
-    } else if let Some(s) = &slot {
-        let (code, lines) = rustc::run_recorded(rustc, s.argv())?;
-        (code, Some(lines))
-    } else {
-        (rustc::run(rustc, &argv)?, None)
-    };
-    if let (0, Some(slot), Some(stderr)) = (code, &slot, stderr) {
-        slot.store(&stderr);
-    }
-    Ok(code)
-}
-
-/// Logs a crate taken from the crate cache (a build script by its
-/// package's name: `syn build script`); rustc's exit code then, 0.
-fn cached(args: &Args) -> i32 {
-    match std::env::var("CARGO_PKG_NAME") {
-        Ok(pkg) if args.crate_name() == Some("build_script_build") => log_name(&format!("{pkg} build script\tcached")),
-        _ => log_compile(args, "\tcached"),
-    }
-    0
-}
-
-/// Appends the crate's name (and `tag`) to the compile log, if the cargo
-/// phase asked.
-fn log_compile(args: &Args, tag: &str) {
-    if let Some(name) = args.crate_name() {
-        log_name(&format!("{name}{tag}"));
-    }
-}
-
-/// Appends `line` to the compile log, if the cargo phase asked.
-fn log_name(line: &str) {
-    use std::io::Write;
-    if let Some(log) = std::env::var_os(COMPILE_LOG_VAR) {
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
-            let _ = writeln!(f, "{line}");
+    let slot = crate::crate_cache::Slot::new(rustc, &args, &argv);
+    let record = slot.is_some();
+    let compile = |argv: &[String]| -> Result<(i32, Option<Vec<String>>)> {
+        if gpu {
+            rustc::log_compile(&args, "");
         }
+        if gpu && crate::host_only::replaceable(&args) {
+            let markers = std::env::var_os(crate::host_only::HOST_ONLY_DIR_VAR).filter(|d| !d.is_empty());
+            crate::host_only::compile(rustc, &args, argv, markers.as_deref().map(std::path::Path::new))
+        } else if record {
+            let (code, lines) = rustc::run_recorded(rustc, argv)?;
+            Ok((code, Some(lines)))
+        } else {
+            Ok((rustc::run(rustc, argv)?, None))
+        }
+    };
+    match &slot {
+        Some(s) => Ok(match s.serve(compile)? {
+            Served::Restored => rustc::log_cached(&args),
+            Served::Compiled(code) => code,
+        }),
+        None => Ok(compile(&argv)?.0),
     }
 }
 

@@ -218,6 +218,13 @@ impl Fixture {
         &self.target
     }
 
+    /// This copy builds into a target directory of its own (empty at
+    /// first, as a new project's), not the shared one.
+    pub fn own_target(mut self) -> Self {
+        self.target = self.dir.join("target");
+        self
+    }
+
     pub fn offload(&self, args: &[&str]) -> Output {
         self.offload_env(args, &[])
     }
