@@ -987,11 +987,14 @@ fn llvm_aborts_and_f128_are_clear_errors() {
 
 /// Two `cargo offload build`s in one directory at the same time (both
 /// assembling cubins and writing image objects) both succeed, and the
-/// binary is right.
+/// binary is right. In a target directory of its own: each round deletes
+/// the images (the cubin cache and the image objects), which in the shared
+/// one are other tests' too (deleting them there failed three tests
+/// running beside this one: objects and a cubin vanished mid-build).
 #[test]
 #[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn concurrent_builds_in_one_directory() {
-    let f = Fixture::renamed("bin-only", "concurrent");
+    let f = Fixture::renamed("bin-only", "concurrent").own_target();
     f.offload_env(&["build", "--arch", "sm_90"], &[WITH_PTXAS]).assert_success();
     for round in 0..4 {
         // Cold cubin cache and objects: both builds write them.
