@@ -727,6 +727,19 @@ fn core_comes_from_a_shared_device_sysroot() {
     assert!(f.built_nothing());
 }
 
+/// A relative `OFFLOAD_CACHE_DIR` is below the directory the command runs
+/// in, for every process (cargo runs the wrapper in each package's
+/// directory): the device pass gets its sysroot as an absolute path.
+#[test]
+fn a_relative_cache_directory_is_below_the_current_one() {
+    let f = Fixture::new();
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[("OFFLOAD_CACHE_DIR", "relcache")]);
+    let flags = d.devices[0].rustflags();
+    let at = flags.iter().position(|x| x == "--sysroot").unwrap_or_else(|| panic!("{flags:?}"));
+    let cwd = std::fs::canonicalize(&f.dir).unwrap();
+    assert!(Path::new(&flags[at + 1]).starts_with(cwd.join("relcache/sysroot")), "{flags:?}");
+}
+
 /// A custom profile reaches both passes, and the image map is the
 /// profile's (`tests/e2e.rs` builds in the dev profile only: each profile
 /// is a target directory of its own, all dependencies built again).

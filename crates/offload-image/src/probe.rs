@@ -7,9 +7,10 @@
 //! An answer is keyed by the executable's canonical path, size and
 //! modification time and by the arguments, so a new install of the tool is
 //! asked again. Only answers that depend on the executable alone belong
-//! here; programs found on `PATH` by name and rustup's proxies (whose
-//! answer follows `rustup default` and directory overrides) are always
-//! asked. Only successful answers are kept. The cache is
+//! here; programs found on `PATH` by name, rustup's proxies (whose answer
+//! follows `rustup default` and directory overrides) and scripts (`#!`, a
+//! wrapper's answer may follow its environment) are always asked. Only
+//! successful answers are kept. The cache is
 //! [`cache_root`]`/probes`; a cache that cannot be read or written is
 //! ignored.
 
@@ -58,7 +59,7 @@ pub fn cached(program: &Path, args: &[&str], run: impl FnOnce() -> Option<Output
 
 /// The cache file of `program args…`, if its answer may be kept.
 fn entry(program: &Path, args: &[&str]) -> Option<PathBuf> {
-    if !program.is_absolute() || is_rustup_proxy(program) {
+    if !program.is_absolute() || is_rustup_proxy(program) || is_script(program) {
         return None;
     }
     let canonical = std::fs::canonicalize(program).ok()?;
@@ -81,6 +82,14 @@ fn is_rustup_proxy(program: &Path) -> bool {
         (Ok(p), Ok(r)) => (p.dev(), p.ino()) == (r.dev(), r.ino()),
         _ => false,
     }
+}
+
+/// Whether `program` is a script (`#!`): a wrapper whose answer may follow
+/// its environment (`exec ${REAL_RUSTC:-rustc} "$@"`), not its bytes.
+fn is_script(program: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 2];
+    std::fs::File::open(program).and_then(|mut f| f.read_exact(&mut head)).is_ok_and(|()| &head == b"#!")
 }
 
 /// `<FORMAT>\n<stdout length>\n<stdout><stderr>` (only successes are kept).
@@ -119,6 +128,18 @@ mod tests {
         let empty = &[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/xdg"), (CACHE_VAR, "")];
         assert_eq!(cache_root_from(env(empty)), Some(PathBuf::from("/xdg/offload")), "empty is unset");
         assert_eq!(cache_root_from(env(&[])), None);
+    }
+
+    #[test]
+    fn scripts_and_programs_named_without_a_path_are_not_kept() {
+        let dir = std::env::temp_dir().join(format!("offload-probe-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (script, binary) = (dir.join("wrap-rustc"), dir.join("tool"));
+        std::fs::write(&script, "#!/bin/sh\nexec rustc \"$@\"\n").unwrap();
+        std::fs::write(&binary, b"\x7fELF....").unwrap();
+        assert!(is_script(&script) && !is_script(&binary));
+        assert!(entry(Path::new("rustc"), &["-vV"]).is_none(), "found on PATH by name");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -249,3 +249,46 @@ fn a_panic_after_a_barrier_names_its_thread_and_block() {
         }
     }
 }
+
+/// A value whose destructor waits at a barrier (as a RAII "everyone is
+/// done" guard would).
+struct BarrierOnDrop;
+
+impl Drop for BarrierOnDrop {
+    fn drop(&mut self) {
+        sync_threads();
+    }
+}
+
+/// Every thread holds a [`BarrierOnDrop`] across two body barriers; thread
+/// `bad` panics between them, so its unwinding runs the destructor.
+#[kernel]
+fn guard_panics(bad: u32, out: &mut [u32]) {
+    let _guard = BarrierOnDrop;
+    let t = thread_idx().x + block_dim().x * block_idx().x;
+    sync_threads();
+    if t == bad {
+        panic!("thread {} panics holding the guard", t);
+    }
+    sync_threads();
+    if let Some((i, o)) = out.at_thread() {
+        *o = i as u32 + 1;
+    }
+}
+
+/// A panicking thread has left the kernel (a GPU's panic traps and runs no
+/// destructors): a barrier its unwinding reaches does not wait, the panic
+/// is reported with its thread and block, and the next launch runs. (The
+/// process aborted: the thread was suspended in mid-unwind.)
+#[test]
+fn a_barrier_in_the_destructor_of_a_panicking_thread_does_not_wait() {
+    let (grid, n) = (2u32, 32u32);
+    let mut out = vec![0u32; (grid * n) as usize];
+    let e = guard_panics(LaunchConfig::new(grid, n), 37, &mut out).unwrap_err();
+    let Error::KernelPanic(p) = &e else { panic!("{e}") };
+    assert_eq!(p.message, "thread 37 panics holding the guard", "{e}");
+    assert_eq!((p.block.as_str(), p.thread.as_str()), ("(1, 0, 0)", "(5, 0, 0)"));
+    let mut out = vec![0u32; (grid * n) as usize];
+    guard_panics(LaunchConfig::new(grid, n), u32::MAX, &mut out).unwrap();
+    assert_eq!(out, (1..=grid * n).collect::<Vec<_>>());
+}

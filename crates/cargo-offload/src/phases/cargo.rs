@@ -30,6 +30,20 @@ use crate::phases::embed;
 use crate::plan::{Executables, Plan};
 use crate::{doctor, generic, interrupt, select, status, toolchain, workspace};
 
+/// A relative `OFFLOAD_CACHE_DIR` names a directory below the one the
+/// command runs in; cargo runs rustc (and so the wrapper, which reads it
+/// too) in each package's directory. Made absolute here, before any thread
+/// or child starts, so that every process means the same directory.
+fn absolute_cache_dir() {
+    let var = offload_image::probe::CACHE_VAR;
+    let Some(dir) = std::env::var_os(var).filter(|d| !d.is_empty()).map(std::path::PathBuf::from) else { return };
+    if dir.is_relative() {
+        if let Ok(cwd) = std::env::current_dir() {
+            std::env::set_var(var, cwd.join(dir));
+        }
+    }
+}
+
 /// The phase's `main`: parses the command line, runs it, reports an error
 /// once; returns the exit code.
 pub fn main(argv: Vec<OsString>) -> i32 {
@@ -37,6 +51,7 @@ pub fn main(argv: Vec<OsString>) -> i32 {
         println!("cargo-offload {}", env!("CARGO_PKG_VERSION"));
         return exit::OK;
     }
+    absolute_cache_dir();
     let cli = match cli::parse(&argv) {
         Ok(c) => c,
         Err(e) => {

@@ -69,6 +69,15 @@ impl VisitMut for Awaits {
                 *e = syn::parse2(new).expect("the rewritten barrier is an expression");
                 self.found += 1;
             }
+            // The body is an `async fn` on the host only: a user's `.await`
+            // would compile there and not on the device (E0728), and could
+            // wait forever. The same error on both.
+            Expr::Await(a) => {
+                let msg = "a kernel cannot `.await`: kernels are not `async` (on the device rustc \
+                           rejects it, E0728); call the code the future would run instead";
+                *e = syn::parse2(quote_spanned! {a.await_token.span=> ::core::compile_error!(#msg)})
+                    .expect("compile_error! is an expression");
+            }
             // Their code is not the body's `async fn`: an await there would
             // belong to another function or future, or be an error.
             Expr::Closure(_) | Expr::Async(_) | Expr::Const(_) => {}
@@ -94,6 +103,14 @@ mod tests {
         let out = rewritten("{ a(); sync_threads(); for i in 0..n { if c { offload::sync_threads(); } } }").unwrap();
         assert_eq!(out.matches(". await").count(), 2, "{out}");
         assert!(out.contains("let __offload_barrier_fn = offload :: sync_threads ;"), "{out}");
+    }
+
+    #[test]
+    fn a_users_await_is_an_error_not_an_await_of_the_host_body() {
+        let out = rewritten("{ sync_threads(); let x = f().await; let y = async { g().await }; }").unwrap();
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("kernels are not `async`"), "{out}");
+        assert!(out.contains("async { g () . await }"), "an async block's await stays: {out}");
     }
 
     #[test]

@@ -43,6 +43,14 @@ fn suspend(b: &Block, t: usize) {
 /// `sync_threads` on the host: wait until every thread of the block that has
 /// not returned is here. Outside a launch (a one-thread grid) it returns.
 pub(crate) fn sync_threads() {
+    // A panicking thread has left the kernel (on a GPU a panic traps and
+    // runs no destructors): a barrier in a destructor that its unwinding
+    // runs does not wait for the others. Waiting would suspend the thread
+    // in mid-unwind, which the phase scheduler cannot resume (it aborted
+    // the process: "panic in a destructor during cleanup").
+    if std::thread::panicking() {
+        return;
+    }
     if let Some((b, t)) = current() {
         stack_guard::check();
         b.wait[t].set(Wait::Barrier);
