@@ -70,18 +70,26 @@ fn entry(program: &Path, args: &[&str]) -> Option<PathBuf> {
 }
 
 /// Whether `program` is one of rustup's proxies (`~/.cargo/bin/rustc`, a
-/// hard link to the `rustup` beside it, or a symbolic link to a `rustup`).
+/// hard link to the `rustup` beside it), a symbolic link to a `rustup`, or
+/// a copy of the cargo home's `rustup`.
 fn is_rustup_proxy(program: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let target = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
     if target.file_stem().is_some_and(|n| n.to_string_lossy().starts_with("rustup")) {
         return true;
     }
-    let rustup = program.with_file_name("rustup");
-    match (std::fs::metadata(program), std::fs::metadata(&rustup)) {
-        (Ok(p), Ok(r)) => (p.dev(), p.ino()) == (r.dev(), r.ino()),
+    // A link beside `rustup`, or a copy of the `rustup` that the user's
+    // cargo home holds (the same length and bytes).
+    let Ok(p) = std::fs::metadata(program) else { return false };
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    let rustups = [Some(program.with_file_name("rustup")), cargo_home.map(|c| c.join("bin").join("rustup"))];
+    rustups.into_iter().flatten().any(|rustup| match std::fs::metadata(&rustup) {
+        Ok(r) if (p.dev(), p.ino()) == (r.dev(), r.ino()) => true,
+        Ok(r) if r.len() == p.len() => std::fs::read(&rustup).ok() == std::fs::read(program).ok(),
         _ => false,
-    }
+    })
 }
 
 /// Whether `program` is a script (`#!`): a wrapper whose answer may follow
@@ -139,6 +147,22 @@ mod tests {
         std::fs::write(&binary, b"\x7fELF....").unwrap();
         assert!(is_script(&script) && !is_script(&binary));
         assert!(entry(Path::new("rustc"), &["-vV"]).is_none(), "found on PATH by name");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn copies_of_rustup_are_proxies() {
+        let dir = std::env::temp_dir().join(format!("offload-probe-proxy-{}", std::process::id()));
+        let bin = dir.join("home/.cargo/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("rustup"), b"\x7fELF rustup").unwrap();
+        let (copy, other) = (dir.join("rustc"), dir.join("llc"));
+        std::fs::copy(bin.join("rustup"), &copy).unwrap();
+        std::fs::write(&other, b"\x7fELF llc...").unwrap();
+        std::env::set_var("CARGO_HOME", dir.join("home/.cargo"));
+        assert!(is_rustup_proxy(&copy), "a copy of the cargo home's rustup");
+        assert!(!is_rustup_proxy(&other), "same length, other bytes");
+        std::env::remove_var("CARGO_HOME");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

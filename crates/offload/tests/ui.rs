@@ -3,7 +3,7 @@
 //! rewrites them).
 //!
 //! trybuild builds `offload` and its dependencies again in a project of its
-//! own, about a minute on two cores: the test is `#[ignore]`d, out of the
+//! own, one to two minutes on two cores: the test is `#[ignore]`d, out of the
 //! README's quick test command, and CI runs it with `--include-ignored`.
 //!
 //! - `tests/ui/*.rs`: the safe API (a `DisjointSlice` stays on its thread).
