@@ -129,7 +129,7 @@ impl<T: PanicValue + ?Sized> PanicValue for &mut T {
 /// [`FmtValue`] / [`FmtPlaceholder`] (see the module docs).
 pub struct FmtArg<'a, T: ?Sized>(pub &'a T);
 
-/// The argument's tag and bits, for a [`PanicValue`]. Found first: its
+/// The argument's tag and bits, for a `PanicValue`. Found first: its
 /// method takes `&FmtArg`.
 pub trait FmtValue {
     /// The tag and bits to record.
@@ -143,10 +143,10 @@ impl<T: PanicValue + ?Sized> FmtValue for FmtArg<'_, T> {
     }
 }
 
-/// [`T_NONE`] for any other argument. Found second: its method takes
+/// `T_NONE` for any other argument. Found second: its method takes
 /// `&&FmtArg`.
 pub trait FmtPlaceholder {
-    /// [`T_NONE`] and 0.
+    /// `T_NONE` and 0.
     fn __offload_fmt_arg(&self) -> (u32, u64);
 }
 
