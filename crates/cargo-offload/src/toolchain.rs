@@ -77,8 +77,16 @@ pub struct RustcInfo {
 /// `rustc -vV`, probed (`child::probe`); `None` if it does not run or says
 /// nothing readable.
 pub fn rustc_info(rustc: &Path) -> Result<Option<RustcInfo>> {
-    let out = child::probe_cached(rustc, &["-vV"])?;
-    Ok(out.filter(|o| o.status.success()).and_then(|o| parse_rustc_vv(&String::from_utf8_lossy(&o.stdout))))
+    let read = |out: Option<std::process::Output>| {
+        out.filter(|o| o.status.success()).and_then(|o| parse_rustc_vv(&String::from_utf8_lossy(&o.stdout)))
+    };
+    if let Some(info) = read(child::probe_cached(rustc, &["-vV"])?) {
+        return Ok(Some(info));
+    }
+    // A kept answer that does not read (a damaged cache file) is not the
+    // rustc's: ask the rustc itself.
+    offload_image::probe::forget(rustc, &["-vV"]);
+    Ok(read(child::probe_cached(rustc, &["-vV"])?))
 }
 
 /// Parses `rustc -vV`: the first line and the `LLVM version:` major.

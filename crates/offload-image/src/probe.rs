@@ -57,6 +57,15 @@ pub fn cached(program: &Path, args: &[&str], run: impl FnOnce() -> Option<Output
     Some(out)
 }
 
+/// Drops the kept answer of `program args…`, if any: for a caller that
+/// found it unreadable (a cache file edited or damaged but well-formed),
+/// before it asks again.
+pub fn forget(program: &Path, args: &[&str]) {
+    if let Some(file) = entry(program, args) {
+        let _ = std::fs::remove_file(file);
+    }
+}
+
 /// The cache file of `program args…`, if its answer may be kept.
 fn entry(program: &Path, args: &[&str]) -> Option<PathBuf> {
     if !program.is_absolute() || is_rustup_proxy(program) || is_script(program) {
@@ -163,6 +172,33 @@ mod tests {
         assert!(is_rustup_proxy(&copy), "a copy of the cargo home's rustup");
         assert!(!is_rustup_proxy(&other), "same length, other bytes");
         std::env::remove_var("CARGO_HOME");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_kept_answer_is_used_until_forgotten() {
+        let dir = std::env::temp_dir().join(format!("offload-probe-keep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tool = dir.join("llc");
+        std::fs::write(&tool, b"\x7fELF llc").unwrap();
+        std::env::set_var(CACHE_VAR, dir.join("cache"));
+        let asks = std::cell::Cell::new(0);
+        let ask = || {
+            asks.set(asks.get() + 1);
+            Some(Output {
+                status: ExitStatusExt::from_raw(0),
+                stdout: b"LLVM version 22.1.8\n".to_vec(),
+                stderr: vec![],
+            })
+        };
+        for _ in 0..2 {
+            assert_eq!(cached(&tool, &["--version"], ask).unwrap().stdout, b"LLVM version 22.1.8\n");
+        }
+        assert_eq!(asks.get(), 1, "the second answer is the kept one");
+        forget(&tool, &["--version"]);
+        cached(&tool, &["--version"], ask).unwrap();
+        assert_eq!(asks.get(), 2, "asked again once forgotten");
+        std::env::remove_var(CACHE_VAR);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
