@@ -128,12 +128,7 @@ fn rust_src_identity(sysroot: &Path) -> String {
 }
 
 /// Size and modification time of an executable: a new install changes them.
-pub fn file_identity(p: &Path) -> String {
-    let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let m = std::fs::metadata(&p).ok();
-    let mtime = m.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    format!("{} {}:{}", p.display(), m.map_or(0, |m| m.len()), mtime.map_or(0, |d| d.as_nanos()))
-}
+pub use offload_image::file::identity as file_identity;
 
 impl Sysroot {
     /// The sysroot for `target_arg` (a triple, or the path of a target

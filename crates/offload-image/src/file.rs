@@ -15,6 +15,17 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The identity of the file at `p`: its canonical path, size and
+/// modification time (`<path> <size>:<mtime in ns>`; 0 for what cannot be
+/// read). A new install of an executable changes it; caches key tools by
+/// it (cargo keys its `rustc -vV` cache the same way).
+pub fn identity(p: &Path) -> String {
+    let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let m = std::fs::metadata(&p).ok();
+    let mtime = m.as_ref().and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    format!("{} {}:{}", p.display(), m.map_or(0, |m| m.len()), mtime.map_or(0, |d| d.as_nanos()))
+}
+
 /// A temporary name beside `path`, unique to this process and call:
 /// `<name>.<pid>-<n>.tmp`.
 pub fn unique_tmp(path: &Path) -> PathBuf {

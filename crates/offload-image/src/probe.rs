@@ -71,10 +71,7 @@ fn entry(program: &Path, args: &[&str]) -> Option<PathBuf> {
     if !program.is_absolute() || is_rustup_proxy(program) || is_script(program) {
         return None;
     }
-    let canonical = std::fs::canonicalize(program).ok()?;
-    let meta = std::fs::metadata(&canonical).ok()?;
-    let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
-    let key = format!("{FORMAT}\0{}\0{}\0{mtime}\0{}", canonical.display(), meta.len(), args.join("\0"));
+    let key = format!("{FORMAT}\0{}\0{}", crate::file::identity(program), args.join("\0"));
     Some(cache_root()?.join("probes").join(format!("{:016x}", crate::hash::fnv64(key.as_bytes()))))
 }
 
