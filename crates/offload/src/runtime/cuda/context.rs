@@ -458,7 +458,7 @@ impl Cuda {
         // rebuild (while a rebuild runs, the one it is resetting: a primary
         // context's handle, which cuCtxSetCurrent accepts; the caller's event
         // of the old generation is then not used, or fails cleanly).
-        unsafe { result::ctx::set_current(ctx) }.map_err(|e| driver_error("cuCtxSetCurrent", None, e))
+        unsafe { bind(ctx) }.map_err(|e| driver_error("cuCtxSetCurrent", None, e))
     }
 
     /// The context's generation (see [`Current::generation`]).
@@ -472,9 +472,27 @@ impl Cuda {
     pub(super) fn enter(&self, op: &'static str) -> Result<std::sync::MutexGuard<'_, State>> {
         let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the context was retained at start-up.
-        unsafe { result::ctx::set_current(st.ctx) }.map_err(|e| driver_error(op, None, e))?;
+        unsafe { bind(st.ctx) }.map_err(|e| driver_error(op, None, e))?;
         Ok(st)
     }
+}
+
+/// Makes `ctx` current on this thread: asks the driver which context is
+/// current (`cuCtxGetCurrent`, a read of the thread's binding) and calls
+/// `cuCtxSetCurrent` only if it is another, as cudarc's
+/// `CudaContext::bind_to_thread` does. Every queued launch and blocking
+/// launch makes its GPU's context current; on the H200 machine setting it
+/// each time cost more than asking (bench/results/2026-12-02-queued).
+///
+/// # Safety
+/// `ctx` is a context that the driver accepts in `cuCtxSetCurrent` (one
+/// this backend retained).
+unsafe fn bind(ctx: sys::CUcontext) -> core::result::Result<(), DriverError> {
+    if matches!(result::ctx::get_current(), Ok(Some(c)) if c == ctx) {
+        return Ok(());
+    }
+    // SAFETY: the caller's contract.
+    unsafe { result::ctx::set_current(ctx) }
 }
 
 impl State {

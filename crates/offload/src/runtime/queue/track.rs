@@ -69,6 +69,11 @@ impl Tracker {
         }
         let mut u = self.lock();
         let mine = |x: &Use| queue.is_some_and(|q| core::ptr::eq(Arc::as_ptr(&x.queue), q));
+        // The common case of a program with one queue: every entry is
+        // `queue`'s own, so nothing conflicts and nothing is dropped.
+        if queue.is_some() && u.write.as_ref().is_none_or(mine) && u.reads.iter().all(mine) {
+            return Vec::new();
+        }
         // Entries of `queue` itself never conflict (the queue orders them),
         // so they are kept without asking whether they are complete (a
         // lock, perhaps a driver query, on every queued launch); entries of
