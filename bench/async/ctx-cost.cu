@@ -63,13 +63,37 @@ int main(int argc, char **argv) {
         return median(t);
     };
     CUcontext got;
+    unsigned shape = 0;
     std::printf("ctx_cost,get_current,%.4f\n", per_call([&] { cuCtxGetCurrent(&got); }));
     std::printf("ctx_cost,set_current_same,%.4f\n", per_call([&] { cuCtxSetCurrent(ctx); }));
     std::printf("ctx_cost,get_then_skip,%.4f\n", per_call([&] {
         cuCtxGetCurrent(&got);
         if (got != ctx) cuCtxSetCurrent(ctx);
     }));
-    unsigned shape = 0;
+    // The parameters packed in one buffer (`extra`,
+    // CU_LAUNCH_PARAM_BUFFER_POINTER) instead of one pointer each: the
+    // layout of the entry point's parameter space (pointers and u64 at
+    // 8-byte offsets, the trailing u32 at 32).
+    struct Packed3 { CUdeviceptr a, b; unsigned long long n; };
+    struct Packed5 { CUdeviceptr a; unsigned long long na; CUdeviceptr b; unsigned long long nb; unsigned shape; };
+    auto chain_extra = [&](CUfunction f, int params) {
+        std::vector<double> t;
+        for (int r = 0; r <= rounds; r++) {
+            double t0 = now();
+            for (int i = 0; i < launches; i++) {
+                CUdeviceptr a = (i % 2) ? y : x, b = (i % 2) ? x : y;
+                Packed3 p3{a, b, n};
+                Packed5 p5{a, n, b, n, shape};
+                size_t size = params == 3 ? sizeof p3 : 36;
+                void *buf = params == 3 ? (void *)&p3 : (void *)&p5;
+                void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+                CK(cuLaunchKernel(f, (unsigned)(n / 256), 1, 1, 256, 1, 1, 0, s, nullptr, extra));
+            }
+            CK(cuStreamSynchronize(s));
+            if (r > 0) t.push_back((now() - t0) / launches * 1e6);
+        }
+        return median(t);
+    };
     auto chain = [&](CUfunction f, int params, int ctx_op) {
         std::vector<double> t;
         for (int r = 0; r <= rounds; r++) {
@@ -93,6 +117,8 @@ int main(int argc, char **argv) {
         std::printf("ctx_cost,launch_5_params,%.4f\n", chain(f5, 5, 0));
         std::printf("ctx_cost,launch_5_params_set_current,%.4f\n", chain(f5, 5, 1));
         std::printf("ctx_cost,launch_5_params_get_current,%.4f\n", chain(f5, 5, 2));
+        std::printf("ctx_cost,launch_3_params_extra,%.4f\n", chain_extra(f3, 3));
+        std::printf("ctx_cost,launch_5_params_extra,%.4f\n", chain_extra(f5, 5));
     }
     return 0;
 }
