@@ -471,4 +471,32 @@ mod tests {
         assert!(!a.is_built());
         let _ = std::fs::remove_dir_all(&base);
     }
+
+    /// A device pass holds its sysroot for as long as it runs: pruning the
+    /// cache meanwhile keeps it, whatever the limit; once the pass ends it
+    /// is an entry like any other. Using it records a use.
+    #[test]
+    fn a_sysroot_in_use_is_not_pruned() {
+        let base = std::env::temp_dir().join(format!("offload-sysroot-in-use-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let tc = toolchain(&base.join("tc"), "rustc 1.96.0 (ac68faa20 2026-05-25)");
+        let cache = base.join("cache");
+        let s = Sysroot::new(&tc, "nvptx64-nvidia-cuda", "sm_90", &[], &cache);
+        std::fs::create_dir_all(s.lib_dir()).unwrap();
+        std::fs::write(s.lib_dir().join("libcore-1.rlib"), [1u8; 100]).unwrap();
+        std::fs::write(s.dir.join(INFO), "built\n").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::OpenOptions::new().append(true).open(s.dir.join(INFO)).unwrap().set_modified(old).unwrap();
+        let in_use = s.ensure().expect("built already: nothing to compile");
+        let used = std::fs::metadata(s.dir.join(INFO)).unwrap().modified().unwrap();
+        assert!(used > old + std::time::Duration::from_secs(3000), "a use is recorded");
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+        let p = crate::cache_gc::prune(&cache, 0, later, false);
+        assert_eq!((p.removed.len(), p.in_use), (0, 1));
+        assert!(s.is_built());
+        drop(in_use);
+        assert_eq!(crate::cache_gc::prune(&cache, 0, later, false).removed, [s.dir.clone()]);
+        assert!(!s.is_built() && !s.dir.with_extension("lock").exists());
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }
