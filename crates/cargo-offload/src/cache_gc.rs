@@ -304,13 +304,22 @@ pub fn after_build(started: SystemTime) {
         crate::status::status(
             "Pruned",
             format!(
-                "offload's cache to {} of {} ({SIZE_VAR}): removed {} least recently used entries, {}",
+                "offload's cache to {} of {} ({SIZE_VAR}): removed {} least recently used {}, {}",
                 human(p.left),
                 human(limit),
                 p.removed.len(),
+                entries_word(p.removed.len()),
                 human(p.freed)
             ),
         );
+    }
+}
+
+fn entries_word(n: usize) -> &'static str {
+    if n == 1 {
+        "entry"
+    } else {
+        "entries"
     }
 }
 
@@ -341,7 +350,8 @@ pub fn clean(max_size: Option<&str>, dry: bool) -> Result<i32> {
         }
     }
     let verb = if dry { "Would remove" } else { "Removed" };
-    let mut msg = format!("{} entries, {} total, from {}", p.removed.len(), human(p.freed), cache.display());
+    let n = p.removed.len();
+    let mut msg = format!("{n} {}, {} total, from {}", entries_word(n), human(p.freed), cache.display());
     if p.in_use > 0 {
         msg.push_str(&format!("; kept {} in use by a running cargo offload", p.in_use));
     }

@@ -92,6 +92,8 @@ fn run(command: Command) -> Result<i32> {
 fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
     status::set_quiet(dev.quiet);
     status::set_color(cargo.color.as_deref());
+    // A bad `OFFLOAD_CACHE_SIZE` is refused before anything runs.
+    let (started, _) = (std::time::SystemTime::now(), crate::cache_gc::limit()?);
     select::check_target(dev)?;
     let exes = Executables::find()?;
     let ws = workspace::workspace(cargo)?;
@@ -106,7 +108,6 @@ fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
         return Ok(exit::OK);
     }
     let format = MessageFormat::from_values(&cargo.message_format);
-    let (started, _) = (std::time::SystemTime::now(), crate::cache_gc::limit()?);
     let result = if action.checks() { check(&plan, &format) } else { passes(&plan) };
     if !action.checks() && matches!(&result, Err(e) if !matches!(e, CliError::Interrupted)) {
         format.finished(false);
