@@ -30,13 +30,16 @@
 //! on: the recipe, the device rustc (path and `rustc -V`) and cargo, the
 //! identity of the library sources (rust-src), the target (the target
 //! specification's text for AMD GPUs), CPU and features. A new toolchain
-//! gets a new directory; old ones can be deleted at any time when no build
-//! runs (`rm -rf ~/.cache/offload/sysroot`).
+//! gets a new directory; old ones go when the cache is over its size limit
+//! (`cache_gc`, least recently used first) or with `cargo offload clean
+//! --cache`.
 //!
-//! Concurrent builds: one builder per key holds `<dir>.lock` (`flock`);
-//! the libraries are assembled in a temporary directory renamed into place,
-//! so a reader never sees a partial sysroot and an interrupted build
-//! leaves nothing a later one would trust.
+//! Concurrent builds: one builder per key holds `<dir>.lock` (`flock`)
+//! exclusively; the libraries are assembled in a temporary directory
+//! renamed into place, so a reader never sees a partial sysroot and an
+//! interrupted build leaves nothing a later one would trust. A device pass
+//! holds the lock shared while it runs ([`Sysroot::ensure`]), so that
+//! pruning never removes a sysroot a rustc is reading.
 
 use std::fs::File;
 use std::io::BufReader;
