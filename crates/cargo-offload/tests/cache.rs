@@ -106,6 +106,7 @@ fn builds_succeed_while_the_cache_is_cleaned_under_them() {
         built.assert_success();
         cleaner.join().unwrap()
     });
+    eprintln!("the cleaner ran {cleans} times and removed something {removed} times during the build");
     assert!(cleans > 3 && removed > 0, "the cleaner ran {cleans} times, removed something {removed} times");
     let run = a.run_exe("debug", &a.name, &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
