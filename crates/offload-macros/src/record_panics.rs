@@ -93,8 +93,8 @@ mod tests {
             (
                 quote!(),
                 quote!(
-                    const fn f(i: u32) {
-                        assert!(i < 1, "{}", i)
+                    const fn f(s: &str) {
+                        panic!("{}", s)
                     }
                 ),
                 "cannot go on a `const fn`",
