@@ -246,6 +246,16 @@ pub fn evict(e: &Entry) -> bool {
     true
 }
 
+/// The latest modification time of an incomplete entry's leftovers and
+/// lock file (of each path itself, not of what is below it).
+fn newest(e: &Entry) -> Option<SystemTime> {
+    e.leftovers
+        .iter()
+        .chain([&e.lock])
+        .filter_map(|p| std::fs::symlink_metadata(p).and_then(|m| m.modified()).ok())
+        .max()
+}
+
 /// The last use of the entry at `dir`, read again (see [`Entry::last_use`]).
 fn entries_last_use(dir: &Path) -> Option<SystemTime> {
     KINDS.iter().find_map(|(_, m)| std::fs::metadata(dir.join(m)).and_then(|m| m.modified()).ok())
@@ -265,7 +275,7 @@ pub struct Pruned {
 }
 
 /// Prunes `<cache>` to `limit` bytes: first the leftovers and lock files
-/// of entries nobody holds, then complete entries least recently used
+/// of entries nobody holds (none written at or after `keep_since`), then complete entries least recently used
 /// first while the total is over `limit`, none used at or after
 /// `keep_since` (the current command's), none in use ([`evict`]). `dry`:
 /// nothing is removed, and what would be is returned (locks not tried).
@@ -273,7 +283,10 @@ pub fn prune(cache: &Path, limit: u64, keep_since: SystemTime, dry: bool) -> Pru
     let mut list = entries(cache);
     let mut p = Pruned { left: list.iter().map(|e| e.size).sum(), ..Pruned::default() };
     let (complete, incomplete): (Vec<Entry>, Vec<Entry>) = list.drain(..).partition(|e| e.last_use.is_some());
-    for e in &incomplete {
+    // A leftover written since `keep_since` may be this command's own: a
+    // failed sysroot build kept for the user to look at (its error names
+    // it), or a store another build is finishing.
+    for e in incomplete.iter().filter(|e| newest(e).is_none_or(|t| t < keep_since)) {
         if dry || evict(e) {
             (p.freed, p.left) = (p.freed + e.size, p.left - e.size);
         }

@@ -143,6 +143,9 @@ fn leftovers_of_interrupted_builds_go_unless_held() {
     std::fs::create_dir_all(sysroot.join("nv-sm_90-3.build")).unwrap();
     std::fs::write(sysroot.join("nv-sm_90-3.build/core.rlib"), [0u8; 50]).unwrap();
     let building = lock(&sysroot.join("nv-sm_90-3.lock"), How::Exclusive).unwrap().unwrap();
+    let started = SystemTime::now() - min(1);
+    let p = prune(&cache, u64::MAX, started, false);
+    assert_eq!(p.freed, 0, "written since the command started: a failed build's, kept for the user");
     let p = prune(&cache, u64::MAX, SystemTime::now(), false);
     assert_eq!((p.freed, p.left, p.removed.len()), (800, 150, 0));
     for gone in ["crates/x-1.4242-0.tmp", "crates/y-1.lock", "sysroot/nv-sm_90-2.build"] {
