@@ -148,8 +148,11 @@ pub fn merge(dir: &Path, log: &str) -> std::io::Result<Vec<(String, String)>> {
     for base in bases {
         let path = symbol::instances_file(dir, &base);
         let old = std::fs::read_to_string(&path).unwrap_or_default();
-        let old_lines: BTreeSet<(String, String)> =
-            old.lines().filter_map(|l| l.split_once('\t')).map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let old_lines: BTreeSet<(String, String)> = old
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         let mut lines: BTreeSet<(String, String)> =
             old_lines.iter().filter(|(_, bin)| !seen.contains(bin.as_str())).cloned().collect();
         for (args, bin) in fresh.get(base.as_str()).into_iter().flatten() {

@@ -25,7 +25,8 @@ impl Ctxt {
 
     /// Records `msg` at the tokens of `obj` (its whole span).
     pub(crate) fn error_spanned_by<A: ToTokens, T: Display>(&mut self, obj: A, msg: T) {
-        self.errors.push(syn::Error::new_spanned(obj.into_token_stream(), msg));
+        self.errors
+            .push(syn::Error::new_spanned(obj.into_token_stream(), msg));
     }
 
     /// Records an error built elsewhere (a parse error, a combined error).

@@ -42,7 +42,9 @@ fn set_env() -> PathBuf {
 /// Whether `path` is `name` or `offload::name`.
 fn is(path: &syn::Path, name: &str) -> bool {
     path.is_ident(name)
-        || (path.segments.len() == 2 && path.segments[0].ident == "offload" && path.segments[1].ident == name)
+        || (path.segments.len() == 2
+            && path.segments[0].ident == "offload"
+            && path.segments[1].ident == name)
 }
 
 /// Takes the first attribute named `name` off `attrs`, returning its arguments.
@@ -59,8 +61,9 @@ fn take_attr(attrs: &mut Vec<syn::Attribute>, name: &str) -> Option<TokenStream>
 /// Takes `DeviceCopy` out of the item's `#[derive(…)]` lists; whether it was there.
 fn take_derive(attrs: &mut [syn::Attribute]) -> bool {
     for a in attrs.iter_mut().filter(|a| a.path().is_ident("derive")) {
-        let Ok(paths) = a.parse_args_with(syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
-        else {
+        let Ok(paths) = a.parse_args_with(
+            syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
+        ) else {
             continue;
         };
         if paths.iter().any(|p| is(p, "DeviceCopy")) {
@@ -104,15 +107,21 @@ fn expand_item(item: &syn::Item, out: &mut Vec<(String, TokenStream)>) {
         return;
     };
     if let Some(attr) = take_attr(attrs, "host") {
-        out.push((format!("host {}", name(&item)), crate::host::expand(attr, item.to_token_stream())));
+        out.push((
+            format!("host {}", name(&item)),
+            crate::host::expand(attr, item.to_token_stream()),
+        ));
         return;
     }
     let expanded = match &mut item {
-        syn::Item::Fn(f) => {
-            take_attr(&mut f.attrs, "kernel").map(|a| ("kernel", crate::kernel::expand(a, f.to_token_stream())))
-        }
-        syn::Item::Static(s) => take_attr(&mut s.attrs, "device_global")
-            .map(|a| ("device_global", crate::global::expand(a, s.to_token_stream()))),
+        syn::Item::Fn(f) => take_attr(&mut f.attrs, "kernel")
+            .map(|a| ("kernel", crate::kernel::expand(a, f.to_token_stream()))),
+        syn::Item::Static(s) => take_attr(&mut s.attrs, "device_global").map(|a| {
+            (
+                "device_global",
+                crate::global::expand(a, s.to_token_stream()),
+            )
+        }),
         syn::Item::Mod(m) => {
             for i in m.content.iter().flat_map(|(_, items)| items) {
                 expand_item(i, out);
@@ -122,7 +131,10 @@ fn expand_item(item: &syn::Item, out: &mut Vec<(String, TokenStream)>) {
         _ => None,
     };
     let expanded = expanded.or_else(|| {
-        let adt = matches!(item, syn::Item::Struct(_) | syn::Item::Enum(_) | syn::Item::Union(_));
+        let adt = matches!(
+            item,
+            syn::Item::Struct(_) | syn::Item::Enum(_) | syn::Item::Union(_)
+        );
         let derive = adt && attrs_mut(&mut item).is_some_and(|a| take_derive(a));
         derive.then(|| ("derive", crate::derive::expand(item.to_token_stream())))
     });
@@ -194,11 +206,20 @@ fn corpus() {
         } else if std::fs::read_to_string(&snapshot).ok().as_deref() != Some(got.as_str()) {
             let new = src.with_extension("expanded.new");
             std::fs::write(&new, &got).unwrap();
-            failed.push(format!("{} differs from {} (see {})", src.display(), snapshot.display(), new.display()));
+            failed.push(format!(
+                "{} differs from {} (see {})",
+                src.display(),
+                snapshot.display(),
+                new.display()
+            ));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(failed.is_empty(), "{}\nrerun with OFFLOAD_MACROS_BLESS=1 to accept", failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{}\nrerun with OFFLOAD_MACROS_BLESS=1 to accept",
+        failed.join("\n")
+    );
 }
 
 /// Expands every macro in every `.rs` file of the repository (the

@@ -20,7 +20,8 @@ use crate::symbol;
 /// `static mut`, each at the offending tokens.
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     if !attr.is_empty() {
-        let e = syn::Error::new_spanned(&attr, "`#[offload::device_global]` takes no arguments").to_compile_error();
+        let e = syn::Error::new_spanned(&attr, "`#[offload::device_global]` takes no arguments")
+            .to_compile_error();
         return quote! { #e #item };
     }
     let st: ItemStatic = match syn::parse2(item.clone()) {
@@ -45,7 +46,14 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         )
         .to_compile_error();
     }
-    let ItemStatic { attrs, vis, ident, ty, expr, .. } = &st;
+    let ItemStatic {
+        attrs,
+        vis,
+        ident,
+        ty,
+        expr,
+        ..
+    } = &st;
     let symbol = symbol::global(ident);
     quote! {
         #(#attrs)*

@@ -11,7 +11,8 @@ use quote::quote;
 /// then dropped.
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     if !attr.is_empty() {
-        return syn::Error::new_spanned(attr, "`#[offload::host]` takes no arguments").to_compile_error();
+        return syn::Error::new_spanned(attr, "`#[offload::host]` takes no arguments")
+            .to_compile_error();
     }
     quote! {
         #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

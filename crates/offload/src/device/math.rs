@@ -208,103 +208,31 @@ macro_rules! host_float {
     ($t:ty, $erf:path) => {
         impl sealed::Sealed for $t {}
         impl Float for $t {
-            #[inline(always)]
-            fn m_sqrt(self) -> Self {
-                self.sqrt()
-            }
-            #[inline(always)]
-            fn m_rsqrt(self) -> Self {
-                1.0 / self.sqrt()
-            }
-            #[inline(always)]
-            fn m_exp(self) -> Self {
-                self.exp()
-            }
-            #[inline(always)]
-            fn m_exp2(self) -> Self {
-                self.exp2()
-            }
-            #[inline(always)]
-            fn m_log(self) -> Self {
-                self.ln()
-            }
-            #[inline(always)]
-            fn m_log2(self) -> Self {
-                self.log2()
-            }
-            #[inline(always)]
-            fn m_log10(self) -> Self {
-                self.log10()
-            }
-            #[inline(always)]
-            fn m_sin(self) -> Self {
-                self.sin()
-            }
-            #[inline(always)]
-            fn m_cos(self) -> Self {
-                self.cos()
-            }
-            #[inline(always)]
-            fn m_tan(self) -> Self {
-                self.tan()
-            }
-            #[inline(always)]
-            fn m_sincos(self) -> (Self, Self) {
-                self.sin_cos()
-            }
-            #[inline(always)]
-            fn m_pow(self, y: Self) -> Self {
-                self.powf(y)
-            }
+            #[inline(always)] fn m_sqrt(self) -> Self { self.sqrt() }
+            #[inline(always)] fn m_rsqrt(self) -> Self { 1.0 / self.sqrt() }
+            #[inline(always)] fn m_exp(self) -> Self { self.exp() }
+            #[inline(always)] fn m_exp2(self) -> Self { self.exp2() }
+            #[inline(always)] fn m_log(self) -> Self { self.ln() }
+            #[inline(always)] fn m_log2(self) -> Self { self.log2() }
+            #[inline(always)] fn m_log10(self) -> Self { self.log10() }
+            #[inline(always)] fn m_sin(self) -> Self { self.sin() }
+            #[inline(always)] fn m_cos(self) -> Self { self.cos() }
+            #[inline(always)] fn m_tan(self) -> Self { self.tan() }
+            #[inline(always)] fn m_sincos(self) -> (Self, Self) { self.sin_cos() }
+            #[inline(always)] fn m_pow(self, y: Self) -> Self { self.powf(y) }
             const ONE: Self = 1.0;
-            #[inline(always)]
-            fn m_fma(self, b: Self, c: Self) -> Self {
-                self.mul_add(b, c)
-            }
-            #[inline(always)]
-            fn m_floor(self) -> Self {
-                self.floor()
-            }
-            #[inline(always)]
-            fn m_ceil(self) -> Self {
-                self.ceil()
-            }
-            #[inline(always)]
-            fn m_round(self) -> Self {
-                self.round()
-            }
-            #[inline(always)]
-            fn m_trunc(self) -> Self {
-                self.trunc()
-            }
-            #[inline(always)]
-            fn m_abs(self) -> Self {
-                self.abs()
-            }
-            #[inline(always)]
-            fn m_min(self, y: Self) -> Self {
-                self.min(y)
-            }
-            #[inline(always)]
-            fn m_max(self, y: Self) -> Self {
-                self.max(y)
-            }
-            #[inline(always)]
-            fn m_copysign(self, y: Self) -> Self {
-                self.copysign(y)
-            }
-            #[inline(always)]
-            fn m_hypot(self, y: Self) -> Self {
-                self.hypot(y)
-            }
-            #[inline(always)]
-            fn m_atan2(self, x: Self) -> Self {
-                self.atan2(x)
-            }
-            #[inline(always)]
-            fn m_erf(self) -> Self {
-                $erf(self)
-            }
+            #[inline(always)] fn m_fma(self, b: Self, c: Self) -> Self { self.mul_add(b, c) }
+            #[inline(always)] fn m_floor(self) -> Self { self.floor() }
+            #[inline(always)] fn m_ceil(self) -> Self { self.ceil() }
+            #[inline(always)] fn m_round(self) -> Self { self.round() }
+            #[inline(always)] fn m_trunc(self) -> Self { self.trunc() }
+            #[inline(always)] fn m_abs(self) -> Self { self.abs() }
+            #[inline(always)] fn m_min(self, y: Self) -> Self { self.min(y) }
+            #[inline(always)] fn m_max(self, y: Self) -> Self { self.max(y) }
+            #[inline(always)] fn m_copysign(self, y: Self) -> Self { self.copysign(y) }
+            #[inline(always)] fn m_hypot(self, y: Self) -> Self { self.hypot(y) }
+            #[inline(always)] fn m_atan2(self, x: Self) -> Self { self.atan2(x) }
+            #[inline(always)] fn m_erf(self) -> Self { $erf(self) }
         }
     };
 }
@@ -323,160 +251,42 @@ macro_rules! amd_float {
      $abs:path, $min:path, $max:path, $copysign:path, $hypot:path, $atan2:path, $erf:path) => {
         impl sealed::Sealed for $t {}
         impl Float for $t {
-            #[inline(always)]
-            fn m_sqrt(self) -> Self {
-                $sqrt(self)
-            }
-            #[inline(always)]
-            fn m_rsqrt(self) -> Self {
-                1.0 / $sqrt(self)
-            }
-            #[inline(always)]
-            fn m_exp(self) -> Self {
-                $exp(self)
-            }
-            #[inline(always)]
-            fn m_exp2(self) -> Self {
-                $exp2(self)
-            }
-            #[inline(always)]
-            fn m_log(self) -> Self {
-                $log(self)
-            }
-            #[inline(always)]
-            fn m_log2(self) -> Self {
-                $log2(self)
-            }
-            #[inline(always)]
-            fn m_log10(self) -> Self {
-                $log10(self)
-            }
-            #[inline(always)]
-            fn m_sin(self) -> Self {
-                $sin(self)
-            }
-            #[inline(always)]
-            fn m_cos(self) -> Self {
-                $cos(self)
-            }
-            #[inline(always)]
-            fn m_tan(self) -> Self {
-                $tan(self)
-            }
-            #[inline(always)]
-            fn m_sincos(self) -> (Self, Self) {
-                $sincos(self)
-            }
-            #[inline(always)]
-            fn m_pow(self, y: Self) -> Self {
-                $pow(self, y)
-            }
+            #[inline(always)] fn m_sqrt(self) -> Self { $sqrt(self) }
+            #[inline(always)] fn m_rsqrt(self) -> Self { 1.0 / $sqrt(self) }
+            #[inline(always)] fn m_exp(self) -> Self { $exp(self) }
+            #[inline(always)] fn m_exp2(self) -> Self { $exp2(self) }
+            #[inline(always)] fn m_log(self) -> Self { $log(self) }
+            #[inline(always)] fn m_log2(self) -> Self { $log2(self) }
+            #[inline(always)] fn m_log10(self) -> Self { $log10(self) }
+            #[inline(always)] fn m_sin(self) -> Self { $sin(self) }
+            #[inline(always)] fn m_cos(self) -> Self { $cos(self) }
+            #[inline(always)] fn m_tan(self) -> Self { $tan(self) }
+            #[inline(always)] fn m_sincos(self) -> (Self, Self) { $sincos(self) }
+            #[inline(always)] fn m_pow(self, y: Self) -> Self { $pow(self, y) }
             const ONE: Self = 1.0;
-            #[inline(always)]
-            fn m_fma(self, b: Self, c: Self) -> Self {
-                $fma(self, b, c)
-            }
-            #[inline(always)]
-            fn m_floor(self) -> Self {
-                $floor(self)
-            }
-            #[inline(always)]
-            fn m_ceil(self) -> Self {
-                $ceil(self)
-            }
-            #[inline(always)]
-            fn m_round(self) -> Self {
-                $round(self)
-            }
-            #[inline(always)]
-            fn m_trunc(self) -> Self {
-                $trunc(self)
-            }
-            #[inline(always)]
-            fn m_abs(self) -> Self {
-                $abs(self)
-            }
-            #[inline(always)]
-            fn m_min(self, y: Self) -> Self {
-                $min(self, y)
-            }
-            #[inline(always)]
-            fn m_max(self, y: Self) -> Self {
-                $max(self, y)
-            }
-            #[inline(always)]
-            fn m_copysign(self, y: Self) -> Self {
-                $copysign(self, y)
-            }
-            #[inline(always)]
-            fn m_hypot(self, y: Self) -> Self {
-                $hypot(self, y)
-            }
-            #[inline(always)]
-            fn m_atan2(self, x: Self) -> Self {
-                $atan2(self, x)
-            }
-            #[inline(always)]
-            fn m_erf(self) -> Self {
-                $erf(self)
-            }
+            #[inline(always)] fn m_fma(self, b: Self, c: Self) -> Self { $fma(self, b, c) }
+            #[inline(always)] fn m_floor(self) -> Self { $floor(self) }
+            #[inline(always)] fn m_ceil(self) -> Self { $ceil(self) }
+            #[inline(always)] fn m_round(self) -> Self { $round(self) }
+            #[inline(always)] fn m_trunc(self) -> Self { $trunc(self) }
+            #[inline(always)] fn m_abs(self) -> Self { $abs(self) }
+            #[inline(always)] fn m_min(self, y: Self) -> Self { $min(self, y) }
+            #[inline(always)] fn m_max(self, y: Self) -> Self { $max(self, y) }
+            #[inline(always)] fn m_copysign(self, y: Self) -> Self { $copysign(self, y) }
+            #[inline(always)] fn m_hypot(self, y: Self) -> Self { $hypot(self, y) }
+            #[inline(always)] fn m_atan2(self, x: Self) -> Self { $atan2(self, x) }
+            #[inline(always)] fn m_erf(self) -> Self { $erf(self) }
         }
     };
 }
 #[cfg(target_arch = "amdgpu")]
-amd_float!(
-    f32,
-    libm::sqrtf,
-    libm::expf,
-    libm::exp2f,
-    libm::logf,
-    libm::log2f,
-    libm::log10f,
-    libm::sinf,
-    libm::cosf,
-    libm::tanf,
-    libm::sincosf,
-    libm::powf,
-    libm::fmaf,
-    libm::floorf,
-    libm::ceilf,
-    libm::roundf,
-    libm::truncf,
-    libm::fabsf,
-    libm::fminf,
-    libm::fmaxf,
-    libm::copysignf,
-    libm::hypotf,
-    libm::atan2f,
-    libm::erff
-);
+amd_float!(f32, libm::sqrtf, libm::expf, libm::exp2f, libm::logf, libm::log2f, libm::log10f, libm::sinf,
+    libm::cosf, libm::tanf, libm::sincosf, libm::powf, libm::fmaf, libm::floorf, libm::ceilf, libm::roundf,
+    libm::truncf, libm::fabsf, libm::fminf, libm::fmaxf, libm::copysignf, libm::hypotf, libm::atan2f, libm::erff);
 #[cfg(target_arch = "amdgpu")]
-amd_float!(
-    f64,
-    libm::sqrt,
-    libm::exp,
-    libm::exp2,
-    libm::log,
-    libm::log2,
-    libm::log10,
-    libm::sin,
-    libm::cos,
-    libm::tan,
-    libm::sincos,
-    libm::pow,
-    libm::fma,
-    libm::floor,
-    libm::ceil,
-    libm::round,
-    libm::trunc,
-    libm::fabs,
-    libm::fmin,
-    libm::fmax,
-    libm::copysign,
-    libm::hypot,
-    libm::atan2,
-    libm::erf
-);
+amd_float!(f64, libm::sqrt, libm::exp, libm::exp2, libm::log, libm::log2, libm::log10, libm::sin, libm::cos,
+    libm::tan, libm::sincos, libm::pow, libm::fma, libm::floor, libm::ceil, libm::round, libm::trunc,
+    libm::fabs, libm::fmin, libm::fmax, libm::copysign, libm::hypot, libm::atan2, libm::erf);
 
 // ---------------------------------------------------------------------------
 // Device: PTX instructions through LLVM intrinsics, libdevice for the rest.
@@ -484,46 +294,26 @@ amd_float!(
 #[cfg(target_arch = "nvptx64")]
 mod nv {
     extern "C" {
-        #[link_name = "llvm.sqrt.f32"]
-        pub fn sqrtf(x: f32) -> f32;
-        #[link_name = "llvm.sqrt.f64"]
-        pub fn sqrt(x: f64) -> f64;
-        #[link_name = "llvm.fma.f32"]
-        pub fn fmaf(a: f32, b: f32, c: f32) -> f32;
-        #[link_name = "llvm.fma.f64"]
-        pub fn fma(a: f64, b: f64, c: f64) -> f64;
-        #[link_name = "llvm.floor.f32"]
-        pub fn floorf(x: f32) -> f32;
-        #[link_name = "llvm.floor.f64"]
-        pub fn floor(x: f64) -> f64;
-        #[link_name = "llvm.ceil.f32"]
-        pub fn ceilf(x: f32) -> f32;
-        #[link_name = "llvm.ceil.f64"]
-        pub fn ceil(x: f64) -> f64;
-        #[link_name = "llvm.round.f32"]
-        pub fn roundf(x: f32) -> f32;
-        #[link_name = "llvm.round.f64"]
-        pub fn round(x: f64) -> f64;
-        #[link_name = "llvm.trunc.f32"]
-        pub fn truncf(x: f32) -> f32;
-        #[link_name = "llvm.trunc.f64"]
-        pub fn trunc(x: f64) -> f64;
-        #[link_name = "llvm.fabs.f32"]
-        pub fn fabsf(x: f32) -> f32;
-        #[link_name = "llvm.fabs.f64"]
-        pub fn fabs(x: f64) -> f64;
-        #[link_name = "llvm.minnum.f32"]
-        pub fn fminf(x: f32, y: f32) -> f32;
-        #[link_name = "llvm.minnum.f64"]
-        pub fn fmin(x: f64, y: f64) -> f64;
-        #[link_name = "llvm.maxnum.f32"]
-        pub fn fmaxf(x: f32, y: f32) -> f32;
-        #[link_name = "llvm.maxnum.f64"]
-        pub fn fmax(x: f64, y: f64) -> f64;
-        #[link_name = "llvm.copysign.f32"]
-        pub fn copysignf(x: f32, y: f32) -> f32;
-        #[link_name = "llvm.copysign.f64"]
-        pub fn copysign(x: f64, y: f64) -> f64;
+        #[link_name = "llvm.sqrt.f32"] pub fn sqrtf(x: f32) -> f32;
+        #[link_name = "llvm.sqrt.f64"] pub fn sqrt(x: f64) -> f64;
+        #[link_name = "llvm.fma.f32"] pub fn fmaf(a: f32, b: f32, c: f32) -> f32;
+        #[link_name = "llvm.fma.f64"] pub fn fma(a: f64, b: f64, c: f64) -> f64;
+        #[link_name = "llvm.floor.f32"] pub fn floorf(x: f32) -> f32;
+        #[link_name = "llvm.floor.f64"] pub fn floor(x: f64) -> f64;
+        #[link_name = "llvm.ceil.f32"] pub fn ceilf(x: f32) -> f32;
+        #[link_name = "llvm.ceil.f64"] pub fn ceil(x: f64) -> f64;
+        #[link_name = "llvm.round.f32"] pub fn roundf(x: f32) -> f32;
+        #[link_name = "llvm.round.f64"] pub fn round(x: f64) -> f64;
+        #[link_name = "llvm.trunc.f32"] pub fn truncf(x: f32) -> f32;
+        #[link_name = "llvm.trunc.f64"] pub fn trunc(x: f64) -> f64;
+        #[link_name = "llvm.fabs.f32"] pub fn fabsf(x: f32) -> f32;
+        #[link_name = "llvm.fabs.f64"] pub fn fabs(x: f64) -> f64;
+        #[link_name = "llvm.minnum.f32"] pub fn fminf(x: f32, y: f32) -> f32;
+        #[link_name = "llvm.minnum.f64"] pub fn fmin(x: f64, y: f64) -> f64;
+        #[link_name = "llvm.maxnum.f32"] pub fn fmaxf(x: f32, y: f32) -> f32;
+        #[link_name = "llvm.maxnum.f64"] pub fn fmax(x: f64, y: f64) -> f64;
+        #[link_name = "llvm.copysign.f32"] pub fn copysignf(x: f32, y: f32) -> f32;
+        #[link_name = "llvm.copysign.f64"] pub fn copysign(x: f64, y: f64) -> f64;
 
         pub fn __nv_rsqrtf(x: f32) -> f32;
         pub fn __nv_rsqrt(x: f64) -> f64;
@@ -579,46 +369,16 @@ macro_rules! dev_float {
         // values, defined by LLVM (intrinsics) or linked by the device
         // linker (libdevice or the `libm` fallbacks), for every input.
         impl Float for $t {
-            #[inline(always)]
-            fn m_sqrt(self) -> Self {
-                unsafe { nv::$sqrt(self) }
-            }
-            #[inline(always)]
-            fn m_rsqrt(self) -> Self {
-                unsafe { nv::$rsqrt(self) }
-            }
-            #[inline(always)]
-            fn m_exp(self) -> Self {
-                unsafe { nv::$exp(self) }
-            }
-            #[inline(always)]
-            fn m_exp2(self) -> Self {
-                unsafe { nv::$exp2(self) }
-            }
-            #[inline(always)]
-            fn m_log(self) -> Self {
-                unsafe { nv::$log(self) }
-            }
-            #[inline(always)]
-            fn m_log2(self) -> Self {
-                unsafe { nv::$log2(self) }
-            }
-            #[inline(always)]
-            fn m_log10(self) -> Self {
-                unsafe { nv::$log10(self) }
-            }
-            #[inline(always)]
-            fn m_sin(self) -> Self {
-                unsafe { nv::$sin(self) }
-            }
-            #[inline(always)]
-            fn m_cos(self) -> Self {
-                unsafe { nv::$cos(self) }
-            }
-            #[inline(always)]
-            fn m_tan(self) -> Self {
-                unsafe { nv::$tan(self) }
-            }
+            #[inline(always)] fn m_sqrt(self) -> Self { unsafe { nv::$sqrt(self) } }
+            #[inline(always)] fn m_rsqrt(self) -> Self { unsafe { nv::$rsqrt(self) } }
+            #[inline(always)] fn m_exp(self) -> Self { unsafe { nv::$exp(self) } }
+            #[inline(always)] fn m_exp2(self) -> Self { unsafe { nv::$exp2(self) } }
+            #[inline(always)] fn m_log(self) -> Self { unsafe { nv::$log(self) } }
+            #[inline(always)] fn m_log2(self) -> Self { unsafe { nv::$log2(self) } }
+            #[inline(always)] fn m_log10(self) -> Self { unsafe { nv::$log10(self) } }
+            #[inline(always)] fn m_sin(self) -> Self { unsafe { nv::$sin(self) } }
+            #[inline(always)] fn m_cos(self) -> Self { unsafe { nv::$cos(self) } }
+            #[inline(always)] fn m_tan(self) -> Self { unsafe { nv::$tan(self) } }
             #[inline(always)]
             fn m_sincos(self) -> (Self, Self) {
                 let (mut s, mut c) = (0.0, 0.0);
@@ -626,151 +386,40 @@ macro_rules! dev_float {
                 unsafe { nv::$sincos(self, &mut s, &mut c) };
                 (s, c)
             }
-            #[inline(always)]
-            fn m_pow(self, y: Self) -> Self {
-                unsafe { nv::$pow(self, y) }
-            }
+            #[inline(always)] fn m_pow(self, y: Self) -> Self { unsafe { nv::$pow(self, y) } }
             const ONE: Self = 1.0;
-            #[inline(always)]
-            fn m_fma(self, b: Self, c: Self) -> Self {
-                unsafe { nv::$fma(self, b, c) }
-            }
-            #[inline(always)]
-            fn m_floor(self) -> Self {
-                unsafe { nv::$floor(self) }
-            }
-            #[inline(always)]
-            fn m_ceil(self) -> Self {
-                unsafe { nv::$ceil(self) }
-            }
-            #[inline(always)]
-            fn m_round(self) -> Self {
-                unsafe { nv::$round(self) }
-            }
-            #[inline(always)]
-            fn m_trunc(self) -> Self {
-                unsafe { nv::$trunc(self) }
-            }
-            #[inline(always)]
-            fn m_abs(self) -> Self {
-                unsafe { nv::$abs(self) }
-            }
-            #[inline(always)]
-            fn m_min(self, y: Self) -> Self {
-                unsafe { nv::$min(self, y) }
-            }
-            #[inline(always)]
-            fn m_max(self, y: Self) -> Self {
-                unsafe { nv::$max(self, y) }
-            }
-            #[inline(always)]
-            fn m_copysign(self, y: Self) -> Self {
-                unsafe { nv::$copysign(self, y) }
-            }
-            #[inline(always)]
-            fn m_hypot(self, y: Self) -> Self {
-                unsafe { nv::$hypot(self, y) }
-            }
-            #[inline(always)]
-            fn m_atan2(self, x: Self) -> Self {
-                unsafe { nv::$atan2(self, x) }
-            }
-            #[inline(always)]
-            fn m_erf(self) -> Self {
-                unsafe { nv::$erf(self) }
-            }
+            #[inline(always)] fn m_fma(self, b: Self, c: Self) -> Self { unsafe { nv::$fma(self, b, c) } }
+            #[inline(always)] fn m_floor(self) -> Self { unsafe { nv::$floor(self) } }
+            #[inline(always)] fn m_ceil(self) -> Self { unsafe { nv::$ceil(self) } }
+            #[inline(always)] fn m_round(self) -> Self { unsafe { nv::$round(self) } }
+            #[inline(always)] fn m_trunc(self) -> Self { unsafe { nv::$trunc(self) } }
+            #[inline(always)] fn m_abs(self) -> Self { unsafe { nv::$abs(self) } }
+            #[inline(always)] fn m_min(self, y: Self) -> Self { unsafe { nv::$min(self, y) } }
+            #[inline(always)] fn m_max(self, y: Self) -> Self { unsafe { nv::$max(self, y) } }
+            #[inline(always)] fn m_copysign(self, y: Self) -> Self { unsafe { nv::$copysign(self, y) } }
+            #[inline(always)] fn m_hypot(self, y: Self) -> Self { unsafe { nv::$hypot(self, y) } }
+            #[inline(always)] fn m_atan2(self, x: Self) -> Self { unsafe { nv::$atan2(self, x) } }
+            #[inline(always)] fn m_erf(self) -> Self { unsafe { nv::$erf(self) } }
         }
     };
 }
 #[cfg(all(target_arch = "nvptx64", not(offload_fast_math)))]
-dev_float!(
-    f32,
-    sqrtf,
-    __nv_rsqrtf,
-    __nv_expf,
-    __nv_exp2f,
-    __nv_logf,
-    __nv_log2f,
-    __nv_log10f,
-    __nv_sinf,
-    __nv_cosf,
-    __nv_tanf,
-    __nv_sincosf,
-    __nv_powf,
-    fmaf,
-    floorf,
-    ceilf,
-    roundf,
-    truncf,
-    fabsf,
-    fminf,
-    fmaxf,
-    copysignf,
-    __nv_hypotf,
-    __nv_atan2f,
-    __nv_erff
-);
+dev_float!(f32, sqrtf, __nv_rsqrtf, __nv_expf, __nv_exp2f, __nv_logf, __nv_log2f, __nv_log10f, __nv_sinf,
+    __nv_cosf, __nv_tanf, __nv_sincosf, __nv_powf, fmaf, floorf, ceilf, roundf, truncf, fabsf,
+    fminf, fmaxf, copysignf, __nv_hypotf, __nv_atan2f, __nv_erff);
 // `cargo offload --fast-math` (nvcc's `-use_fast_math`): f32 `exp`, `log`,
 // `log2`, `log10`, `sin`, `cos`, `tan`, `sincos` and `pow` become the
 // intrinsics of [`fast`], as nvcc maps `expf` to `__expf` (CUDA C++
 // Programming Guide, "Intrinsic Functions"); the linker also flushes f32
 // denormals and approximates division and square root.
 #[cfg(all(target_arch = "nvptx64", offload_fast_math))]
-dev_float!(
-    f32,
-    sqrtf,
-    __nv_rsqrtf,
-    __nv_fast_expf,
-    __nv_exp2f,
-    __nv_fast_logf,
-    __nv_fast_log2f,
-    __nv_fast_log10f,
-    __nv_fast_sinf,
-    __nv_fast_cosf,
-    __nv_fast_tanf,
-    __nv_fast_sincosf,
-    __nv_fast_powf,
-    fmaf,
-    floorf,
-    ceilf,
-    roundf,
-    truncf,
-    fabsf,
-    fminf,
-    fmaxf,
-    copysignf,
-    __nv_hypotf,
-    __nv_atan2f,
-    __nv_erff
-);
+dev_float!(f32, sqrtf, __nv_rsqrtf, __nv_fast_expf, __nv_exp2f, __nv_fast_logf, __nv_fast_log2f, __nv_fast_log10f,
+    __nv_fast_sinf, __nv_fast_cosf, __nv_fast_tanf, __nv_fast_sincosf, __nv_fast_powf, fmaf, floorf, ceilf,
+    roundf, truncf, fabsf, fminf, fmaxf, copysignf, __nv_hypotf, __nv_atan2f, __nv_erff);
 #[cfg(target_arch = "nvptx64")]
-dev_float!(
-    f64,
-    sqrt,
-    __nv_rsqrt,
-    __nv_exp,
-    __nv_exp2,
-    __nv_log,
-    __nv_log2,
-    __nv_log10,
-    __nv_sin,
-    __nv_cos,
-    __nv_tan,
-    __nv_sincos,
-    __nv_pow,
-    fma,
-    floor,
-    ceil,
-    round,
-    trunc,
-    fabs,
-    fmin,
-    fmax,
-    copysign,
-    __nv_hypot,
-    __nv_atan2,
-    __nv_erf
-);
+dev_float!(f64, sqrt, __nv_rsqrt, __nv_exp, __nv_exp2, __nv_log, __nv_log2, __nv_log10, __nv_sin, __nv_cos,
+    __nv_tan, __nv_sincos, __nv_pow, fma, floor, ceil, round, trunc, fabs, fmin, fmax, copysign,
+    __nv_hypot, __nv_atan2, __nv_erf);
 
 /// CUDA's fast single-precision intrinsics (`__expf`, `__sinf`, …; accuracy
 /// per function below, from the CUDA Math API's "Intrinsic Functions"): on

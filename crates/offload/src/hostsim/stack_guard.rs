@@ -130,6 +130,8 @@ pub(crate) fn disarm() {
     ARMED.with(|c| c.set(core::ptr::null()));
 }
 
+
+
 /// Whether the coroutine that just returned was stopped by a stack
 /// overflow (and clears the flag).
 pub(crate) fn take_tripped() -> bool {

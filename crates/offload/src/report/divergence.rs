@@ -135,10 +135,7 @@ mod tests {
         let r = reason("x", 3, 0x0000_ffff, 0xffff_0000, 0);
         assert!(r.contains("in warp 3, lanes 0-15 wait for it, lanes 16-31 have returned; every existing lane"), "{r}");
         let r = reason("x", 12, 0b1010_0111, 1 << 31, 1 << 3);
-        assert!(
-            r.contains("lanes 0-2, 5, 7 wait for it, lanes 31 have returned, lanes 3 wait at sync_threads; every"),
-            "{r}"
-        );
+        assert!(r.contains("lanes 0-2, 5, 7 wait for it, lanes 31 have returned, lanes 3 wait at sync_threads; every"), "{r}");
         // No group is named "none".
         let r = reason("x", 0, 0xffff, 0, 0xffff_0000);
         assert!(r.contains("lanes 0-15 wait for it, lanes 16-31 wait at sync_threads; every"), "{r}");
