@@ -498,7 +498,7 @@ mod tests {
         assert_eq!((p.removed.len(), p.in_use), (0, 1));
         assert!(s.is_built());
         drop(in_use);
-        assert_eq!(crate::cache_gc::prune(&cache, 0, later, false).removed, [s.dir.clone()]);
+        assert_eq!(crate::cache_gc::prune(&cache, 0, later, false).removed, std::slice::from_ref(&s.dir));
         assert!(!s.is_built() && !s.dir.with_extension("lock").exists());
         let _ = std::fs::remove_dir_all(&base);
     }
