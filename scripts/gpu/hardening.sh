@@ -316,12 +316,13 @@ gpu_c_globals() {
 # assertions: the GPU does not format messages), from each device
 # toolchain: tests/fixtures/panics, whose launches panic with an index out
 # of bounds, the four slice range failures, copy_from_slice's length
-# mismatch, Option::expect, a formatted assert in a kernel body and one in
-# a helper function, one thread each. The GPU records the values and the
-# host writes the message (core's, or the assert's from its recorded
-# format string and values): the GPU run must print exactly what the host
-# fallback printed here, except for the helper's assert (outside a kernel
-# body), whose message is the placeholder the program prints last
+# mismatch, Option::expect, a formatted assert in a kernel body, one in
+# a helper function and one in a helper marked #[offload::record_panics],
+# one thread each. The GPU records the values and the host writes the
+# message (core's, or the assert's from its recorded format string and
+# values): the GPU run must print exactly what the host fallback printed
+# here, except for the unmarked helper's assert (outside a kernel body),
+# whose message is the placeholder the program prints last
 # (offload::UNFORMATTED_PANIC_MESSAGE); after each panic the next launch
 # computes the right values.
 build_c_panics() {
@@ -364,6 +365,7 @@ gpu_c_panics() {
             "^index: kernel .fixture_panics::index. panicked at src/main.rs:[0-9]+:[0-9]+ \(block \(3, 0, 0\), thread \(9, 0, 0\)\): index out of bounds: the len is 1000 but the index is 1777$" \
             "^range order: kernel .fixture_panics::range. panicked at .*: slice index starts at 7 but ends at 3$" \
             "^formatted: kernel .fixture_panics::formatted. panicked at .*: thread 606 of 1000 asserts$" \
+            "^recorded: kernel .fixture_panics::recorded. panicked at .*: thread 808 asserts in a marked helper$" \
             "9*: next launch right$" \
             -- bash -c "set -o pipefail; OFFLOAD_DEVICE=$dev ./$tc/panics | tee ./$tc/panics.out-$dev &&
                 diff ./$tc/panics.expected-$dev ./$tc/panics.out-$dev"

@@ -1,4 +1,4 @@
-//! Command line: `cargo offload <build|run|test|bench|check|clippy|doc|doctor>
+//! Command line: `cargo offload <build|run|test|bench|check|clippy|doc|clean|doctor>
 //! [options] [-- args]`.
 //!
 //! Parsed like cargo-nextest: clap with `bin_name = "cargo"` and one
@@ -35,7 +35,8 @@ pub enum CargoCli {
         run their kernels on the host CPU.",
     after_help = "Environment: OFFLOAD_RUSTC / OFFLOAD_CARGO (device compiler), OFFLOAD_PTXAS (empty: no cubin), \
         OFFLOAD_DEVICE_RUSTFLAGS (extra rustc flags for the device pass), OFFLOAD_LLVM_LINK / OFFLOAD_OPT / \
-        OFFLOAD_LLC (LLVM tools). At run time: OFFLOAD_DEVICE=cuda|host, OFFLOAD_LOG=1."
+        OFFLOAD_LLC (LLVM tools), OFFLOAD_CACHE_DIR / OFFLOAD_CACHE_SIZE (shared cache and its size limit, \
+        default 2G). At run time: OFFLOAD_DEVICE=cuda|host, OFFLOAD_LOG=1."
 )]
 pub struct OffloadCli {
     #[command(subcommand)]
@@ -59,6 +60,8 @@ pub enum Command {
     Clippy(ClippyArgs),
     /// Document the crate as the host pass sees it (runs `cargo doc`)
     Doc(DocArgs),
+    /// Remove the target directory (runs `cargo clean`), or with --cache offload's shared cache
+    Clean(crate::clean::CleanArgs),
     /// List the toolchain parts, drivers and GPUs found, and how to install what is missing
     Doctor,
 }
@@ -422,7 +425,7 @@ impl Command {
             Command::Check(a) => Some(&a.cargo),
             Command::Clippy(a) => Some(&a.cargo),
             Command::Doc(a) => Some(&a.cargo),
-            Command::Doctor => None,
+            Command::Doctor | Command::Clean(_) => None,
         }
     }
 }

@@ -63,8 +63,10 @@
 //! while it compiles and stores, so a second build waiting for the same
 //! crate takes the first one's result; an entry is assembled in a
 //! temporary directory renamed into place, so an interrupted build leaves
-//! nothing a later one would read. Entries can be deleted whenever no
-//! build runs (`rm -rf ~/.cache/offload/crates`). `OFFLOAD_CRATE_CACHE=0`
+//! nothing a later one would read. An entry that disappears while it is
+//! restored (pruned by another `cargo offload`, `cache_gc`) is a miss: the
+//! crate is compiled. A hit sets the manifest's modification time, the
+//! entry's last use for pruning. `OFFLOAD_CRATE_CACHE=0`
 //! or `OFFLOAD_BUILD_STD=1` turns the cache off.
 
 use std::collections::BTreeMap;
@@ -456,10 +458,8 @@ impl Slot {
 
     /// Takes `<entry>.lock` (waiting while another build holds it).
     fn lock(&self) -> Option<nix::fcntl::Flock<File>> {
-        use nix::fcntl::{Flock, FlockArg};
         std::fs::create_dir_all(self.entry.parent()?).ok()?;
-        let file = File::create(self.entry.with_extension("lock")).ok()?;
-        Flock::lock(file, FlockArg::LockExclusive).ok()
+        crate::cache_gc::lock(&self.entry.with_extension("lock"), crate::cache_gc::How::Exclusive).ok()?
     }
 
     /// On a hit, writes the entry's files into rustc's `--out-dir` and its
@@ -492,6 +492,7 @@ impl Slot {
                 return false;
             }
         }
+        crate::cache_gc::touch(&self.entry.join(MANIFEST));
         use std::io::Write;
         let mut err = std::io::stderr().lock();
         for l in &m.stderr {

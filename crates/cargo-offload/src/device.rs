@@ -324,9 +324,8 @@ impl DevicePass<'_> {
             status::status("Running", format!("device pass:\n{}", self.render()));
         }
         let _ = std::fs::create_dir_all(&self.target_dir);
-        if let Some(sysroot) = self.sysroot() {
-            sysroot.ensure()?;
-        }
+        // Held until the pass ends: rustc reads the sysroot throughout.
+        let _in_use = self.sysroot().map(|s| s.ensure()).transpose()?;
         if self.verbose >= 2 {
             let _ = std::fs::remove_file(self.link_log());
         }

@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | 0 | [`exit::OK`] | success |
 //! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
-//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: a `--package`, `--bin`, `--example`, `--test` or `--bench` name that selects nothing, `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that is quoted (the variable is split at spaces, not shell-parsed) or contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
+//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `OFFLOAD_CACHE_SIZE`, a `--package`, `--bin`, `--example`, `--test` or `--bench` name that selects nothing, `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that is quoted (the variable is split at spaces, not shell-parsed) or contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
 //! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or a tool asked about it (`rustc -vV`, `rustup which`, `llc`, `nvidia-smi`) did not answer in time, or `cargo-offload` and the crate's `offload` are of different versions |
 //! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link (in `check` and `clippy`: device code has errors the host pass does not), or a binary launches kernels its device image lacks |
 //! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
@@ -109,6 +109,10 @@ pub enum CliError {
 
     #[error("`{}` launches generic kernels, but it has no symbol table to read their instantiations from", exe.display())]
     StrippedBinary { exe: PathBuf },
+
+    /// `OFFLOAD_CACHE_SIZE` or `clean --cache --max-size` is not a size.
+    #[error("{from}: {problem}")]
+    CacheSize { from: &'static str, problem: String },
 
     // ---- 3: device toolchain
     #[error("no device compiler found: tried {tried}")]
@@ -251,7 +255,8 @@ impl CliError {
             | NoSuchSelection { .. }
             | Ptx(_)
             | DeviceFlags(_)
-            | StrippedBinary { .. } => exit::USAGE,
+            | StrippedBinary { .. }
+            | CacheSize { .. } => exit::USAGE,
             NoDeviceRustc { .. }
             | MissingRustSrc { .. }
             | Tools(_)
@@ -288,6 +293,9 @@ impl CliError {
                 vec!["the table takes `arch` (a string or a list of strings, e.g. `[\"sm_80\", \"sm_90\"]`) and \
                  `target` (a string)"
                     .into()]
+            }
+            CacheSize { .. } => {
+                vec!["write a size such as `2G`, `500M` or `0` (K, M, G and T are powers of 1024)".into()]
             }
             StrippedBinary { .. } => {
                 vec!["the profile strips symbols (`strip = true` or `\"symbols\"`); use `strip = \"debuginfo\"` or \

@@ -19,7 +19,9 @@
 
 mod arg;
 mod binary;
+mod cache_gc;
 mod child;
+mod clean;
 mod cli;
 mod cmd;
 mod crate_cache;

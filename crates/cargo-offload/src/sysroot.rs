@@ -30,22 +30,34 @@
 //! on: the recipe, the device rustc (path and `rustc -V`) and cargo, the
 //! identity of the library sources (rust-src), the target (the target
 //! specification's text for AMD GPUs), CPU and features. A new toolchain
-//! gets a new directory; old ones can be deleted at any time when no build
-//! runs (`rm -rf ~/.cache/offload/sysroot`).
+//! gets a new directory; old ones go when the cache is over its size limit
+//! (`cache_gc`, least recently used first) or with `cargo offload clean
+//! --cache`.
 //!
-//! Concurrent builds: one builder per key holds `<dir>.lock` (`flock`);
-//! the libraries are assembled in a temporary directory renamed into place,
-//! so a reader never sees a partial sysroot and an interrupted build
-//! leaves nothing a later one would trust.
+//! Concurrent builds: one builder per key holds `<dir>.lock` (`flock`)
+//! exclusively; the libraries are assembled in a temporary directory
+//! renamed into place, so a reader never sees a partial sysroot and an
+//! interrupted build leaves nothing a later one would trust. A device pass
+//! holds the lock shared while it runs ([`Sysroot::ensure`]), so that
+//! pruning never removes a sysroot a rustc is reading.
 
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::cache_gc::How;
 use crate::errors::{CliError, Result};
 use crate::status;
 use crate::toolchain::DeviceToolchain;
+
+/// What a sysroot was built from; its modification time is its last use
+/// (`cache_gc`).
+const INFO: &str = "offload-sysroot.txt";
+
+/// A sysroot in use: its lock, held shared (see [`Sysroot::ensure`]).
+#[must_use = "the sysroot is only protected from pruning while this is held"]
+pub struct InUse(#[allow(dead_code)] nix::fcntl::Flock<File>);
 
 /// Switches the device pass back to `-Zbuild-std=core` when set to `1`.
 pub const BUILD_STD_VAR: &str = "OFFLOAD_BUILD_STD";
@@ -177,7 +189,7 @@ impl Sysroot {
 
     /// Whether the sysroot is complete (it only ever appears complete).
     pub fn is_built(&self) -> bool {
-        self.dir.join("offload-sysroot.txt").is_file() && self.lib_dir().is_dir()
+        self.dir.join(INFO).is_file() && self.lib_dir().is_dir()
     }
 
     /// The rustflags the libraries are compiled with.
@@ -221,49 +233,55 @@ impl Sysroot {
     }
 
     /// Builds the sysroot unless it is there; safe with other `cargo
-    /// offload`s doing the same (see the module docs).
-    pub fn ensure(&self) -> Result<()> {
-        if self.is_built() {
-            return Ok(());
+    /// offload`s doing the same (see the module docs). Returns its lock,
+    /// held shared: while the caller keeps it, the sysroot is in use and
+    /// pruning the cache (`cache_gc`) leaves it alone.
+    pub fn ensure(&self) -> Result<InUse> {
+        loop {
+            let shared = self.lock(How::Shared)?;
+            if self.is_built() {
+                crate::cache_gc::touch(&self.dir.join(INFO));
+                return Ok(InUse(shared));
+            }
+            drop(shared);
+            let _building = self.lock(How::Exclusive)?;
+            if !self.is_built() {
+                status::status(
+                    "Compiling",
+                    format!(
+                        "core for {} {} (device sysroot, once per toolchain and target: {})",
+                        self.target_name,
+                        self.cpu,
+                        self.dir.display()
+                    ),
+                );
+                let build = self.dir.with_extension("build");
+                let rlibs = self.compile(&build)?;
+                self.install(&rlibs)?;
+                let _ = std::fs::remove_dir_all(&build);
+            }
+            // Shared again (flock cannot turn an exclusive lock into a
+            // shared one in one step): a pruning in between means one more
+            // round.
         }
-        let _lock = self.lock()?;
-        if self.is_built() {
-            return Ok(());
-        }
-        status::status(
-            "Compiling",
-            format!(
-                "core for {} {} (device sysroot, once per toolchain and target: {})",
-                self.target_name,
-                self.cpu,
-                self.dir.display()
-            ),
-        );
-        let build = self.dir.with_extension("build");
-        let rlibs = self.compile(&build)?;
-        self.install(&rlibs)?;
-        let _ = std::fs::remove_dir_all(&build);
-        Ok(())
     }
 
-    /// Takes `<dir>.lock`, waiting (with a note) while another build holds it.
-    fn lock(&self) -> Result<nix::fcntl::Flock<File>> {
-        use nix::fcntl::{Flock, FlockArg};
+    /// Takes `<dir>.lock` (`how`: shared or exclusive), waiting, with a
+    /// note, while another build holds it exclusively.
+    fn lock(&self, how: How) -> Result<nix::fcntl::Flock<File>> {
         let parent = self.dir.parent().expect("a sysroot has a parent directory");
         std::fs::create_dir_all(parent).map_err(CliError::io("could not create", parent))?;
         let lock_path = self.dir.with_extension("lock");
-        let lock_file = File::create(&lock_path).map_err(CliError::io("could not create", &lock_path))?;
-        match Flock::lock(lock_file, FlockArg::LockExclusiveNonblock) {
-            Ok(l) => Ok(l),
-            Err((file, _)) => {
-                status::note(format!(
-                    "waiting for another cargo offload to build the device sysroot for {} {}",
-                    self.target_name, self.cpu
-                ));
-                Flock::lock(file, FlockArg::LockExclusive)
-                    .map_err(|(_, e)| CliError::io("could not lock", &lock_path)(std::io::Error::from(e)))
-            }
+        let io = |e| CliError::io("could not lock", &lock_path)(e);
+        let now = if how == How::Shared { How::TryShared } else { How::TryExclusive };
+        if let Some(l) = crate::cache_gc::lock(&lock_path, now).map_err(io)? {
+            return Ok(l);
         }
+        status::note(format!(
+            "waiting for another cargo offload to build the device sysroot for {} {}",
+            self.target_name, self.cpu
+        ));
+        Ok(crate::cache_gc::lock(&lock_path, how).map_err(io)?.expect("a waiting lock is always taken"))
     }
 
     /// Compiles the libraries in `build` (a placeholder crate); returns
@@ -347,7 +365,7 @@ impl Sysroot {
         }
         let mut text = self.description.clone();
         text.push_str(&format!("built by cargo-offload {}\n", env!("CARGO_PKG_VERSION")));
-        let info = tmp.join("offload-sysroot.txt");
+        let info = tmp.join(INFO);
         std::fs::write(&info, text).map_err(CliError::io("could not write", &info))?;
         // A leftover of a build that lost its lock file is replaced.
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -454,6 +472,34 @@ mod tests {
         dirs.dedup();
         assert_eq!(dirs.len(), n, "every change is a new sysroot: {dirs:#?}");
         assert!(!a.is_built());
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// A device pass holds its sysroot for as long as it runs: pruning the
+    /// cache meanwhile keeps it, whatever the limit; once the pass ends it
+    /// is an entry like any other. Using it records a use.
+    #[test]
+    fn a_sysroot_in_use_is_not_pruned() {
+        let base = std::env::temp_dir().join(format!("offload-sysroot-in-use-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let tc = toolchain(&base.join("tc"), "rustc 1.96.0 (ac68faa20 2026-05-25)");
+        let cache = base.join("cache");
+        let s = Sysroot::new(&tc, "nvptx64-nvidia-cuda", "sm_90", &[], &cache);
+        std::fs::create_dir_all(s.lib_dir()).unwrap();
+        std::fs::write(s.lib_dir().join("libcore-1.rlib"), [1u8; 100]).unwrap();
+        std::fs::write(s.dir.join(INFO), "built\n").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::OpenOptions::new().append(true).open(s.dir.join(INFO)).unwrap().set_modified(old).unwrap();
+        let in_use = s.ensure().expect("built already: nothing to compile");
+        let used = std::fs::metadata(s.dir.join(INFO)).unwrap().modified().unwrap();
+        assert!(used > old + std::time::Duration::from_secs(3000), "a use is recorded");
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+        let p = crate::cache_gc::prune(&cache, 0, later, false);
+        assert_eq!((p.removed.len(), p.in_use), (0, 1));
+        assert!(s.is_built());
+        drop(in_use);
+        assert_eq!(crate::cache_gc::prune(&cache, 0, later, false).removed, std::slice::from_ref(&s.dir));
+        assert!(!s.is_built() && !s.dir.with_extension("lock").exists());
         let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -1593,8 +1593,14 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
                 usage.iter().find(|(n, _)| hash(n)).map(|u| u.1)
             };
             let (plain, formatted) = (of("bounded"), of("bounded_formatted"));
-            eprintln!("ptxas -v, (registers, stack bytes): bounded {plain:?}, bounded_formatted {formatted:?}");
+            let (helper, unmarked) = (of("bounded_helper"), of("bounded_helper_plain"));
+            eprintln!(
+                "ptxas -v, (registers, stack bytes): bounded {plain:?}, bounded_formatted {formatted:?}, \
+                 bounded_helper {helper:?}, bounded_helper_plain {unmarked:?}"
+            );
             assert!(plain.is_some() && plain == formatted, "registers and stack: {usage:?}");
+            // The same in a helper marked `#[offload::record_panics]`.
+            assert_eq!(helper, formatted, "registers and stack: {usage:?}");
         }
         None => assert!(!require_ptxas(), "OFFLOAD_REQUIRE_PTXAS=1 but `cargo offload doctor` found no ptxas"),
     }
@@ -1608,6 +1614,7 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
     let bytes = |s: &str| s.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", ");
     assert!(ptx.contains("call.uni __offload_panic_format_2, ("), "no call of the recorder of two values");
     assert!(ptx.contains(&bytes("thread {0} of {1} asserts")), "the format string is not in the PTX");
+    assert!(ptx.contains(&bytes("thread {0} asserts in a marked helper")), "the marked helper's is not either");
     let placeholder = lines.last().and_then(|l| l.strip_prefix("placeholder: ")).expect("the placeholder line");
     assert!(ptx.contains(&bytes(placeholder)), "the placeholder is not in the PTX");
 
@@ -1643,6 +1650,7 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
         ("expect", "expect", "expect", 505, "no element j of x".into()),
         ("formatted", "formatted", "formatted", 606, format!("thread 606 of {n} asserts")),
         ("helper", "helper", "helper", 707, "thread 707 asserts in a helper".into()),
+        ("recorded", "recorded", "recorded", 808, "thread 808 asserts in a marked helper".into()),
     ];
     assert_eq!(lines.len(), 2 * expected.len() + 1, "{}", run.stdout);
     for (i, (what, kernel, mark, thread, message)) in expected.iter().enumerate() {

@@ -1,7 +1,8 @@
 //! Procedural macros of `offload`: `#[kernel]`, `#[device_global]`,
-//! `#[host]` and `#[derive(DeviceCopy)]`. Use them through the `offload`
-//! crate, which re-exports them and documents the programming model;
-//! generated code names only `::offload::__private::…` and `::offload::…`.
+//! `#[host]`, `#[record_panics]` and `#[derive(DeviceCopy)]`. Use them
+//! through the `offload` crate, which re-exports them and documents the
+//! programming model; generated code names only `::offload::__private::…`
+//! and `::offload::…`.
 //!
 //! This file is the entry only. Each macro is a module split parse → check →
 //! generate ([`kernel`] has one module per role; `symbol` names the
@@ -12,14 +13,15 @@
 //! signature) so that the rest of the crate still type-checks. The macros
 //! never panic.
 //! Each diagnostic has a UI test in `crates/offload/tests/ui/{kernel,derive,
-//! device_global,host}/` (trybuild), and `tests/expand/` pins the generated
-//! code (see `expand_tests`).
+//! device_global,host,record_panics}/` (trybuild), and `tests/expand/` pins
+//! the generated code (see `expand_tests`).
 
 mod ctxt;
 mod derive;
 mod global;
 mod host;
 mod kernel;
+mod record_panics;
 mod symbol;
 
 #[cfg(test)]
@@ -45,6 +47,13 @@ pub fn device_global(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn host(attr: TokenStream, item: TokenStream) -> TokenStream {
     host::expand(attr.into(), item.into()).into()
+}
+
+/// Records the values of a function's panic messages on the GPU, as in a
+/// kernel body. See `offload::record_panics`.
+#[proc_macro_attribute]
+pub fn record_panics(attr: TokenStream, item: TokenStream) -> TokenStream {
+    record_panics::expand(attr.into(), item.into()).into()
 }
 
 /// Implements `offload::DeviceCopy` for a `#[repr(C)]` plain-data struct.

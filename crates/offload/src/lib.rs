@@ -236,6 +236,31 @@ pub use offload_macros::host;
 /// `T` is plain data or an [`atomic`] type; `static mut` is rejected.
 pub use offload_macros::device_global;
 
+/// Formats a function's panic messages on the GPU as a kernel body's are:
+/// `#[offload::record_panics] fn check(i: usize, n: usize) { assert!(i < n,
+/// "i = {i} n = {n}") }`, for a function that kernels call.
+///
+/// In optimized NVPTX builds (no debug assertions) the GPU does not run
+/// `core::fmt` (see [`UNFORMATTED_PANIC_MESSAGE`]); a kernel body's
+/// `panic!`, `assert!`, `assert_eq!`, `assert_ne!` and `unreachable!` with
+/// format arguments record their values instead, and the host formats the
+/// message. This attribute does the same in the function it marks (closures
+/// inside it included; nested items not): up to four arguments that are
+/// integers, `f32`, `f64`, `bool` or `char` (or references to them) are
+/// formatted, any other prints `{?}`. The location is the macro's, as in a
+/// kernel. Nothing changes on the host fallback or in builds with debug
+/// assertions, where the macros run as written. It goes on a `fn` (free or
+/// a method), not a `const fn`.
+///
+/// ```ignore
+/// #[offload::record_panics]
+/// fn at(v: &[f32], i: usize) -> f32 {
+///     assert!(i < v.len(), "index {} of {}", i, v.len());
+///     v[i]
+/// }
+/// ```
+pub use offload_macros::record_panics;
+
 /// Derives [`DeviceCopy`] for a `#[repr(C)]` struct whose fields are all
 /// `DeviceCopy`; the struct must also be `Copy`.
 pub use offload_macros::DeviceCopy;

@@ -9,10 +9,10 @@
 //! - `tests/ui/*.rs`: the safe API (a `DisjointSlice` stays on its thread).
 //! - `tests/ui/async/`: the borrow rules of queued work (docs/async.md):
 //!   host memory only in a scope, borrowed until it ends.
-//! - `tests/ui/kernel/`, `derive/`, `device_global/`, `host/`: every
-//!   diagnostic of the macros of `offload-macros` (`#[kernel]`,
-//!   `#[derive(DeviceCopy)]`, `#[device_global]`, `#[host]`), one case per
-//!   message or rule.
+//! - `tests/ui/kernel/`, `derive/`, `device_global/`, `host/`,
+//!   `record_panics/`: every diagnostic of the macros of `offload-macros`
+//!   (`#[kernel]`, `#[derive(DeviceCopy)]`, `#[device_global]`, `#[host]`,
+//!   `#[record_panics]`), one case per message or rule.
 
 // Host-only: `cargo offload test` also builds this target for the GPU,
 // where its dependencies (std) do not exist.
@@ -23,7 +23,7 @@ mod host {
     fn ui() {
         let t = trybuild::TestCases::new();
         t.compile_fail("tests/ui/*.rs");
-        for macro_dir in ["async", "kernel", "derive", "device_global", "host"] {
+        for macro_dir in ["async", "kernel", "derive", "device_global", "host", "record_panics"] {
             t.compile_fail(format!("tests/ui/{macro_dir}/*.rs"));
         }
     }

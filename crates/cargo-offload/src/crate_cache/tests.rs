@@ -289,3 +289,101 @@ fn dot_dot_paths_are_resolved_before_they_are_covered() {
     assert!(!covered(reg, Path::new(&format!("{libc}/../../../../../../etc/gen.rs"))));
     assert!(!covered(reg, Path::new(&format!("{libc}/.hidden/lib.rs"))), "hidden parts stay out");
 }
+
+/// A stored entry of `lib` for the target directory `t` (its dep-info and
+/// rlib in `out`), and rustc's messages naming them.
+fn stored(dir: &Path, t: &Path, out: &Path) -> (Slot, Vec<String>) {
+    let src = dir.join("registry/src/index/lib-1.0.0/src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("lib.rs"), "").unwrap();
+    std::fs::create_dir_all(out).unwrap();
+    let (rlib, d) = (out.join("liblib-1.rlib"), out.join("lib-1.d"));
+    std::fs::write(&rlib, vec![42u8; 64 << 10]).unwrap();
+    std::fs::write(&d, format!("{}: {}\n", rlib.display(), src.join("lib.rs").display())).unwrap();
+    let stderr = [&rlib, &d].iter().map(|p| format!("{{\"artifact\":\"{}\",\"emit\":\"x\"}}", p.display())).collect();
+    let entry = dir.join("cache/crates/lib-0123");
+    std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
+    (slot(&entry, out, t, &[&dir.join("registry/src")]), stderr)
+}
+
+/// A restore records the entry's last use (the manifest's modification
+/// time), which pruning orders by.
+#[test]
+fn a_restore_is_a_use() {
+    let dir = scratch("touch");
+    let (ta, tb) = (dir.join("a/target"), dir.join("b/target"));
+    let (a, stderr) = stored(&dir, &ta, &ta.join("debug/deps"));
+    a.store(&stderr);
+    let manifest = a.entry.join(MANIFEST);
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::OpenOptions::new().append(true).open(&manifest).unwrap().set_modified(old).unwrap();
+    let outb = tb.join("debug/deps");
+    std::fs::create_dir_all(&outb).unwrap();
+    assert!(slot(&a.entry, &outb, &tb, &[&dir.join("registry/src")]).restore());
+    let used = std::fs::metadata(&manifest).unwrap().modified().unwrap();
+    assert!(used > old + std::time::Duration::from_secs(3000), "{used:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Another `cargo offload` pruning the cache while this one restores the
+/// same crate: every `serve` ends with the crate's files complete in the
+/// target directory, restored or compiled, never a failure.
+#[test]
+fn a_restore_racing_an_eviction_compiles_instead() {
+    let dir = scratch("race");
+    let (ta, tb) = (dir.join("a/target"), dir.join("b/target"));
+    let (a, stderr) = stored(&dir, &ta, &ta.join("debug/deps"));
+    let outb = tb.join("debug/deps");
+    std::fs::create_dir_all(&outb).unwrap();
+    let b = slot(&a.entry, &outb, &tb, &[&dir.join("registry/src")]);
+    let expected_d = format!(
+        "{}: {}\n",
+        outb.join("liblib-1.rlib").display(),
+        dir.join("registry/src/index/lib-1.0.0/src/lib.rs").display()
+    );
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    // Stops the evictor however the loop below ends (a failed assertion too).
+    struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let (mut restored, mut compiled) = (0, 0);
+    let evicted = std::thread::scope(|s| {
+        let evictor = s.spawn(|| {
+            let (cache, mut evicted) = (dir.join("cache"), 0);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                a.store(&stderr);
+                std::thread::sleep(std::time::Duration::from_micros(300));
+                for e in crate::cache_gc::entries(&cache) {
+                    evicted += usize::from(crate::cache_gc::evict(&e));
+                }
+            }
+            evicted
+        });
+        let stopping = Stop(&stop);
+        for _ in 0..400 {
+            let _ = std::fs::remove_file(outb.join("liblib-1.rlib"));
+            let _ = std::fs::remove_file(outb.join("lib-1.d"));
+            let served = b.serve(|_| -> Result<(i32, Option<Vec<String>>), ()> {
+                std::fs::write(outb.join("liblib-1.rlib"), vec![42u8; 64 << 10]).unwrap();
+                std::fs::write(outb.join("lib-1.d"), &expected_d).unwrap();
+                Ok((0, None))
+            });
+            match served {
+                Ok(Served::Restored) => restored += 1,
+                Ok(Served::Compiled(0)) => compiled += 1,
+                other => panic!("{other:?}"),
+            }
+            let rlib = std::fs::read(outb.join("liblib-1.rlib")).expect("the rlib is there");
+            assert!(rlib.len() == 64 << 10 && rlib.iter().all(|&b| b == 42), "a complete rlib");
+            assert_eq!(std::fs::read_to_string(outb.join("lib-1.d")).unwrap(), expected_d);
+        }
+        drop(stopping);
+        evictor.join().unwrap()
+    });
+    eprintln!("restored {restored}, compiled {compiled}, evicted {evicted}");
+    assert!(evicted > 0 && restored + compiled == 400);
+    let _ = std::fs::remove_dir_all(&dir);
+}

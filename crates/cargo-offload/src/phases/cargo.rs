@@ -1,4 +1,4 @@
-//! The cargo phase: `cargo offload build|run|test|bench|check|clippy|doc|doctor`,
+//! The cargo phase: `cargo offload build|run|test|bench|check|clippy|doc|clean|doctor`,
 //! as the user runs it.
 //!
 //! command line (`cli`) → workspace (`cargo metadata`) → device toolchain
@@ -17,6 +17,9 @@
 //! or `cargo clippy`), then the device passes (`cargo check` for the GPU),
 //! the messages of both relayed in the user's `--message-format` (`output`).
 //! `doc` is `cargo doc`: the documentation of the host pass.
+//!
+//! After every build the shared cache is pruned to its size limit
+//! (`cache_gc`), sparing what the build used.
 
 use std::ffi::OsString;
 
@@ -78,6 +81,7 @@ fn run(command: Command) -> Result<i32> {
         Command::Check(a) => build(&a.device, &a.cargo, Action::Check),
         Command::Clippy(a) => build(&a.device, &a.cargo, Action::Clippy { args: a.args }),
         Command::Doc(a) => doc(&a),
+        Command::Clean(a) => crate::clean::run(&a),
         Command::Doctor => doctor::run(),
     }
 }
@@ -88,6 +92,8 @@ fn run(command: Command) -> Result<i32> {
 fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
     status::set_quiet(dev.quiet);
     status::set_color(cargo.color.as_deref());
+    // A bad `OFFLOAD_CACHE_SIZE` is refused before anything runs.
+    let (started, _) = (std::time::SystemTime::now(), crate::cache_gc::limit()?);
     select::check_target(dev)?;
     let exes = Executables::find()?;
     let ws = workspace::workspace(cargo)?;
@@ -102,13 +108,11 @@ fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
         return Ok(exit::OK);
     }
     let format = MessageFormat::from_values(&cargo.message_format);
-    if action.checks() {
-        return check(&plan, &format);
-    }
-    let result = passes(&plan);
-    if matches!(&result, Err(e) if !matches!(e, CliError::Interrupted)) {
+    let result = if action.checks() { check(&plan, &format) } else { passes(&plan) };
+    if !action.checks() && matches!(&result, Err(e) if !matches!(e, CliError::Interrupted)) {
         format.finished(false);
     }
+    crate::cache_gc::after_build(started);
     result
 }
 

@@ -93,6 +93,10 @@ pub fn offload_cmd(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.env_remove(k);
     }
     cmd.env(CACHE_VAR, cache_dir());
+    // The tests share one cache bigger than the default limit: never
+    // pruned mid-run under a test that counts on what another stored
+    // (`tests/cache.rs` tests the pruning, with caches of its own).
+    cmd.env("OFFLOAD_CACHE_SIZE", "1T");
     if !require_ptxas() && !env.contains(&WITH_PTXAS) {
         cmd.env("OFFLOAD_PTXAS", "");
     }

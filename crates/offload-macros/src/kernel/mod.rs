@@ -30,7 +30,7 @@ mod check;
 mod entry;
 mod instances;
 mod launcher;
-mod panics;
+pub(crate) mod panics;
 mod param;
 mod types;
 

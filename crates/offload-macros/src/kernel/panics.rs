@@ -31,7 +31,7 @@ use syn::{Expr, ExprLit, Ident, Lit, LitStr, Macro, Stmt, Token};
 const ARGS: usize = 4;
 
 /// `block` with its panicking macros rewritten for the device (see the module docs).
-pub(super) fn rewrite(block: &syn::Block) -> syn::Block {
+pub(crate) fn rewrite(block: &syn::Block) -> syn::Block {
     let mut block = block.clone();
     Rewriter.visit_block_mut(&mut block);
     block

@@ -64,14 +64,15 @@ pub(crate) const DONE: u32 = 2;
 /// is 3 but the index is 7`, slice ranges, `copy_from_slice` lengths),
 /// `Option::expect`'s message, messages with format arguments of
 /// `panic!`, `assert!`, `assert_eq!`, `assert_ne!` and `unreachable!` in a
-/// kernel body (recorded as values; arguments other than numbers, `bool`
+/// kernel body or in a function marked
+/// [`#[offload::record_panics]`](crate::record_panics) (recorded as values; arguments other than numbers, `bool`
 /// and `char`, and those past the fourth, print `{?}`), the location, the
 /// block and the thread are always reported; builds with debug assertions
 /// and the host fallback format every message. Compare with it to tell
 /// this known limitation from a message.
 pub const UNFORMATTED_PANIC_MESSAGE: &str =
     "(a message with format arguments, not formatted on the GPU in optimized builds; a dev-profile build or \
-     OFFLOAD_DEVICE=host prints it)";
+     OFFLOAD_DEVICE=host prints it, and so does #[offload::record_panics] on the function that panics)";
 
 /// [`PanicRecord::kind`]: the message is text (`message_addr` or `message`).
 #[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(dead_code))]
