@@ -3,7 +3,8 @@
 //! awaits and the values that live across them stay in each thread's
 //! future): values carried across barriers, barriers reached in different
 //! branches, a barrier hidden in a called function, a warp collective
-//! between barriers, panics after a barrier. Every output is compared with
+//! between barriers, panics after a barrier, many
+//! `shared_array!` sites. Every output is compared with
 //! the block simulated here, step by step, on the host.
 
 use offload::prelude::*;
@@ -291,4 +292,58 @@ fn a_barrier_in_the_destructor_of_a_panicking_thread_does_not_wait() {
     let mut out = vec![0u32; (grid * n) as usize];
     guard_panics(LaunchConfig::new(grid, n), u32::MAX, &mut out).unwrap();
     assert_eq!(out, (1..=grid * n).collect::<Vec<_>>());
+}
+
+/// A `shared_array!` site in a function: the block allocates it when a
+/// thread first calls the function.
+fn site_a() -> &'static offload::SharedArray<u32, MAX> {
+    shared_array!(u32; MAX)
+}
+
+/// Another site, as [`site_a`].
+fn site_b() -> &'static offload::SharedArray<u32, MAX> {
+    shared_array!(u32; MAX)
+}
+
+/// Six `shared_array!` sites, more than the block's cache of sites holds,
+/// two of them allocated in an order that depends on the block (even
+/// blocks `site_a` first, odd ones `site_b`): every thread stores into
+/// each array, waits, and sums its neighbours' values of all six. An
+/// array that another site's memory stood in for (a stale or wrong entry
+/// of the cache) changes the sums.
+#[kernel]
+fn six_sites(out: &mut [u32]) {
+    let (t, n, blk) = (thread_idx().x as usize, block_dim().x as usize, block_idx().x);
+    let (a, b) = if blk % 2 == 0 {
+        let a = site_a();
+        (a, site_b())
+    } else {
+        let b = site_b();
+        (site_a(), b)
+    };
+    let arrays =
+        [a, b, shared_array!(u32; MAX), shared_array!(u32; MAX), shared_array!(u32; MAX), shared_array!(u32; MAX)];
+    for (k, s) in arrays.iter().enumerate() {
+        s.set(t, (k as u32 + 1) * 1000 + blk * 100 + t as u32);
+    }
+    sync_threads();
+    let mut sum = 0;
+    for (k, s) in arrays.iter().enumerate() {
+        sum += s.get((t + k + 1) % n) * (k as u32 + 1);
+    }
+    if let Some((_, o)) = out.at_thread() {
+        *o = sum;
+    }
+}
+
+#[test]
+fn every_shared_array_site_has_its_own_memory_in_every_block() {
+    let (blocks, n) = (4usize, 40usize);
+    let mut out = vec![0u32; blocks * n];
+    six_sites(LaunchConfig::new(blocks as u32, n as u32), &mut out).unwrap();
+    for (i, &got) in out.iter().enumerate() {
+        let (blk, t) = (i / n, i % n);
+        let want: usize = (0..6).map(|k| ((k + 1) * 1000 + blk * 100 + (t + k + 1) % n) * (k + 1)).sum();
+        assert_eq!(got as usize, want, "block {blk} thread {t}");
+    }
 }

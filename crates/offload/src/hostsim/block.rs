@@ -133,6 +133,7 @@ impl Executor {
             phase_pending: Cell::new(0),
             arena: RefCell::new(Arena::checkout()),
             shared_limit: 0,
+            sites: Default::default(),
         });
         Executor { block, q: Queues::default(), stacks: Vec::new(), made: 0, stack_size }
     }
@@ -187,6 +188,7 @@ impl Executor {
             }
             let mut arena = b.arena.borrow_mut();
             arena.reset();
+            b.sites.iter().for_each(|s| s.set((0, 0, 0)));
             if shared_mem_bytes > 0 {
                 let p = arena.alloc(shared_mem_bytes as usize, 16);
                 arena.dynamic = (p, shared_mem_bytes as usize);

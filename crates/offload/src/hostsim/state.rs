@@ -66,7 +66,16 @@ pub(crate) struct Block {
     pub(super) phase_pending: Cell<u32>,
     /// Bytes of shared memory, static and dynamic, one block may use.
     pub(super) shared_limit: usize,
+    /// The `shared_array!` sites the block has allocated, `(site, size,
+    /// address)`, the first [`SITE_CACHE`] of them (site 0: free): what a
+    /// thread's `shared_array!` finds without borrowing the arena
+    /// (`entry::shared_alloc`). Cleared with the arena for every block.
+    pub(super) sites: [Cell<(usize, usize, usize)>; SITE_CACHE],
 }
+
+/// The `shared_array!` sites of a block that [`Block::sites`] keeps; a
+/// block with more finds the others in its arena.
+pub(super) const SITE_CACHE: usize = 4;
 
 /// What the runners of a block in phases (`phases`) poll the calling GPU
 /// thread with, linear index `t`; it records whether the thread waits at a
