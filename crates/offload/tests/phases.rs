@@ -347,3 +347,86 @@ fn every_shared_array_site_has_its_own_memory_in_every_block() {
         assert_eq!(got as usize, want, "block {blk} thread {t}");
     }
 }
+
+/// A grid-stride loop of a body with barriers, whose iterations pause
+/// every few (`hostsim::phases::Step`) while the block's other threads
+/// take their turn. Each thread sums its elements of `x` (weighted by
+/// position); `mode` 2 also exchanges each element with its neighbour
+/// through shared memory, at two barriers the macro does not see, inside
+/// the loop (every thread must make the same number of iterations). Then
+/// a warp reduction and a barrier (`mode` 1: the macro does not see it),
+/// after which each thread reads its neighbours' sums. With trip counts
+/// that differ between threads, threads that paused in the loop meet
+/// threads that went on to the reduction or barrier on coroutines.
+#[kernel]
+fn strided(mode: u32, x: &[u32], out: &mut [u64]) {
+    let s = shared_array!(u32; MAX);
+    let (t, n) = (thread_idx().x as usize, block_dim().x as usize);
+    sync_threads();
+    let mut acc = 0u32;
+    for i in offload::grid_stride(x.len()) {
+        acc += x[i] * (i % 7 + 1) as u32;
+        if mode == 2 {
+            s.set(t, x[i]);
+            hidden_barrier();
+            acc += s.get((t + 1) % n);
+            hidden_barrier();
+        }
+    }
+    let sum = warp::reduce_sum(acc);
+    s.set(t, acc);
+    if mode == 1 {
+        hidden_barrier();
+    } else {
+        sync_threads();
+    }
+    let near = s.get((t + 1) % n) + s.get((t + n - 1) % n);
+    if let Some((_, o)) = out.at_thread() {
+        *o = (sum as u64) << 32 | near as u64;
+    }
+}
+
+/// `strided` computed here: per global thread, its output.
+fn strided_on_host(mode: u32, x: &[u32], grid: usize, n: usize) -> Vec<u64> {
+    let g = grid * n;
+    let acc: Vec<u32> = (0..g)
+        .map(|me| {
+            let (blk, t) = (me / n, me % n);
+            let next = blk * n + (t + 1) % n;
+            // Mode 2: the neighbour's element of the same iteration (all
+            // threads make the same number).
+            (me..x.len())
+                .step_by(g)
+                .map(|i| x[i] * (i % 7 + 1) as u32 + if mode == 2 { x[i - me + next] } else { 0 })
+                .sum()
+        })
+        .collect();
+    (0..g)
+        .map(|me| {
+            let (blk, t) = (me / n, me % n);
+            let w = me / 32 * 32;
+            let sum: u32 = acc[w..w + 32].iter().sum();
+            let near = acc[blk * n + (t + 1) % n] + acc[blk * n + (t + n - 1) % n];
+            (sum as u64) << 32 | near as u64
+        })
+        .collect()
+}
+
+#[test]
+fn threads_that_pause_in_a_grid_stride_loop_meet_the_others_at_barriers_and_reductions() {
+    let (grid, n) = (2usize, MAX);
+    let g = grid * n;
+    // Trip counts: thread 0 one more than the others (it pauses in the
+    // loop while they reach the reduction and the barrier), several
+    // uneven ones, all equal (mode 2 needs it).
+    for (mode, len) in [(0, 3 * g + 1), (1, 3 * g + 1), (0, 9 * g + 37), (1, 9 * g + 37), (0, 2), (2, 6 * g)] {
+        let x: Vec<u32> = (0..len).map(|i| (i * 37 % 101) as u32).collect();
+        let mut out = vec![0u64; g];
+        strided(LaunchConfig::new(grid as u32, n as u32), mode, &x, &mut out)
+            .unwrap_or_else(|e| panic!("mode {mode}, {len} elements: {e}"));
+        let want = strided_on_host(mode, &x, grid, n);
+        for (me, (&o, &w)) in out.iter().zip(&want).enumerate() {
+            assert_eq!(o, w, "mode {mode}, {len} elements, thread {me}: sum {} near {}", o >> 32, o as u32);
+        }
+    }
+}

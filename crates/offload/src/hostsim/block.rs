@@ -131,6 +131,9 @@ impl Executor {
             dirty: Cell::new(false),
             phases: Cell::new(None),
             phase_pending: Cell::new(0),
+            phase_stepped: Cell::new(0),
+            stepped: Cell::new(false),
+            suspended: Cell::new(false),
             arena: RefCell::new(Arena::checkout()),
             shared_limit: 0,
             sites: Default::default(),
@@ -182,6 +185,7 @@ impl Executor {
             b.next.set(0);
             b.sequencer.set(NO_RUNNER);
             b.phases.set(None);
+            b.phase_stepped.set(0);
             *b.panic.get_mut() = None;
             if b.dirty.replace(false) {
                 b.wait.iter().for_each(|w| w.set(Wait::Done));
@@ -269,6 +273,14 @@ impl Executor {
             }
             if b.next.get() < b.n {
                 return self.start_runner(b, body).map(Some);
+            }
+            if b.phase_stepped.get() > 0 {
+                // Threads paused at a grid-stride loop's step while others
+                // wait on coroutines (for them, maybe): a runner polls
+                // them on, their steps no longer pausing (`phases`).
+                b.phase_stepped.set(0);
+                b.next.set(0);
+                continue;
             }
             if self.q.at_warp > 0 {
                 return Err(BlockFailure::Divergence { reason: deadlock::diagnose(b) });

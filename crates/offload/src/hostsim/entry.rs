@@ -26,6 +26,7 @@ pub(super) fn current() -> Option<(&'static Block, usize)> {
 /// Suspends the calling GPU thread, linear index `t` of block `b`, until
 /// the scheduler resumes it, then restores its `threadIdx`.
 fn suspend(b: &Block, t: usize) {
+    b.suspended.set(true);
     if b.sequencer.get() == b.current.get() {
         // The runner's loop is at thread `t`: the scheduler starts the next
         // runner after it (`threads`).

@@ -64,6 +64,17 @@ pub(crate) struct Block {
     /// Threads that reached a barrier of the body (not returned) in the
     /// current phase.
     pub(super) phase_pending: Cell<u32>,
+    /// Threads that paused at a [`Step`](super::phases::Step) (a
+    /// grid-stride loop's) in the current pass of a phase: the phase polls
+    /// them again before it ends.
+    pub(super) phase_stepped: Cell<u32>,
+    /// Set by a `Step` that pauses its thread, read back (and cleared) by
+    /// the poll that ran it (`phases`).
+    pub(super) stepped: Cell<bool>,
+    /// A thread of the current pass waited on its runner's coroutine (a
+    /// barrier or warp collective the macro does not see, `entry`): the
+    /// pass's `Step`s no longer pause (see `phases`).
+    pub(super) suspended: Cell<bool>,
     /// Bytes of shared memory, static and dynamic, one block may use.
     pub(super) shared_limit: usize,
     /// The `shared_array!` sites the block has allocated, `(site, size,
