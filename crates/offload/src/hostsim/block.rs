@@ -132,6 +132,7 @@ impl Executor {
             phases: Cell::new(None),
             phase_pending: Cell::new(0),
             phase_stepped: Cell::new(0),
+            later_pass: Cell::new(false),
             stepped: Cell::new(false),
             suspended: Cell::new(false),
             arena: RefCell::new(Arena::checkout()),
@@ -279,6 +280,7 @@ impl Executor {
                 // wait on coroutines (for them, maybe): a runner polls
                 // them on, their steps no longer pausing (`phases`).
                 b.phase_stepped.set(0);
+                b.later_pass.set(true);
                 b.next.set(0);
                 continue;
             }

@@ -150,6 +150,18 @@ impl<P: PollThread + ?Sized> ThreadBody for Polled<'_, P> {
     }
 }
 
+/// What the loop of the runner that drives the phases runs in a pass: a
+/// poll, `LATER` telling whether the pass is a phase's first (known here,
+/// where other runners read `Block::later_pass`).
+struct Pass<'a, 'p, M, Fut, const LATER: bool>(&'a Phases<'p, M, Fut>);
+
+impl<M: Fn() -> Fut, Fut: Future<Output = ()>, const LATER: bool> ThreadBody for Pass<'_, '_, M, Fut, LATER> {
+    #[inline(always)]
+    fn run(&self, t: u32) {
+        self.0.poll::<LATER>(t)
+    }
+}
+
 /// The phases of one block: the body's futures, one per thread.
 struct Phases<'a, M, Fut> {
     make: &'a M,
@@ -160,9 +172,25 @@ struct Phases<'a, M, Fut> {
 }
 
 impl<M: Fn() -> Fut, Fut: Future<Output = ()>> PollThread for Phases<'_, M, Fut> {
-    #[inline(always)]
     fn poll_thread(&self, t: u32) {
+        if self.block.later_pass.get() {
+            self.poll::<true>(t)
+        } else {
+            self.poll::<false>(t)
+        }
+    }
+}
+
+impl<M: Fn() -> Fut, Fut: Future<Output = ()>> Phases<'_, M, Fut> {
+    /// Polls thread `t`, and records whether it paused at a step, waits at
+    /// a barrier or has returned; in a `LATER` pass only if it paused.
+    #[inline(always)]
+    fn poll<const LATER: bool>(&self, t: u32) {
         let (b, t) = (self.block, t as usize);
+        if LATER && b.wait[t].get() != Wait::Running {
+            // A later pass polls only the threads that paused at a step.
+            return;
+        }
         // SAFETY: `futs` points to `b.n` elements (`drive`), `t < b.n`, and
         // only the poll of thread `t` makes a reference to element `t` (a
         // thread is polled again only after its previous poll returned).
@@ -181,7 +209,9 @@ impl<M: Fn() -> Fut, Fut: Future<Output = ()>> PollThread for Phases<'_, M, Fut>
                 b.wait[t].set(Wait::Done);
             }
             Poll::Pending if b.stepped.replace(false) => {
-                // Paused at a step: it runs on in this phase's next pass.
+                // Paused at a step: it runs on in this phase's next pass
+                // (its `wait` may still say the barrier it left).
+                b.wait[t].set(Wait::Running);
                 b.phase_stepped.set(b.phase_stepped.get() + 1);
             }
             Poll::Pending => {
@@ -243,14 +273,21 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
     let _clear = Clear(b);
     loop {
         b.phase_pending.set(0);
-        // The phase's passes: the first polls every thread, each later one
-        // the threads that paused at a step in the one before.
+        b.later_pass.set(false);
+        let mut later = false;
+        // The phase's passes: the first polls every thread that has not
+        // returned, each later one the threads that paused at a step in
+        // the one before.
         loop {
             b.phase_stepped.set(0);
             b.suspended.set(false);
             b.next.set(0);
             b.sequencer.set(b.current.get());
-            run_threads_of::<true, _>(b, &Polled(&phases));
+            if later {
+                run_threads_of::<true, _>(b, &Pass::<_, _, true>(&phases));
+            } else {
+                run_threads_of::<true, _>(b, &Pass::<_, _, false>(&phases));
+            }
             if b.sequencer.get() != b.current.get() {
                 // A thread waited inside the phase and other runners ran the
                 // rest: wait until none can run (the scheduler has them poll
@@ -260,15 +297,11 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
             if b.phase_stepped.get() == 0 {
                 break;
             }
+            b.later_pass.set(true);
+            later = true;
         }
         if b.phase_pending.get() == 0 {
             return;
-        }
-        // Every thread that has not returned is at a barrier: release them.
-        for w in &b.wait {
-            if w.get() == Wait::Barrier {
-                w.set(Wait::Running);
-            }
         }
     }
 }

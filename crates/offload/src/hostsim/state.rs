@@ -68,6 +68,10 @@ pub(crate) struct Block {
     /// grid-stride loop's) in the current pass of a phase: the phase polls
     /// them again before it ends.
     pub(super) phase_stepped: Cell<u32>,
+    /// The current pass of the phase is not its first: it polls only the
+    /// threads that paused at a step (`Wait::Running`), not those at a
+    /// barrier of the body or waiting on a coroutine.
+    pub(super) later_pass: Cell<bool>,
     /// Set by a `Step` that pauses its thread, read back (and cleared) by
     /// the poll that ran it (`phases`).
     pub(super) stepped: Cell<bool>,

@@ -75,10 +75,9 @@ impl<F: Fn()> ThreadBody for F {
 }
 
 /// [`run_threads`] in block `b`. With `PHASED` (a phase of a kernel whose
-/// barriers are `.await`s, `phases`), the loop polls only the threads that
-/// can run (`Wait::Running`: not those that have returned or panicked, nor
-/// those at a barrier in a pass after a step), and `body` records what
-/// each thread does next itself.
+/// barriers are `.await`s, `phases`), the loop skips the threads that
+/// have returned or panicked (`Wait::Done`), and `body` records what each
+/// thread does next itself (and skips more in a later pass of a phase).
 #[inline(always)]
 pub(super) fn run_threads_of<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F) {
     // The body reads the block's index and extents from the thread context
@@ -165,7 +164,7 @@ fn threads_1d<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, h
     let mut t = b.next.get();
     set_thread_idx(Dim3::new(t, 0, 0));
     while t < n {
-        if PHASED && b.wait[t as usize].get() != Wait::Running {
+        if PHASED && b.wait[t as usize].get() == Wait::Done {
             t += 1;
             continue;
         }
@@ -193,7 +192,7 @@ fn threads<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint
     let mut t = b.next.get();
     let mut idx = unlinear(t.min(n.saturating_sub(1)), d);
     while t < n {
-        if PHASED && b.wait[t as usize].get() != Wait::Running {
+        if PHASED && b.wait[t as usize].get() == Wait::Done {
             t += 1;
             step(&mut idx, d);
             continue;
