@@ -78,7 +78,8 @@ impl Future for Barrier {
 /// the same cache set: a core's L1 and L2 hold 8 lines per set (AMD EPYC,
 /// Intel Xeon), and a loop that reads two arrays touches 2 lines per
 /// iteration. Measured (dot, 2^26 floats, 1024 blocks of 256 threads, 2
-/// cores): 1 iteration 702 ms, 4: 395 ms, 16: 709 ms, never: 1131 ms
+/// cores, a pause every 1, 4, 16 iterations or never): 702, 395, 709, 1131
+/// ms; 8 was slower than 4 for dot and histogram alike
 /// (bench/results/2026-12-02-hostspeed).
 pub(crate) const STEP_ITERATIONS: u32 = 4;
 
