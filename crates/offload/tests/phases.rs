@@ -3,7 +3,7 @@
 //! awaits and the values that live across them stay in each thread's
 //! future): values carried across barriers, barriers reached in different
 //! branches, a barrier hidden in a called function, a warp collective
-//! between barriers, panics after a barrier, many
+//! between barriers, panics after a barrier and in a grid-stride loop, many
 //! `shared_array!` sites. Every output is compared with
 //! the block simulated here, step by step, on the host.
 
@@ -427,6 +427,46 @@ fn threads_that_pause_in_a_grid_stride_loop_meet_the_others_at_barriers_and_redu
         let want = strided_on_host(mode, &x, grid, n);
         for (me, (&o, &w)) in out.iter().zip(&want).enumerate() {
             assert_eq!(o, w, "mode {mode}, {len} elements, thread {me}: sum {} near {}", o >> 32, o as u32);
+        }
+    }
+}
+
+/// Global thread `a.0` panics in iteration `a.1` of a grid-stride loop
+/// and `b.0` in iteration `b.1`; the others sum their elements.
+#[kernel]
+fn panics_in_loop(a: [u32; 2], b: [u32; 2], x: &[u32], out: &mut [u32]) {
+    let me = offload::global_index() as u32;
+    sync_threads();
+    let (mut k, mut acc) = (0u32, 0u32);
+    for i in offload::grid_stride(x.len()) {
+        assert!([me, k] != a && [me, k] != b, "thread {me} panics in iteration {k}");
+        acc += x[i];
+        k += 1;
+    }
+    sync_threads();
+    if let Some((_, o)) = out.at_thread() {
+        *o = acc;
+    }
+}
+
+/// Threads pause in a grid-stride loop and take turns: a panic in an early
+/// iteration comes before one many iterations later, whatever the threads'
+/// indices (as on a GPU, whose threads run the loop side by side); in the
+/// same iteration the lower index comes first. The other threads finish.
+#[test]
+fn a_panic_in_an_early_iteration_of_a_grid_stride_loop_comes_first() {
+    let (grid, n) = (3u32, 64u32);
+    let g = (grid * n) as usize;
+    let x: Vec<u32> = (0..g * 25).map(|i| (i * 7 % 13) as u32).collect();
+    for (a, b, want) in [((70, 20), (100, 1), (100, 1)), ((5, 1), (6, 1), (5, 1)), ((130, 24), (191, 0), (191, 0))] {
+        let mut out = vec![u32::MAX; g];
+        let e = panics_in_loop(LaunchConfig::new(grid, n), [a.0, a.1], [b.0, b.1], &x, &mut out).unwrap_err();
+        let Error::KernelPanic(p) = &e else { panic!("{e}") };
+        assert_eq!(p.message, format!("thread {} panics in iteration {}", want.0, want.1), "{a:?} {b:?}: {e}");
+        for (me, &o) in out.iter().enumerate() {
+            let sum: u32 = (me..x.len()).step_by(g).map(|i| x[i]).sum();
+            let dead = me == a.0 as usize || me == b.0 as usize;
+            assert_eq!(o, if dead { u32::MAX } else { sum }, "{a:?} {b:?}: thread {me}");
         }
     }
 }
