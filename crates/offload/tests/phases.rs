@@ -470,3 +470,26 @@ fn a_panic_in_an_early_iteration_of_a_grid_stride_loop_comes_first() {
         }
     }
 }
+
+/// A grid-stride loop over a `DisjointSlice`'s elements (each a `&mut`
+/// held across the loop's pause) after a barrier.
+#[kernel]
+fn stride_elements(out: &mut [u32]) {
+    let s = shared_array!(u32; MAX);
+    s.set(thread_idx().x as usize, block_idx().x + 1);
+    sync_threads();
+    for (i, o) in out.grid_stride() {
+        *o = i as u32 * 3 + s.get(0);
+    }
+}
+
+#[test]
+fn a_grid_stride_loop_over_elements_pauses_with_its_element() {
+    let (grid, n) = (2u32, 32u32);
+    let mut out = vec![0u32; (grid * n) as usize * 9 + 5];
+    stride_elements(LaunchConfig::new(grid, n), &mut out).unwrap();
+    for (i, &o) in out.iter().enumerate() {
+        let blk = i % (grid * n) as usize / n as usize;
+        assert_eq!(o, i as u32 * 3 + blk as u32 + 1, "element {i}");
+    }
+}
