@@ -166,7 +166,7 @@ where
 }
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use crate::hostsim::phases::Barrier;
+pub use crate::hostsim::phases::{Barrier, Step, StepCounter};
 
 /// Whether `f`, the function a kernel's body calls as `sync_threads()`, is
 /// [`crate::sync_threads`] (and not a function of the user's of that

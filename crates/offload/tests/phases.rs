@@ -3,7 +3,8 @@
 //! awaits and the values that live across them stay in each thread's
 //! future): values carried across barriers, barriers reached in different
 //! branches, a barrier hidden in a called function, a warp collective
-//! between barriers, panics after a barrier. Every output is compared with
+//! between barriers, panics after a barrier and in a grid-stride loop, many
+//! `shared_array!` sites. Every output is compared with
 //! the block simulated here, step by step, on the host.
 
 use offload::prelude::*;
@@ -291,4 +292,204 @@ fn a_barrier_in_the_destructor_of_a_panicking_thread_does_not_wait() {
     let mut out = vec![0u32; (grid * n) as usize];
     guard_panics(LaunchConfig::new(grid, n), u32::MAX, &mut out).unwrap();
     assert_eq!(out, (1..=grid * n).collect::<Vec<_>>());
+}
+
+/// A `shared_array!` site in a function: the block allocates it when a
+/// thread first calls the function.
+fn site_a() -> &'static offload::SharedArray<u32, MAX> {
+    shared_array!(u32; MAX)
+}
+
+/// Another site, as [`site_a`].
+fn site_b() -> &'static offload::SharedArray<u32, MAX> {
+    shared_array!(u32; MAX)
+}
+
+/// Six `shared_array!` sites, more than the block's cache of sites holds,
+/// two of them allocated in an order that depends on the block (even
+/// blocks `site_a` first, odd ones `site_b`): every thread stores into
+/// each array, waits, and sums its neighbours' values of all six. An
+/// array that another site's memory stood in for (a stale or wrong entry
+/// of the cache) changes the sums.
+#[kernel]
+fn six_sites(out: &mut [u32]) {
+    let (t, n, blk) = (thread_idx().x as usize, block_dim().x as usize, block_idx().x);
+    let (a, b) = if blk % 2 == 0 {
+        let a = site_a();
+        (a, site_b())
+    } else {
+        let b = site_b();
+        (site_a(), b)
+    };
+    let arrays =
+        [a, b, shared_array!(u32; MAX), shared_array!(u32; MAX), shared_array!(u32; MAX), shared_array!(u32; MAX)];
+    for (k, s) in arrays.iter().enumerate() {
+        s.set(t, (k as u32 + 1) * 1000 + blk * 100 + t as u32);
+    }
+    sync_threads();
+    let mut sum = 0;
+    for (k, s) in arrays.iter().enumerate() {
+        sum += s.get((t + k + 1) % n) * (k as u32 + 1);
+    }
+    if let Some((_, o)) = out.at_thread() {
+        *o = sum;
+    }
+}
+
+#[test]
+fn every_shared_array_site_has_its_own_memory_in_every_block() {
+    let (blocks, n) = (4usize, 40usize);
+    let mut out = vec![0u32; blocks * n];
+    six_sites(LaunchConfig::new(blocks as u32, n as u32), &mut out).unwrap();
+    for (i, &got) in out.iter().enumerate() {
+        let (blk, t) = (i / n, i % n);
+        let want: usize = (0..6).map(|k| ((k + 1) * 1000 + blk * 100 + (t + k + 1) % n) * (k + 1)).sum();
+        assert_eq!(got as usize, want, "block {blk} thread {t}");
+    }
+}
+
+/// A grid-stride loop of a body with barriers, whose iterations pause
+/// every few (`hostsim::phases::Step`) while the block's other threads
+/// take their turn. Each thread sums its elements of `x` (weighted by
+/// position); `mode` 2 also exchanges each element with its neighbour
+/// through shared memory, at two barriers the macro does not see, inside
+/// the loop (every thread must make the same number of iterations). Then
+/// a warp reduction and a barrier (`mode` 1: the macro does not see it),
+/// after which each thread reads its neighbours' sums. With trip counts
+/// that differ between threads, threads that paused in the loop meet
+/// threads that went on to the reduction or barrier on coroutines.
+#[kernel]
+fn strided(mode: u32, x: &[u32], out: &mut [u64]) {
+    let s = shared_array!(u32; MAX);
+    let (t, n) = (thread_idx().x as usize, block_dim().x as usize);
+    sync_threads();
+    let mut acc = 0u32;
+    for i in offload::grid_stride(x.len()) {
+        acc += x[i] * (i % 7 + 1) as u32;
+        if mode == 2 {
+            s.set(t, x[i]);
+            hidden_barrier();
+            acc += s.get((t + 1) % n);
+            hidden_barrier();
+        }
+    }
+    let sum = warp::reduce_sum(acc);
+    s.set(t, acc);
+    if mode == 1 {
+        hidden_barrier();
+    } else {
+        sync_threads();
+    }
+    let near = s.get((t + 1) % n) + s.get((t + n - 1) % n);
+    if let Some((_, o)) = out.at_thread() {
+        *o = (sum as u64) << 32 | near as u64;
+    }
+}
+
+/// `strided` computed here: per global thread, its output.
+fn strided_on_host(mode: u32, x: &[u32], grid: usize, n: usize) -> Vec<u64> {
+    let g = grid * n;
+    let acc: Vec<u32> = (0..g)
+        .map(|me| {
+            let (blk, t) = (me / n, me % n);
+            let next = blk * n + (t + 1) % n;
+            // Mode 2: the neighbour's element of the same iteration (all
+            // threads make the same number).
+            (me..x.len())
+                .step_by(g)
+                .map(|i| x[i] * (i % 7 + 1) as u32 + if mode == 2 { x[i - me + next] } else { 0 })
+                .sum()
+        })
+        .collect();
+    (0..g)
+        .map(|me| {
+            let (blk, t) = (me / n, me % n);
+            let w = me / 32 * 32;
+            let sum: u32 = acc[w..w + 32].iter().sum();
+            let near = acc[blk * n + (t + 1) % n] + acc[blk * n + (t + n - 1) % n];
+            (sum as u64) << 32 | near as u64
+        })
+        .collect()
+}
+
+#[test]
+fn threads_that_pause_in_a_grid_stride_loop_meet_the_others_at_barriers_and_reductions() {
+    let (grid, n) = (2usize, MAX);
+    let g = grid * n;
+    // Trip counts: thread 0 one more than the others (it pauses in the
+    // loop while they reach the reduction and the barrier), several
+    // uneven ones, all equal (mode 2 needs it).
+    for (mode, len) in [(0, 3 * g + 1), (1, 3 * g + 1), (0, 9 * g + 37), (1, 9 * g + 37), (0, 2), (2, 6 * g)] {
+        let x: Vec<u32> = (0..len).map(|i| (i * 37 % 101) as u32).collect();
+        let mut out = vec![0u64; g];
+        strided(LaunchConfig::new(grid as u32, n as u32), mode, &x, &mut out)
+            .unwrap_or_else(|e| panic!("mode {mode}, {len} elements: {e}"));
+        let want = strided_on_host(mode, &x, grid, n);
+        for (me, (&o, &w)) in out.iter().zip(&want).enumerate() {
+            assert_eq!(o, w, "mode {mode}, {len} elements, thread {me}: sum {} near {}", o >> 32, o as u32);
+        }
+    }
+}
+
+/// Global thread `a.0` panics in iteration `a.1` of a grid-stride loop
+/// and `b.0` in iteration `b.1`; the others sum their elements.
+#[kernel]
+fn panics_in_loop(a: [u32; 2], b: [u32; 2], x: &[u32], out: &mut [u32]) {
+    let me = offload::global_index() as u32;
+    sync_threads();
+    let (mut k, mut acc) = (0u32, 0u32);
+    for i in offload::grid_stride(x.len()) {
+        assert!([me, k] != a && [me, k] != b, "thread {me} panics in iteration {k}");
+        acc += x[i];
+        k += 1;
+    }
+    sync_threads();
+    if let Some((_, o)) = out.at_thread() {
+        *o = acc;
+    }
+}
+
+/// Threads pause in a grid-stride loop and take turns: a panic in an early
+/// iteration comes before one many iterations later, whatever the threads'
+/// indices (as on a GPU, whose threads run the loop side by side); in the
+/// same iteration the lower index comes first. The other threads finish.
+#[test]
+fn a_panic_in_an_early_iteration_of_a_grid_stride_loop_comes_first() {
+    let (grid, n) = (3u32, 64u32);
+    let g = (grid * n) as usize;
+    let x: Vec<u32> = (0..g * 25).map(|i| (i * 7 % 13) as u32).collect();
+    for (a, b, want) in [((70, 20), (100, 1), (100, 1)), ((5, 1), (6, 1), (5, 1)), ((130, 24), (191, 0), (191, 0))] {
+        let mut out = vec![u32::MAX; g];
+        let e = panics_in_loop(LaunchConfig::new(grid, n), [a.0, a.1], [b.0, b.1], &x, &mut out).unwrap_err();
+        let Error::KernelPanic(p) = &e else { panic!("{e}") };
+        assert_eq!(p.message, format!("thread {} panics in iteration {}", want.0, want.1), "{a:?} {b:?}: {e}");
+        for (me, &o) in out.iter().enumerate() {
+            let sum: u32 = (me..x.len()).step_by(g).map(|i| x[i]).sum();
+            let dead = me == a.0 as usize || me == b.0 as usize;
+            assert_eq!(o, if dead { u32::MAX } else { sum }, "{a:?} {b:?}: thread {me}");
+        }
+    }
+}
+
+/// A grid-stride loop over a `DisjointSlice`'s elements (each a `&mut`
+/// held across the loop's pause) after a barrier.
+#[kernel]
+fn stride_elements(out: &mut [u32]) {
+    let s = shared_array!(u32; MAX);
+    s.set(thread_idx().x as usize, block_idx().x + 1);
+    sync_threads();
+    for (i, o) in out.grid_stride() {
+        *o = i as u32 * 3 + s.get(0);
+    }
+}
+
+#[test]
+fn a_grid_stride_loop_over_elements_pauses_with_its_element() {
+    let (grid, n) = (2u32, 32u32);
+    let mut out = vec![0u32; (grid * n) as usize * 9 + 5];
+    stride_elements(LaunchConfig::new(grid, n), &mut out).unwrap();
+    for (i, &o) in out.iter().enumerate() {
+        let blk = i % (grid * n) as usize / n as usize;
+        assert_eq!(o, i as u32 * 3 + blk as u32 + 1, "element {i}");
+    }
 }

@@ -14,6 +14,15 @@
 //! at compile time), else the callee is called as written. A barrier the
 //! macro does not see (in a function the body calls, in a closure) still
 //! waits as before, on the coroutine scheduler.
+//!
+//! In such a body, each grid-stride loop (`for … in grid_stride(n)` or
+//! `for … in x.grid_stride()`) also awaits `__private::StepCounter::tick`
+//! at the top of every iteration: every few iterations its thread pauses
+//! and the block's other threads take their turn, so that the threads of
+//! a block walk the arrays together instead of one after another
+//! (`offload::hostsim::phases::Step`). A pause is not a barrier: where the
+//! name `grid_stride` is not offload's, the loop only runs interleaved with
+//! the block's other threads, as a GPU's threads may run.
 
 use proc_macro2::{Span, TokenStream};
 use quote::quote_spanned;
@@ -45,6 +54,32 @@ fn is_barrier_call(call: &ExprCall) -> bool {
         && last.is_some_and(|s| s.ident == "sync_threads" && s.arguments.is_none())
 }
 
+/// Whether `e`, what a `for` loop iterates over, is a grid-stride loop's:
+/// a call of a function named `grid_stride` or of a method of that name.
+fn is_grid_stride(e: &Expr) -> bool {
+    match e {
+        Expr::Call(c) => {
+            matches!(&*c.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "grid_stride"))
+        }
+        Expr::MethodCall(m) => m.method == "grid_stride",
+        _ => false,
+    }
+}
+
+/// Grid-stride loop `f` with a step awaited at the top of each iteration,
+/// in a block that holds the loop's step counter.
+fn stepped(mut f: syn::ExprForLoop) -> TokenStream {
+    let c = Ident::new("__offload_step", Span::mixed_site());
+    let tick: syn::Stmt = syn::parse_quote_spanned! {f.for_token.span=> #c.tick().await;};
+    f.body.stmts.insert(0, tick);
+    quote_spanned! {f.for_token.span=>
+        {
+            let mut #c = ::offload::__private::StepCounter::default();
+            #f
+        }
+    }
+}
+
 /// The await that replaces barrier call `call`.
 fn awaited(call: &ExprCall) -> TokenStream {
     let func = &call.func;
@@ -68,6 +103,13 @@ impl VisitMut for Awaits {
                 let new = awaited(call);
                 *e = syn::parse2(new).expect("the rewritten barrier is an expression");
                 self.found += 1;
+            }
+            Expr::ForLoop(f) => {
+                visit_mut::visit_expr_for_loop_mut(self, f);
+                if is_grid_stride(&f.expr) {
+                    let new = stepped(f.clone());
+                    *e = syn::parse2(new).expect("the stepped loop is an expression");
+                }
             }
             // The body is an `async fn` on the host only: a user's `.await`
             // would compile there and not on the device (E0728), and could
@@ -103,6 +145,20 @@ mod tests {
         let out = rewritten("{ a(); sync_threads(); for i in 0..n { if c { offload::sync_threads(); } } }").unwrap();
         assert_eq!(out.matches(". await").count(), 2, "{out}");
         assert!(out.contains("let __offload_barrier_fn = offload :: sync_threads ;"), "{out}");
+    }
+
+    #[test]
+    fn grid_stride_loops_of_a_body_with_barriers_step() {
+        let out = rewritten(
+            "{ for i in offload::grid_stride(n) { s += a[i]; } sync_threads(); \
+             'o: for (i, x) in out.grid_stride() { for j in 0..4 { continue 'o; } } \
+             for i in 0..n {} let f = || for i in grid_stride(n) {}; }",
+        )
+        .unwrap();
+        assert_eq!(out.matches("__offload_step . tick () . await").count(), 2, "{out}");
+        assert_eq!(out.matches(". await").count(), 3, "{out}");
+        assert!(out.contains("'o : for (i , x) in out . grid_stride () { __offload_step . tick () . await ;"), "{out}");
+        assert_eq!(rewritten("{ for i in grid_stride(n) { s += a[i]; } }"), None, "no barrier: a plain function");
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub fn sync_threads() {
 /// The host fallback's memory for one `shared_array!` site in the current
 /// block (see `hostsim`).
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-#[inline]
+#[inline(always)]
 pub fn host_shared_array<T: SharedElem, const N: usize>(site: &'static u8) -> &'static SharedArray<T, N> {
     let p = crate::hostsim::entry::shared_alloc(
         site as *const u8 as usize,

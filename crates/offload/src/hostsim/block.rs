@@ -131,8 +131,13 @@ impl Executor {
             dirty: Cell::new(false),
             phases: Cell::new(None),
             phase_pending: Cell::new(0),
+            phase_stepped: Cell::new(0),
+            later_pass: Cell::new(false),
+            stepped: Cell::new(false),
+            suspended: Cell::new(false),
             arena: RefCell::new(Arena::checkout()),
             shared_limit: 0,
+            sites: Default::default(),
         });
         Executor { block, q: Queues::default(), stacks: Vec::new(), made: 0, stack_size }
     }
@@ -181,12 +186,14 @@ impl Executor {
             b.next.set(0);
             b.sequencer.set(NO_RUNNER);
             b.phases.set(None);
+            b.phase_stepped.set(0);
             *b.panic.get_mut() = None;
             if b.dirty.replace(false) {
                 b.wait.iter().for_each(|w| w.set(Wait::Done));
             }
             let mut arena = b.arena.borrow_mut();
             arena.reset();
+            b.sites.iter().for_each(|s| s.set((0, 0, 0)));
             if shared_mem_bytes > 0 {
                 let p = arena.alloc(shared_mem_bytes as usize, 16);
                 arena.dynamic = (p, shared_mem_bytes as usize);
@@ -267,6 +274,15 @@ impl Executor {
             }
             if b.next.get() < b.n {
                 return self.start_runner(b, body).map(Some);
+            }
+            if b.phase_stepped.get() > 0 {
+                // Threads paused at a grid-stride loop's step while others
+                // wait on coroutines (for them, maybe): a runner polls
+                // them on, their steps no longer pausing (`phases`).
+                b.phase_stepped.set(0);
+                b.later_pass.set(true);
+                b.next.set(0);
+                continue;
             }
             if self.q.at_warp > 0 {
                 return Err(BlockFailure::Divergence { reason: deadlock::diagnose(b) });

@@ -26,6 +26,7 @@ pub(super) fn current() -> Option<(&'static Block, usize)> {
 /// Suspends the calling GPU thread, linear index `t` of block `b`, until
 /// the scheduler resumes it, then restores its `threadIdx`.
 fn suspend(b: &Block, t: usize) {
+    b.suspended.set(true);
     if b.sequencer.get() == b.current.get() {
         // The runner's loop is at thread `t`: the scheduler starts the next
         // runner after it (`threads`).
@@ -81,11 +82,38 @@ pub(super) fn meet(b: &Block, t: usize, op: WarpOp, value: u64, arg: u32, key: u
 /// The shared memory of declaration `site` (`size` bytes, `align`): one
 /// allocation per block, the same for every thread of the block.
 ///
+/// Every thread of the block calls this for each `shared_array!` it runs;
+/// after the block's first, the site is in the block's cache
+/// (`Block::sites`), found with one thread-local load and a few compares,
+/// no borrow, lock or call (so no stack check either: nothing here can
+/// reach the guard page).
+///
 /// # Panics
 /// Outside a kernel launch, or if the same site asks for another size.
 /// Stops the launch ([`Abort::SharedMemory`]) if the block's shared memory
 /// would exceed the limit.
+#[inline(always)]
 pub(crate) fn shared_alloc(site: usize, size: usize, align: usize) -> *mut u8 {
+    let b = BLOCK.with(|c| c.get());
+    if !b.is_null() {
+        // SAFETY: non-null only while `run_block` runs on this OS thread,
+        // and every caller is code of that block's threads.
+        let b = unsafe { &*b };
+        for c in &b.sites {
+            let (s, z, p) = c.get();
+            // A site with another size takes the slow path, which panics.
+            if s == site && z == size {
+                return p as *mut u8;
+            }
+        }
+    }
+    shared_alloc_slow(site, size, align)
+}
+
+/// [`shared_alloc`] for a site not in the block's cache: its first use in
+/// the block (or a block with more than `SITE_CACHE` sites).
+#[inline(never)]
+fn shared_alloc_slow(site: usize, size: usize, align: usize) -> *mut u8 {
     let Some((b, _)) = current() else {
         panic!("offload: shared memory exists only inside a kernel launch (shared_array! was called outside one)");
     };
@@ -107,6 +135,9 @@ pub(crate) fn shared_alloc(site: usize, size: usize, align: usize) -> *mut u8 {
     arena.sites.push((site, p, size));
     arena.static_bytes = static_bytes;
     PRIVATE.with(|c| c.set(arena.first_chunk()));
+    if let Some(free) = b.sites.iter().find(|c| c.get().0 == 0) {
+        free.set((site, size, p as usize));
+    }
     p
 }
 

@@ -13,9 +13,18 @@
 //! its end (ready). When every thread has, the next phase starts: a wait
 //! costs a poll instead of two coroutine switches.
 //!
+//! A grid-stride loop of such a body also pauses its thread every
+//! [`STEP_ITERATIONS`] iterations ([`Step`], which the macro awaits at the
+//! top of each iteration): a phase is then several *passes*, each polling
+//! the threads that paused in the one before, until every thread is at a
+//! barrier or has returned. The block's threads so walk the arrays
+//! together (per pass a few lines of each region the block strides
+//! through) instead of one after another (each a line per element, all
+//! in one cache set).
+//!
 //! The meaning is the scheduler's (`block`): the block's threads run one
-//! after another, each to its next barrier; all are released when every
-//! thread that has not returned waits at a barrier (any `sync_threads`,
+//! after another, each to its next barrier (or pause); all are released
+//! when every thread that has not returned waits at a barrier (any `sync_threads`,
 //! as PTX `bar.sync 0`), and run again in linear order; a thread that
 //! panics ends there (`threads::stopped`) and counts as arrived.
 //!
@@ -61,6 +70,77 @@ impl Future for Barrier {
     }
 }
 
+/// Iterations of a grid-stride loop that a thread runs before it pauses at
+/// a [`Step`]: each thread of the block then reads the next few elements
+/// of every region the block strides through, which stay in the cache for
+/// the following threads. Few, because the regions of a grid-stride loop
+/// lie a power of two apart (the grid's size in elements) and so fall into
+/// the same cache set: a core's L1 and L2 hold 8 lines per set (AMD EPYC,
+/// Intel Xeon), and a loop that reads two arrays touches 2 lines per
+/// iteration. Measured (dot, 2^26 floats, 1024 blocks of 256 threads, 2
+/// cores, a pause every 1, 4, 16 iterations or never): 702, 395, 709, 1131
+/// ms; 8 was slower than 4 for dot and histogram alike
+/// (bench/results/2026-12-02-hostspeed).
+pub(crate) const STEP_ITERATIONS: u32 = 4;
+
+/// The pause of a grid-stride loop of a kernel's body on the host, every
+/// [`STEP_ITERATIONS`] iterations (the kernel macro awaits
+/// [`StepCounter::tick`] at the top of each iteration): pending at its
+/// first poll in a block in phases, so that the phase polls the block's
+/// other threads (to their next pause, barrier or end) before this one
+/// goes on. Not a barrier: a thread at a barrier waits; one at a step runs
+/// on in the same phase. Ready at once outside a block, between pauses,
+/// and once a thread of the pass has waited on its runner's coroutine
+/// (`Block::suspended`): the threads that paused before are then polled on
+/// by runners that the scheduler starts (`Executor::next_runner`), one
+/// per pass, which pausing again would only multiply.
+pub struct Step {
+    pause: bool,
+}
+
+impl Future for Step {
+    type Output = ();
+
+    #[inline(always)]
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if !self.pause {
+            return Poll::Ready(());
+        }
+        self.pause = false;
+        let b = BLOCK.with(|c| c.get());
+        if b.is_null() {
+            return Poll::Ready(());
+        }
+        // SAFETY: non-null only while `Executor::run_block` runs this block
+        // on this OS thread, which outlives the thread polling this.
+        let b = unsafe { &*b };
+        if b.phases.get().is_none() || b.suspended.get() {
+            return Poll::Ready(());
+        }
+        b.stepped.set(true);
+        Poll::Pending
+    }
+}
+
+/// A grid-stride loop's count of iterations since its thread last paused
+/// (see [`Step`]).
+#[derive(Default)]
+pub struct StepCounter(u32);
+
+impl StepCounter {
+    /// The pause at the top of an iteration: pending every
+    /// [`STEP_ITERATIONS`] iterations, else ready.
+    #[inline(always)]
+    pub fn tick(&mut self) -> Step {
+        self.0 += 1;
+        let pause = self.0 == STEP_ITERATIONS;
+        if pause {
+            self.0 = 0;
+        }
+        Step { pause }
+    }
+}
+
 /// What the loop over the block's threads runs in a phase: a poll.
 struct Polled<'a, P: ?Sized>(&'a P);
 
@@ -68,6 +148,18 @@ impl<P: PollThread + ?Sized> ThreadBody for Polled<'_, P> {
     #[inline(always)]
     fn run(&self, t: u32) {
         self.0.poll_thread(t)
+    }
+}
+
+/// What the loop of the runner that drives the phases runs in a pass: a
+/// poll, `LATER` telling whether the pass is a phase's first (known here,
+/// where other runners read `Block::later_pass`).
+struct Pass<'a, 'p, M, Fut, const LATER: bool>(&'a Phases<'p, M, Fut>);
+
+impl<M: Fn() -> Fut, Fut: Future<Output = ()>, const LATER: bool> ThreadBody for Pass<'_, '_, M, Fut, LATER> {
+    #[inline(always)]
+    fn run(&self, t: u32) {
+        self.0.poll::<LATER>(t)
     }
 }
 
@@ -81,9 +173,25 @@ struct Phases<'a, M, Fut> {
 }
 
 impl<M: Fn() -> Fut, Fut: Future<Output = ()>> PollThread for Phases<'_, M, Fut> {
-    #[inline(always)]
     fn poll_thread(&self, t: u32) {
+        if self.block.later_pass.get() {
+            self.poll::<true>(t)
+        } else {
+            self.poll::<false>(t)
+        }
+    }
+}
+
+impl<M: Fn() -> Fut, Fut: Future<Output = ()>> Phases<'_, M, Fut> {
+    /// Polls thread `t`, and records whether it paused at a step, waits at
+    /// a barrier or has returned; in a `LATER` pass only if it paused.
+    #[inline(always)]
+    fn poll<const LATER: bool>(&self, t: u32) {
         let (b, t) = (self.block, t as usize);
+        if LATER && b.wait[t].get() != Wait::Running {
+            // A later pass polls only the threads that paused at a step.
+            return;
+        }
         // SAFETY: `futs` points to `b.n` elements (`drive`), `t < b.n`, and
         // only the poll of thread `t` makes a reference to element `t` (a
         // thread is polled again only after its previous poll returned).
@@ -100,6 +208,12 @@ impl<M: Fn() -> Fut, Fut: Future<Output = ()>> PollThread for Phases<'_, M, Fut>
             Poll::Ready(()) => {
                 *slot = None;
                 b.wait[t].set(Wait::Done);
+            }
+            Poll::Pending if b.stepped.replace(false) => {
+                // Paused at a step: it runs on in this phase's next pass
+                // (its `wait` may still say the barrier it left).
+                b.wait[t].set(Wait::Running);
+                b.phase_stepped.set(b.phase_stepped.get() + 1);
             }
             Poll::Pending => {
                 b.wait[t].set(Wait::Barrier);
@@ -160,13 +274,32 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
     let _clear = Clear(b);
     loop {
         b.phase_pending.set(0);
-        b.next.set(0);
-        b.sequencer.set(b.current.get());
-        run_threads_of::<true, _>(b, &Polled(&phases));
-        if b.sequencer.get() != b.current.get() {
-            // A thread waited inside the phase and other runners ran the
-            // rest: wait until none can run.
-            wait_phase_end();
+        b.later_pass.set(false);
+        let mut later = false;
+        // The phase's passes: the first polls every thread that has not
+        // returned, each later one the threads that paused at a step in
+        // the one before.
+        loop {
+            b.phase_stepped.set(0);
+            b.suspended.set(false);
+            b.next.set(0);
+            b.sequencer.set(b.current.get());
+            if later {
+                run_threads_of::<true, _>(b, &Pass::<_, _, true>(&phases));
+            } else {
+                run_threads_of::<true, _>(b, &Pass::<_, _, false>(&phases));
+            }
+            if b.sequencer.get() != b.current.get() {
+                // A thread waited inside the phase and other runners ran the
+                // rest: wait until none can run (the scheduler has them poll
+                // the threads that paused at a step: `Block::phase_stepped`).
+                wait_phase_end();
+            }
+            if b.phase_stepped.get() == 0 {
+                break;
+            }
+            b.later_pass.set(true);
+            later = true;
         }
         if b.phase_pending.get() == 0 {
             return;

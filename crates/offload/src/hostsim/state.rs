@@ -64,9 +64,33 @@ pub(crate) struct Block {
     /// Threads that reached a barrier of the body (not returned) in the
     /// current phase.
     pub(super) phase_pending: Cell<u32>,
+    /// Threads that paused at a [`Step`](super::phases::Step) (a
+    /// grid-stride loop's) in the current pass of a phase: the phase polls
+    /// them again before it ends.
+    pub(super) phase_stepped: Cell<u32>,
+    /// The current pass of the phase is not its first: it polls only the
+    /// threads that paused at a step (`Wait::Running`), not those at a
+    /// barrier of the body or waiting on a coroutine.
+    pub(super) later_pass: Cell<bool>,
+    /// Set by a `Step` that pauses its thread, read back (and cleared) by
+    /// the poll that ran it (`phases`).
+    pub(super) stepped: Cell<bool>,
+    /// A thread of the current pass waited on its runner's coroutine (a
+    /// barrier or warp collective the macro does not see, `entry`): the
+    /// pass's `Step`s no longer pause (see `phases`).
+    pub(super) suspended: Cell<bool>,
     /// Bytes of shared memory, static and dynamic, one block may use.
     pub(super) shared_limit: usize,
+    /// The `shared_array!` sites the block has allocated, `(site, size,
+    /// address)`, the first [`SITE_CACHE`] of them (site 0: free): what a
+    /// thread's `shared_array!` finds without borrowing the arena
+    /// (`entry::shared_alloc`). Cleared with the arena for every block.
+    pub(super) sites: [Cell<(usize, usize, usize)>; SITE_CACHE],
 }
+
+/// The `shared_array!` sites of a block that [`Block::sites`] keeps; a
+/// block with more finds the others in its arena.
+pub(super) const SITE_CACHE: usize = 4;
 
 /// What the runners of a block in phases (`phases`) poll the calling GPU
 /// thread with, linear index `t`; it records whether the thread waits at a

@@ -77,7 +77,7 @@ impl<F: Fn()> ThreadBody for F {
 /// [`run_threads`] in block `b`. With `PHASED` (a phase of a kernel whose
 /// barriers are `.await`s, `phases`), the loop skips the threads that
 /// have returned or panicked (`Wait::Done`), and `body` records what each
-/// thread does next itself.
+/// thread does next itself (and skips more in a later pass of a phase).
 #[inline(always)]
 pub(super) fn run_threads_of<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F) {
     // The body reads the block's index and extents from the thread context
