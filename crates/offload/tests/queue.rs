@@ -618,6 +618,32 @@ fn pinned_copies_are_queued_and_ordered() {
     assert_eq!(&back[..], &want[..]);
 }
 
+/// A blocking launch on a mapped `PinnedBuffer` (no stream orders it with
+/// the buffer's queued copies) waits for them first, as host access does:
+/// writing the buffer waits for a pending copy that reads it, reading it
+/// for one that writes it.
+#[test]
+fn a_launch_on_mapped_pinned_memory_waits_for_the_buffers_queued_copies() {
+    let q = Queue::new().unwrap();
+    let src: Vec<u64> = (0..N as u64).map(|i| 3 * i + 1).collect();
+    let mut pin = PinnedBuffer::from_slice(&src).unwrap();
+    let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let mut d = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    // The copy out of `pin` runs after a slow kernel, in queue order.
+    churn::on(&q, cfg(), slow(), 8, &mut a).unwrap();
+    q.memcpy_htod(&pin, &mut d).unwrap();
+    fill(cfg(), 7, &mut pin.mapped_mut()).unwrap();
+    q.synchronize().unwrap();
+    assert_eq!(d.to_vec().unwrap(), src, "the launch wrote the pinned buffer before the queued copy read it");
+    // The copy into `pin` runs after a slow kernel; the launch reads `pin`.
+    churn::on(&q, cfg(), slow(), 9, &mut a).unwrap();
+    q.memcpy_dtoh(&d, &mut pin).unwrap();
+    let mut out = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    plus(cfg(), 1, &pin.mapped(), &mut out).unwrap();
+    let want: Vec<u64> = src.iter().map(|v| v + 1).collect();
+    assert_eq!(out.to_vec().unwrap(), want, "the launch read the pinned buffer before the queued copy wrote it");
+}
+
 #[test]
 fn dropping_a_queue_waits_for_its_work() {
     let q = Queue::new().unwrap();

@@ -206,14 +206,20 @@ impl<T: DeviceCopy> SliceArgMut<T> for PinnedBuffer<T> {
 // A mapped pinned buffer is passed like a resident one: its address is valid
 // on the device (see `PinnedBuffer::device_ptr`), so nothing is copied. Its
 // pointer is non-null and aligned even when empty (`NonNull::dangling`).
+// Its launches are blocking (queued launches do not take `Mapped`), and the
+// buffer's queued copies are not ordered with them by a stream: like the
+// host's own access (`Deref`, `DerefMut`), the launch first waits for the
+// copies that write the buffer (a read) or that use it at all (a write).
 impl<T: DeviceCopy> SliceArg<T> for Mapped<'_, T> {
     fn map_in(&self) -> MapIn<'_, T> {
+        self.buf.tracker.wait_host(false);
         MapIn::resident(self.buf.device_ptr(), self.buf.len(), None)
     }
 }
 
 impl<T: DeviceCopy> SliceArgMut<T> for MappedMut<'_, T> {
     fn map_inout(&mut self) -> MapInOut<'_, T> {
+        self.buf.tracker.wait_host(true);
         MapInOut::resident(self.buf.device_ptr(), self.buf.len(), None)
     }
 }
