@@ -824,6 +824,61 @@ fn work_from_another_thread_on_a_queue_being_captured_is_refused() {
     assert_eq!(other.to_vec().unwrap(), init.iter().map(|v| v + 5).collect::<Vec<_>>());
 }
 
+/// Every way of waiting for a queue is refused inside its capture and
+/// from another thread while it is captured, as `Queue::synchronize` is
+/// (CUDA forbids synchronizing during stream capture): an event's
+/// `synchronize` and `elapsed_ms`, the futures, and a scope (whose end
+/// synchronizes), which then never calls its closure.
+#[test]
+fn every_wait_is_refused_during_a_capture() {
+    let q = Queue::new().unwrap();
+    let a = DeviceBuffer::from_slice(&[1u64; N]).unwrap();
+    let mut b = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    let e0 = q.record().unwrap();
+    let e1 = q.record().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let refused = |what: &str, r: offload::Result<()>| match r {
+        Err(Error::Queue(_)) => {}
+        r => panic!("{what} during a capture: expected Error::Queue, got {r:?}"),
+    };
+    let graph = std::thread::scope(|ts| {
+        q.capture(|g| {
+            let mut called = false;
+            refused("a scope", offload::scope(&q, |_| Ok(called = true)));
+            assert!(!called, "a refused scope called its closure");
+            refused("Event::synchronize", e0.synchronize());
+            refused("Event::elapsed_ms", e0.elapsed_ms(&e1).map(drop));
+            refused("synchronize_async", rt.block_on(q.synchronize_async()));
+            refused("an event's future", rt.block_on(async { (&e0).await }));
+            let other = ts
+                .spawn(|| {
+                    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                    [
+                        offload::scope(&q, |_| Ok(())),
+                        e0.synchronize(),
+                        e0.elapsed_ms(&e1).map(drop),
+                        rt.block_on(q.synchronize_async()),
+                        rt.block_on(async { (&e1).await }),
+                    ]
+                })
+                .join()
+                .unwrap();
+            for r in other {
+                refused("a wait from another thread", r);
+            }
+            plus::on(g, cfg(), 2, &a, &mut b)
+        })
+        .unwrap()
+    });
+    // After the capture every wait works again.
+    graph.launch(&q).unwrap();
+    offload::scope(&q, |_| Ok(())).unwrap();
+    rt.block_on(q.synchronize_async()).unwrap();
+    e0.synchronize().unwrap();
+    assert!(e0.elapsed_ms(&e1).unwrap() >= 0.0);
+    assert_eq!(b.to_vec().unwrap(), vec![3; N]);
+}
+
 #[test]
 fn a_graph_replayed_many_times_keeps_one_pending_replay_per_queue() {
     let q = Queue::new().unwrap();

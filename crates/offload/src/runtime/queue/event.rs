@@ -81,8 +81,11 @@ impl Event {
     /// error since the last report, as [`Queue::synchronize`] does.
     ///
     /// # Errors
-    /// That error.
+    /// That error; [`Error::Queue`] inside [`Queue::capture`] or while
+    /// another thread captures the event's queue (CUDA forbids waiting
+    /// during stream capture), without waiting.
     pub fn synchronize(&self) -> Result<()> {
+        refuse_in_capture(&self.queue, "synchronize an event")?;
         self.wait_quietly();
         self.queue.collect_errors();
         self.queue.progress.take_error()
@@ -118,8 +121,12 @@ impl Event {
     /// events first; does not report queue errors.
     ///
     /// # Errors
-    /// [`Error::Driver`] if `cuEventElapsedTime` fails.
+    /// [`Error::Driver`] if `cuEventElapsedTime` fails; [`Error::Queue`]
+    /// inside [`Queue::capture`] or while another thread captures either
+    /// event's queue.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
+        refuse_in_capture(&self.queue, "time events")?;
+        refuse_in_capture(&end.queue, "time events")?;
         self.wait_quietly();
         end.wait_quietly();
         match (&self.timing, &end.timing) {

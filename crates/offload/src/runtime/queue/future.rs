@@ -43,6 +43,11 @@ impl Queue {
     /// saxpy::on(&q, cfg, 2.0, &x, &mut y)?;
     /// q.synchronize_async().await?;
     /// ```
+    ///
+    /// Made inside [`capture`](Self::capture), or while another thread
+    /// captures this queue, the future is ready at once with
+    /// [`Error::Queue`](crate::Error::Queue), as `synchronize` is; so is
+    /// the future of an [`Event`] (`event.await`).
     pub fn synchronize_async(&self) -> Wait {
         let seq = *self.inner.lock_submit();
         Wait::new(self.inner.clone(), seq, None)
@@ -69,6 +74,11 @@ impl IntoFuture for &Event {
 impl Wait {
     /// A future of `(queue, seq)`; `fence`: an event's own event (CUDA).
     fn new(queue: Arc<QueueInner>, seq: u64, fence: Option<Arc<Fence>>) -> Wait {
+        // As `Queue::synchronize`: no waiting inside a capture, nor on a
+        // queue another thread is capturing (reported at the first poll).
+        if let Err(e) = super::capture::refuse_in_capture(&queue, "wait for a queue's future") {
+            return Wait { queue, seq, fence: None, early: Some(e) };
+        }
         let (fence, early) = match &queue.imp {
             // A queue's synchronization: a fence for the poller to query
             // (none may exist yet).

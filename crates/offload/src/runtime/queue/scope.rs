@@ -52,12 +52,16 @@ pub(crate) struct ScopeState {
 /// # Errors
 /// `f`'s error if it returned one (the queue's own error then stays for its
 /// next synchronization); else the first error of the queue's work
-/// (`docs/async.md`, section 5). If `f` panics, the scope waits for the
+/// (`docs/async.md`, section 5); [`Error::Queue`](crate::Error::Queue),
+/// without calling `f`, inside [`Queue::capture`] or while another thread
+/// captures `q` (the scope's end synchronizes). If `f` panics, the scope waits for the
 /// queue, then resumes the panic (the queue's error again stays).
 pub fn scope<'env, R>(
     q: &'env Queue,
     f: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> Result<R>,
 ) -> Result<R> {
+    // A scope ends with a synchronization: refused where that is.
+    super::capture::refuse_in_capture(&q.inner, "open a scope")?;
     let s = Scope {
         queue: q,
         state: ScopeState { queue: q.inner.clone(), copies: Mutex::new(ScopeCopies::default()) },
