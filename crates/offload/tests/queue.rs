@@ -644,6 +644,35 @@ fn a_launch_on_mapped_pinned_memory_waits_for_the_buffers_queued_copies() {
     assert_eq!(out.to_vec().unwrap(), want, "the launch read the pinned buffer before the queued copy wrote it");
 }
 
+#[offload::device_global]
+static LAST: offload::atomic::AtomicU32 = offload::atomic::AtomicU32::new(0);
+
+#[kernel]
+fn set_last(v: u32) {
+    if offload::global_index() == 0 {
+        LAST.with(|l| l.store(v, offload::atomic::Ordering::Relaxed));
+    }
+}
+
+/// `DeviceGlobal::read` and `write` wait for the work queued so far on
+/// every queue, on both backends (`cuCtxSynchronize` on CUDA): a read
+/// sees a queued write that was behind a slow kernel, and a write lands
+/// after such a queued write.
+#[test]
+fn device_global_access_waits_for_queued_work() {
+    use offload::atomic::Ordering::Relaxed;
+    let q = Queue::new().unwrap();
+    let mut a = DeviceBuffer::<u64>::zeroed(N).unwrap();
+    churn::on(&q, cfg(), slow(), 10, &mut a).unwrap();
+    set_last::on(&q, for_len(1), 42).unwrap();
+    assert_eq!(LAST.read().unwrap().load(Relaxed), 42, "the read did not wait for the queued kernel");
+    churn::on(&q, cfg(), slow(), 11, &mut a).unwrap();
+    set_last::on(&q, for_len(1), 7).unwrap();
+    LAST.write(offload::atomic::AtomicU32::new(99)).unwrap();
+    q.synchronize().unwrap();
+    assert_eq!(LAST.read().unwrap().load(Relaxed), 99, "the queued kernel's write landed after the host's");
+}
+
 #[test]
 fn dropping_a_queue_waits_for_its_work() {
     let q = Queue::new().unwrap();

@@ -105,8 +105,9 @@ impl<T: MapElem> DeviceGlobal<T> {
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 impl<T: MapElem> DeviceGlobal<T> {
     /// The device's copy, copied to the host (CUDA `cudaMemcpyFromSymbol`).
-    /// Kernels that finished before the call are seen; on the host
-    /// fallback the call waits for kernels running on other threads.
+    /// Waits first for the work queued so far on every queue of the device
+    /// (CUDA: `cuCtxSynchronize`; the host fallback waits for each of its
+    /// queues, and for blocking launches running on other threads).
     ///
     /// # Errors
     /// [`Error::InvalidLaunch`](crate::Error) inside a kernel (use
@@ -164,8 +165,8 @@ impl<T: MapElem> DeviceGlobal<T> {
     }
 
     /// Replaces the device's copy (CUDA `cudaMemcpyToSymbol`); later
-    /// launches see `value`. On the host fallback the call waits for
-    /// kernels running on other threads. For a large `T` use
+    /// launches see `value`. Waits first for the work queued so far on
+    /// every queue of the device, as [`read`](Self::read). For a large `T` use
     /// [`write_from`](Self::write_from).
     ///
     /// # Errors
@@ -190,7 +191,14 @@ impl<T: MapElem> DeviceGlobal<T> {
                     .into(),
             }));
         }
-        let backend = crate::runtime::select::current_device()?.backend()?;
+        let device = crate::runtime::select::current_device()?;
+        let backend = device.backend()?;
+        // As `cuCtxSynchronize` on CUDA: the work queued so far on every
+        // queue of the host fallback first (before the lock below, which
+        // its kernels take).
+        if matches!(device.concrete()?, crate::runtime::device_backend::Concrete::Host(_)) {
+            crate::runtime::queue::wait_host_queues();
+        }
         // No kernel of the host fallback runs while this is held.
         let _no_kernels = crate::runtime::host::LAUNCHES.write().unwrap_or_else(|e| e.into_inner());
         let bytes = core::mem::size_of::<T>();

@@ -64,16 +64,19 @@ impl Queue {
             Concrete::Host(_) => Imp::Host(HostQueue::new(id, progress.clone())?),
             Concrete::Cuda(c) => Imp::Cuda(CudaQueue::new(c)?),
         };
-        Ok(Queue {
-            inner: Arc::new(QueueInner {
-                id,
-                device,
-                submit: Mutex::new(0),
-                progress,
-                imp,
-                capturing: AtomicBool::new(false),
-            }),
-        })
+        let host = matches!(imp, Imp::Host(_));
+        let inner = Arc::new(QueueInner {
+            id,
+            device,
+            submit: Mutex::new(0),
+            progress,
+            imp,
+            capturing: AtomicBool::new(false),
+        });
+        if host {
+            super::inner::register_host_queue(&inner);
+        }
+        Ok(Queue { inner })
     }
 
     /// Waits until every operation enqueued so far has finished, then

@@ -5,7 +5,8 @@
 //! which hold buffers; the public [`Queue`](crate::Queue) is `handle`'s.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::vec::Vec;
 
 use super::progress::Progress;
 use crate::runtime::cuda::queue::{CudaQueue, Fence};
@@ -119,5 +120,28 @@ impl QueueInner {
                 self.progress.fail(e);
             }
         }
+    }
+}
+
+/// Every live queue of the host fallback, for [`wait_host_queues`].
+static HOST_QUEUES: Mutex<Vec<Weak<QueueInner>>> = Mutex::new(Vec::new());
+
+/// Notes a new queue of the host fallback (dead ones are dropped here).
+pub(crate) fn register_host_queue(q: &Arc<QueueInner>) {
+    let mut all = HOST_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|w| w.strong_count() > 0);
+    all.push(Arc::downgrade(q));
+}
+
+/// Waits for the work enqueued so far on every queue of the host
+/// fallback: what `DeviceGlobal::read`/`write` wait for there, as
+/// `cuCtxSynchronize` waits for every stream of the context on CUDA.
+/// Errors of that work stay for each queue's next report.
+pub(crate) fn wait_host_queues() {
+    let queues: Vec<Arc<QueueInner>> =
+        HOST_QUEUES.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(|w| w.upgrade()).collect();
+    for q in queues {
+        let seq = *q.lock_submit();
+        q.wait_host(seq);
     }
 }
