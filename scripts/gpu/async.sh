@@ -65,6 +65,10 @@ run() { # dir
         a_panic_is_reported_on_its_own_queue_while_another_queue_runs
     one "a blocking launch's panic found by a queue while it runs stays its own" \
         a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own
+    one "a launch on mapped pinned memory waits for the buffer's queued copies" \
+        a_launch_on_mapped_pinned_memory_waits_for_the_buffers_queued_copies
+    one "every wait is refused during a capture" every_wait_is_refused_during_a_capture
+    one "DeviceGlobal access waits for queued work" device_global_access_waits_for_queued_work
     local panicking=(--skip a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on
         --skip a_scope_returns_the_closures_error_or_the_queues --skip futures_complete_on_tokio
         --skip a_panic_is_reported_on_its_own_queue_while_another_queue_runs

@@ -106,8 +106,8 @@ impl<T: MapElem> DeviceGlobal<T> {
 impl<T: MapElem> DeviceGlobal<T> {
     /// The device's copy, copied to the host (CUDA `cudaMemcpyFromSymbol`).
     /// Waits first for the work queued so far on every queue of the device
-    /// (CUDA: `cuCtxSynchronize`; the host fallback waits for each of its
-    /// queues, and for blocking launches running on other threads).
+    /// (but queues being captured into a graph), and for blocking launches
+    /// running on other threads, on both backends.
     ///
     /// # Errors
     /// [`Error::InvalidLaunch`](crate::Error) inside a kernel (use
@@ -193,12 +193,10 @@ impl<T: MapElem> DeviceGlobal<T> {
         }
         let device = crate::runtime::select::current_device()?;
         let backend = device.backend()?;
-        // As `cuCtxSynchronize` on CUDA: the work queued so far on every
-        // queue of the host fallback first (before the lock below, which
-        // its kernels take).
-        if matches!(device.concrete()?, crate::runtime::device_backend::Concrete::Host(_)) {
-            crate::runtime::queue::wait_host_queues();
-        }
+        // The work queued so far on every queue of the device first
+        // (before the lock below, which the host fallback's kernels take);
+        // the backend waits for blocking launches of other threads.
+        crate::runtime::queue::wait_queues(device);
         // No kernel of the host fallback runs while this is held.
         let _no_kernels = crate::runtime::host::LAUNCHES.write().unwrap_or_else(|e| e.into_inner());
         let bytes = core::mem::size_of::<T>();

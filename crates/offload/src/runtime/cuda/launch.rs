@@ -113,12 +113,12 @@ impl Backend for Cuda {
     }
 
     fn global(&self, symbol: &str, bytes: usize, _host: *mut u8) -> Result<u64> {
-        let guard = self.enter("cuCtxSetCurrent")?;
         // `DeviceGlobal::read`/`write` come after the kernels of every queue
-        // (docs/async.md, section 3), as on the host fallback: wait for the
-        // whole context. A failure is reported by the copy that follows.
-        // SAFETY: synchronizes the current context.
-        let _ = unsafe { sys::cuCtxSynchronize() };
+        // (docs/async.md, section 3): `DeviceGlobal` waited for each queue
+        // (`queue::wait_queues`), and the state's lock waits for another
+        // thread's blocking launch. Not `cuCtxSynchronize`, which would
+        // invalidate another thread's stream capture.
+        let guard = self.enter("cuCtxSetCurrent")?;
         let missing = |reason: String| Error::from(crate::error::Memory { op: "copy a DeviceGlobal", reason });
         let name = std::ffi::CString::new(symbol).map_err(|_| missing(format!("`{symbol}` is not a symbol name")))?;
         let mut addr: sys::CUdeviceptr = 0;

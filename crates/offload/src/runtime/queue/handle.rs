@@ -64,7 +64,6 @@ impl Queue {
             Concrete::Host(_) => Imp::Host(HostQueue::new(id, progress.clone())?),
             Concrete::Cuda(c) => Imp::Cuda(CudaQueue::new(c)?),
         };
-        let host = matches!(imp, Imp::Host(_));
         let inner = Arc::new(QueueInner {
             id,
             device,
@@ -73,9 +72,7 @@ impl Queue {
             imp,
             capturing: AtomicBool::new(false),
         });
-        if host {
-            super::inner::register_host_queue(&inner);
-        }
+        super::inner::register_queue(&inner);
         Ok(Queue { inner })
     }
 

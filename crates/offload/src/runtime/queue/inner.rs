@@ -123,25 +123,30 @@ impl QueueInner {
     }
 }
 
-/// Every live queue of the host fallback, for [`wait_host_queues`].
-static HOST_QUEUES: Mutex<Vec<Weak<QueueInner>>> = Mutex::new(Vec::new());
+/// Every live queue, for [`wait_queues`].
+static QUEUES: Mutex<Vec<Weak<QueueInner>>> = Mutex::new(Vec::new());
 
-/// Notes a new queue of the host fallback (dead ones are dropped here).
-pub(crate) fn register_host_queue(q: &Arc<QueueInner>) {
-    let mut all = HOST_QUEUES.lock().unwrap_or_else(|e| e.into_inner());
+/// Notes a new queue (dead ones are dropped here).
+pub(crate) fn register_queue(q: &Arc<QueueInner>) {
+    let mut all = QUEUES.lock().unwrap_or_else(|e| e.into_inner());
     all.retain(|w| w.strong_count() > 0);
     all.push(Arc::downgrade(q));
 }
 
-/// Waits for the work enqueued so far on every queue of the host
-/// fallback: what `DeviceGlobal::read`/`write` wait for there, as
-/// `cuCtxSynchronize` waits for every stream of the context on CUDA.
+/// Waits for the work enqueued so far on every queue of `device`: what
+/// `DeviceGlobal::read`/`write` wait for, on both backends (CUDA's
+/// `cudaMemcpyFromSymbol` waits for the device's work). Queues being
+/// captured are skipped: what is captured does not run, and a wait on a
+/// capturing stream, like `cuCtxSynchronize` from any thread, would
+/// invalidate the capture (`CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`).
 /// Errors of that work stay for each queue's next report.
-pub(crate) fn wait_host_queues() {
+pub(crate) fn wait_queues(device: Device) {
     let queues: Vec<Arc<QueueInner>> =
-        HOST_QUEUES.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(|w| w.upgrade()).collect();
-    for q in queues {
+        QUEUES.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(|w| w.upgrade()).collect();
+    for q in queues.iter().filter(|q| q.device == device) {
         let seq = *q.lock_submit();
-        q.wait_host(seq);
+        if !q.capturing.load(std::sync::atomic::Ordering::Acquire) {
+            q.wait_host(seq);
+        }
     }
 }

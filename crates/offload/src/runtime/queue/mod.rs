@@ -45,6 +45,6 @@ pub use event::Event;
 pub use future::Wait;
 pub use graph::{Capture, Graph};
 pub use handle::Queue;
-pub(crate) use inner::{wait_host_queues, Imp, QueueInner};
+pub(crate) use inner::{wait_queues, Imp, QueueInner};
 pub use interop::{cu_context, BufferUse};
 pub use scope::{scope, Scope};
