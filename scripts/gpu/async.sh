@@ -72,7 +72,15 @@ run() { # dir
     local panicking=(--skip a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on
         --skip a_scope_returns_the_closures_error_or_the_queues --skip futures_complete_on_tokio
         --skip a_panic_is_reported_on_its_own_queue_while_another_queue_runs
-        --skip a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own)
+        --skip a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own
+        # Timing properties (a queued launch returns before its kernel ends,
+        # an event's wait ends before later work) are checked alone above:
+        # on parallel threads another test's driver calls stall them now and
+        # then (6 of 12 runs on 2026-12-02, bench/results/2026-12-02-runbook3;
+        # suspected: cuMemFree on another thread, which waits for the device).
+        --skip queued_launches_return_at_once_and_run_in_order
+        --skip an_event_is_waited_for_without_the_work_after_it
+        --skip an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch)
     gpu_check "all of tests/queue.rs but the panics in panics_at on several queues, tests on parallel threads" \
         0 "test result: ok" \
         -- env OFFLOAD_DEVICE=cuda ./queue-tests "${panicking[@]}"
