@@ -64,7 +64,13 @@ pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(digits);
-    let n: u64 = num.parse().map_err(|_| format!("`{s}` does not start with a whole number"))?;
+    if num.is_empty() {
+        return Err(format!("`{s}` does not start with a whole number"));
+    }
+    if unit.starts_with('.') {
+        return Err(format!("`{s}` has a fraction: write a whole number of a smaller unit, e.g. `1536M` for `1.5G`"));
+    }
+    let n: u64 = num.parse().map_err(|_| format!("`{s}` is larger than 16 EiB"))?;
     let unit = unit.trim().to_ascii_uppercase();
     let unit = unit.strip_suffix("IB").or_else(|| unit.strip_suffix('B')).unwrap_or(&unit);
     let shift = match unit {
@@ -237,7 +243,8 @@ pub fn evict(e: &Entry) -> bool {
     if e.dir.exists() && std::fs::rename(&e.dir, &trash).is_err() {
         return false;
     }
-    let _ = std::fs::remove_dir_all(&trash);
+    // A stray plain file where an entry would be is removed the same way.
+    let _ = std::fs::remove_dir_all(&trash).or_else(|_| std::fs::remove_file(&trash));
     for p in &e.leftovers {
         let _ = std::fs::remove_dir_all(p).or_else(|_| std::fs::remove_file(p));
     }

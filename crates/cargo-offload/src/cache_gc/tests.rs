@@ -45,6 +45,15 @@ fn sizes_as_sccache_writes_them() {
     for bad in ["", "G", "1.5G", "-1G", "10X", "99999999999T"] {
         assert!(parse_size(bad).is_err(), "{bad}");
     }
+    // Each refusal says what is wrong with the value.
+    let says = |s: &str, what: &str| {
+        let e = parse_size(s).unwrap_err();
+        assert!(e.contains(what), "{s}: {e}");
+    };
+    says("1.5G", "`1536M`");
+    says("18446744073709551616", "larger than 16 EiB");
+    says("99999999999999999999999G", "larger than 16 EiB");
+    says("-5", "does not start with a whole number");
     assert_eq!(
         (human(12), human(1536), human(320 << 20), human(3 << 29)),
         ("12B".into(), "1.5KiB".into(), "320.0MiB".into(), "1.5GiB".into())
@@ -181,4 +190,16 @@ fn a_lock_file_deleted_under_a_waiter_is_locked_again() {
     waiter.join().unwrap();
     assert!(lock(&path, How::TryExclusive).unwrap().is_some());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stray plain file where an entry would be goes like an entry (it was
+/// renamed to a `.tmp` and left until the next clean).
+#[test]
+fn a_stray_file_among_the_entries_is_removed() {
+    let cache = scratch("stray");
+    std::fs::create_dir_all(cache.join("crates")).unwrap();
+    std::fs::write(cache.join("crates/junkfile"), b"junk").unwrap();
+    prune(&cache, 0, SystemTime::now(), false);
+    let left: Vec<_> = std::fs::read_dir(cache.join("crates")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left: {left:?}");
 }

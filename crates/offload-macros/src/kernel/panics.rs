@@ -151,6 +151,8 @@ struct Message {
 fn literal(e: &Expr) -> Option<&LitStr> {
     match e {
         Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s),
+        // A `$fmt:expr` of a `macro_rules!` arrives in an invisible group.
+        Expr::Group(g) => literal(&g.expr),
         _ => None,
     }
 }
@@ -352,6 +354,19 @@ mod tests {
             "assert_eq!(a, b, MESSAGE)",
         ] {
             assert!(!rewritten(src), "{src}");
+        }
+    }
+
+    /// A format string that comes through a `macro_rules!` `$fmt:expr`
+    /// (an invisible group around the literal) is rewritten like a
+    /// literal one: it was silently left to the placeholder.
+    #[test]
+    fn a_format_string_from_a_macro_rules_argument_is_rewritten() {
+        let lit = proc_macro2::Group::new(proc_macro2::Delimiter::None, quote::quote!("i = {} n = {}"));
+        let arg = proc_macro2::Group::new(proc_macro2::Delimiter::None, quote::quote!(i));
+        for m in [syn::parse_quote!(assert!(i < n, #lit, #arg, n)), syn::parse_quote!(panic!(#lit, i, n))] {
+            let m: Macro = m;
+            assert!(device_macro(&m).is_some(), "{}", m.to_token_stream());
         }
     }
 
