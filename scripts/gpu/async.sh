@@ -76,8 +76,10 @@ run() { # dir
         # Timing properties (a queued launch returns before its kernel ends,
         # an event's wait ends before later work) are checked alone above:
         # on parallel threads another test's driver calls stall them now and
-        # then (6 of 12 runs on 2026-12-02, bench/results/2026-12-02-runbook3;
-        # suspected: cuMemFree on another thread, which waits for the device).
+        # then (6 of 12 runs on 2026-12-02, bench/results/2026-12-02-runbook3):
+        # another thread's DeviceBuffer allocation or free (cuMemAlloc +
+        # cuMemsetD8, cuMemFree) stalls them, as the ignored test
+        # a_queued_launch_returns_at_once_while_another_thread_frees shows.
         --skip queued_launches_return_at_once_and_run_in_order
         --skip an_event_is_waited_for_without_the_work_after_it
         --skip an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch)
