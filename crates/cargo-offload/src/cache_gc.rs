@@ -221,7 +221,7 @@ pub fn entries(cache: &Path) -> Vec<Entry> {
             let main = dir.join(&name);
             let lock = dir.join(format!("{name}.lock"));
             let leftovers: Vec<PathBuf> = paths.into_iter().filter(|p| *p != main && *p != lock).collect();
-            let last_use = std::fs::metadata(main.join(marker)).and_then(|m| m.modified()).ok();
+            let last_use = marker_time(&main, marker);
             let size = size_of(&main) + leftovers.iter().map(|p| size_of(p)).sum::<u64>();
             out.push(Entry { dir: main, lock, leftovers, size, last_use });
         }
@@ -265,7 +265,12 @@ fn newest(e: &Entry) -> Option<SystemTime> {
 
 /// The last use of the entry at `dir`, read again (see [`Entry::last_use`]).
 fn entries_last_use(dir: &Path) -> Option<SystemTime> {
-    KINDS.iter().find_map(|(_, m)| std::fs::metadata(dir.join(m)).and_then(|m| m.modified()).ok())
+    KINDS.iter().find_map(|(_, marker)| marker_time(dir, marker))
+}
+
+/// The modification time of the marker file `marker` of the entry at `dir`.
+fn marker_time(dir: &Path, marker: &str) -> Option<SystemTime> {
+    std::fs::metadata(dir.join(marker)).and_then(|m| m.modified()).ok()
 }
 
 /// What [`prune`] did (or, dry, would do).
