@@ -475,6 +475,27 @@ fn a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on() {
     q.synchronize().unwrap();
 }
 
+/// An event and a future that outlive their queue still report the error
+/// of the work they follow (the queue's drop waits for it but does not
+/// take the error from them).
+#[test]
+fn an_event_that_outlives_its_queue_reports_the_queues_panic() {
+    let mut out = DeviceBuffer::<u32>::zeroed(64).unwrap();
+    let q = Queue::new().unwrap();
+    panics_at::on(&q, for_len(64), 9, &mut out).unwrap();
+    let e = q.record().unwrap();
+    drop(q);
+    assert_panics_at(&e.synchronize(), for_len(64), 9);
+    e.synchronize().unwrap();
+
+    let q = Queue::new().unwrap();
+    panics_at::on(&q, for_len(64), 21, &mut out).unwrap();
+    let e = q.record().unwrap();
+    drop(q);
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    assert_panics_at(&rt.block_on(async { (&e).await }), for_len(64), 21);
+}
+
 #[test]
 fn launch_checks_fail_at_once() {
     let q = Queue::new().unwrap();

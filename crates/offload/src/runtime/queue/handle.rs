@@ -29,8 +29,10 @@ use crate::runtime::select::current_device;
 /// `docs/async.md`, section 3). Errors of the work arrive at the next
 /// [`synchronize`](Self::synchronize) (section 5).
 ///
-/// Dropping a queue waits for its pending work; an error nobody collected
-/// is printed to stderr as one warning line.
+/// Dropping a queue waits for its pending work. An error of that work is
+/// kept for an event or future of the queue that is still alive (its wait
+/// reports it); one that no wait reported is printed to stderr as one
+/// warning line when the last of them goes.
 pub struct Queue {
     pub(crate) inner: Arc<QueueInner>,
 }
@@ -130,10 +132,10 @@ impl Drop for Queue {
     fn drop(&mut self) {
         let seq = *self.inner.lock_submit();
         self.inner.wait_host(seq);
+        // The error stays for an event or future of this queue that is
+        // still alive (their wait reports it); `QueueInner`'s drop warns
+        // if nothing did.
         self.inner.collect_errors();
-        if let Err(e) = self.inner.progress.take_error() {
-            std::eprintln!("offload: warning: a queue was dropped with an error nobody collected: {e}");
-        }
         if let Imp::Host(h) = &self.inner.imp {
             h.stop();
         }

@@ -123,6 +123,17 @@ impl QueueInner {
     }
 }
 
+impl Drop for QueueInner {
+    /// The last holder (the queue, or an event, future or buffer that
+    /// outlived it) is gone: an error of the queue's work that no wait
+    /// reported is printed, so that it is not lost.
+    fn drop(&mut self) {
+        if let Err(e) = self.progress.take_error() {
+            std::eprintln!("offload: warning: a queue was dropped with an error nobody collected: {e}");
+        }
+    }
+}
+
 /// Every live queue, for [`wait_queues`].
 static QUEUES: Mutex<Vec<Weak<QueueInner>>> = Mutex::new(Vec::new());
 
