@@ -97,6 +97,19 @@ pub fn limit() -> Result<u64> {
     }
 }
 
+/// The cache directory, refused if something other than a directory is
+/// there (a file named by `OFFLOAD_CACHE_DIR`, say); `None` where no cache
+/// directory is known (neither `OFFLOAD_CACHE_DIR` nor `HOME` is set).
+///
+/// # Errors
+/// [`CliError::CacheDir`] if the path exists and is not a directory.
+pub fn root() -> Result<Option<PathBuf>> {
+    match offload_image::probe::cache_root() {
+        Some(path) if path.exists() && !path.is_dir() => Err(CliError::CacheDir { path }),
+        root => Ok(root),
+    }
+}
+
 /// `bytes` as cargo prints sizes: `1.5GiB`, `320.0MiB`, `12B`.
 pub fn human(bytes: u64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -357,7 +370,7 @@ fn entries_word(n: usize) -> &'static str {
 pub fn clean(max_size: Option<&str>, dry: bool) -> Result<i32> {
     let limit =
         max_size.map(parse_size).transpose().map_err(|problem| CliError::CacheSize { from: "--max-size", problem })?;
-    let Some(cache) = offload_image::probe::cache_root() else {
+    let Some(cache) = root()? else {
         crate::status::status("Removed", "nothing: no cache directory (neither OFFLOAD_CACHE_DIR nor HOME is set)");
         return Ok(crate::errors::exit::OK);
     };
@@ -376,7 +389,16 @@ pub fn clean(max_size: Option<&str>, dry: bool) -> Result<i32> {
     }
     let verb = if dry { "Would remove" } else { "Removed" };
     let n = p.removed.len();
-    let mut msg = format!("{n} {}, {} total, from {}", entries_word(n), human(p.freed), cache.display());
+    let mut msg = if n == 0 && p.freed > 0 {
+        // Only what is not an entry went: say what, not "0 entries, N bytes".
+        format!(
+            "no entries; {} of leftovers (interrupted builds, probe results) from {}",
+            human(p.freed),
+            cache.display()
+        )
+    } else {
+        format!("{n} {}, {} total, from {}", entries_word(n), human(p.freed), cache.display())
+    };
     if p.in_use > 0 {
         msg.push_str(&format!("; kept {} in use by a running cargo offload", p.in_use));
     }

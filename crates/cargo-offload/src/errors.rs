@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | 0 | [`exit::OK`] | success |
 //! | 1 | [`exit::INTERNAL`] | an internal step failed: a file could not be read or written, a program could not be started, `cargo metadata` failed, a tool's output was unreadable (the message names the file or step; not the user's command line) |
-//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `OFFLOAD_CACHE_SIZE`, a `--package`, `--bin`, `--example`, `--test` or `--bench` name that selects nothing, `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that is quoted (the variable is split at spaces, not shell-parsed) or contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
+//! | 2 | [`exit::USAGE`] | bad command line (printed by clap) or configuration: `OFFLOAD_CACHE_SIZE`, an `OFFLOAD_CACHE_DIR` that is not a directory, a `--package`, `--bin`, `--example`, `--test` or `--bench` name that selects nothing, `--arch`, `--target`, `OFFLOAD_ARCH`, `[package.metadata.offload]`, a flag in `OFFLOAD_DEVICE_RUSTFLAGS` that is quoted (the variable is split at spaces, not shell-parsed) or contradicts the build (a PTX ISA or `sm_` feature, `-C target-cpu`, `-C panic=unwind`), a profile that strips the symbols generic kernels need |
 //! | 3 | [`exit::SETUP`] | the device toolchain is incomplete (rustc with rust-src, its cargo, LLVM tools, `offload-linker` beside `cargo-offload`), or a tool asked about it (`rustc -vV`, `rustup which`, `llc`, `nvidia-smi`) did not answer in time, or `cargo-offload` and the crate's `offload` are of different versions |
 //! | 4 | [`exit::DEVICE_BUILD`] | the device pass failed to compile or link (in `check` and `clippy`: device code has errors the host pass does not), or a binary launches kernels its device image lacks |
 //! | 5 | [`exit::NO_KERNELS`] | the selected binaries define no kernels |
@@ -113,6 +113,11 @@ pub enum CliError {
     /// `OFFLOAD_CACHE_SIZE` or `clean --cache --max-size` is not a size.
     #[error("{from}: {problem}")]
     CacheSize { from: &'static str, problem: String },
+
+    /// The cache directory (`OFFLOAD_CACHE_DIR`, else `$XDG_CACHE_HOME/offload`
+    /// or `~/.cache/offload`) exists and is not a directory.
+    #[error("the offload cache `{}` is not a directory", path.display())]
+    CacheDir { path: PathBuf },
 
     // ---- 3: device toolchain
     #[error("no device compiler found: tried {tried}")]
@@ -256,7 +261,8 @@ impl CliError {
             | Ptx(_)
             | DeviceFlags(_)
             | StrippedBinary { .. }
-            | CacheSize { .. } => exit::USAGE,
+            | CacheSize { .. }
+            | CacheDir { .. } => exit::USAGE,
             NoDeviceRustc { .. }
             | MissingRustSrc { .. }
             | Tools(_)
@@ -296,6 +302,11 @@ impl CliError {
             }
             CacheSize { .. } => {
                 vec!["write a size such as `2G`, `500M` or `0` (K, M, G and T are powers of 1024)".into()]
+            }
+            CacheDir { .. } => {
+                vec!["point OFFLOAD_CACHE_DIR at a directory (it is created if missing), or unset it to \
+                 use `$XDG_CACHE_HOME/offload` or `~/.cache/offload`"
+                    .into()]
             }
             StrippedBinary { .. } => {
                 vec!["the profile strips symbols (`strip = true` or `\"symbols\"`); use `strip = \"debuginfo\"` or \

@@ -59,6 +59,13 @@ fn clean_cache_says_what_it_freed() {
     all.assert_success();
     assert!(all.stderr.contains("Removed 1 entry, 1.0MiB total"), "the entry and the probes: {}", all.stderr);
     assert!(!new.exists() && !cache.join("probes").exists());
+
+    // Only what is not an entry: said so, not "0 entries, 1.0KiB".
+    std::fs::create_dir_all(cache.join("probes")).unwrap();
+    std::fs::write(cache.join("probes/4567"), [0u8; 1024]).unwrap();
+    let rest = clean(&cache, &[]);
+    rest.assert_success();
+    assert!(rest.stderr.contains("Removed no entries; 1.0KiB of leftovers"), "{}", rest.stderr);
     let _ = std::fs::remove_dir_all(&cache);
 }
 
@@ -73,6 +80,25 @@ fn sizes_that_do_not_read_are_usage_errors() {
     assert!(out.stderr.contains("OFFLOAD_CACHE_SIZE: `2 gigs` has an unknown unit `GIGS`"), "{}", out.stderr);
     assert!(out.stderr.contains("write a size such as `2G`"), "{}", out.stderr);
     let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[test]
+fn a_cache_dir_that_is_a_file_is_a_usage_error() {
+    let dir = scratch("cache-file");
+    let file = dir.join("not-a-dir");
+    std::fs::write(&file, b"mine").unwrap();
+    for args in [&["clean", "--cache"][..], &["build", "--dry-run"]] {
+        let out = offload_cmd(&dir, args, &[(CACHE_VAR, file.to_str().unwrap())]);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("the offload cache `{}` is not a directory", file.display())),
+            "{}",
+            out.stderr
+        );
+        assert!(out.stderr.contains("point OFFLOAD_CACHE_DIR at a directory"), "{}", out.stderr);
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"mine", "the file is left as it was");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A build in a cold cache of its own while another process runs `cargo

@@ -92,8 +92,8 @@ fn run(command: Command) -> Result<i32> {
 fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
     status::set_quiet(dev.quiet);
     status::set_color(cargo.color.as_deref());
-    // A bad `OFFLOAD_CACHE_SIZE` is refused before anything runs.
-    let (started, _) = (std::time::SystemTime::now(), crate::cache_gc::limit()?);
+    // A bad `OFFLOAD_CACHE_SIZE` or cache directory is refused before anything runs.
+    let (started, _, _) = (std::time::SystemTime::now(), crate::cache_gc::limit()?, crate::cache_gc::root()?);
     select::check_target(dev)?;
     let exes = Executables::find()?;
     let ws = workspace::workspace(cargo)?;
