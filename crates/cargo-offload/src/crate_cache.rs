@@ -327,6 +327,12 @@ fn key_env() -> Vec<(String, String)> {
 struct Manifest {
     /// The files, by name (they go to rustc's `--out-dir`).
     files: Vec<String>,
+    /// Their sizes in bytes, in the same order: an entry whose file was cut
+    /// short since (a full disk, a hand edit) is not restored but compiled
+    /// again and replaced. Absent in entries of older versions, which are
+    /// replaced the same way.
+    #[serde(default)]
+    sizes: Vec<u64>,
     /// rustc's stderr lines, target directory as the placeholder.
     stderr: Vec<String>,
     /// The environment variables the crate read (its dep-info's `env-dep`
@@ -465,11 +471,16 @@ impl Slot {
     /// On a hit, writes the entry's files into rustc's `--out-dir` and its
     /// stderr to this process's (to cargo), as rustc would have; `false`
     /// if there is no entry, it does not apply (a variable the crate reads
-    /// has changed), or it could not be copied.
+    /// has changed), a file is not the size it was stored with, or it
+    /// could not be copied.
     fn restore(&self) -> bool {
         let Ok(text) = std::fs::read(self.entry.join(MANIFEST)) else { return false };
         let Ok(m) = serde_json::from_slice::<Manifest>(&text) else { return false };
         if m.env_deps.iter().any(|(k, v)| self.env_value(k) != *v) {
+            return false;
+        }
+        let size = |f: &String| std::fs::metadata(self.entry.join(f)).map(|m| m.len()).ok();
+        if m.sizes.len() != m.files.len() || m.files.iter().zip(&m.sizes).any(|(f, &n)| size(f) != Some(n)) {
             return false;
         }
         let denormalize = |p: &str| PathBuf::from(p.replace(PLACEHOLDER, &self.target_dir));
@@ -525,7 +536,7 @@ impl Slot {
         let dep_info = artifacts.iter().find(|a| a.extension().is_some_and(|e| e == "d"))?;
         let (env_deps, generated) = self.check_dep_info(&std::fs::read_to_string(dep_info).ok()?)?;
         std::fs::create_dir_all(tmp).ok()?;
-        let mut files = Vec::new();
+        let (mut files, mut sizes) = (Vec::new(), Vec::new());
         for a in &artifacts {
             (a.parent()? == self.out_dir).then_some(())?;
             let name = a.file_name()?.to_str()?.to_string();
@@ -535,10 +546,11 @@ impl Slot {
             } else {
                 std::fs::copy(a, tmp.join(&name)).ok()?;
             }
+            sizes.push(std::fs::metadata(tmp.join(&name)).ok()?.len());
             files.push(name);
         }
         let stderr = stderr.iter().map(|l| normalize(l, &self.target_dir)).collect();
-        let manifest = serde_json::to_vec_pretty(&Manifest { files, stderr, env_deps, generated }).ok()?;
+        let manifest = serde_json::to_vec_pretty(&Manifest { files, sizes, stderr, env_deps, generated }).ok()?;
         std::fs::write(tmp.join(MANIFEST), manifest).ok()?;
         // Under the lock: nobody else renames to the entry. An entry that
         // did not apply (see `restore`) is replaced.

@@ -187,9 +187,20 @@ impl Sysroot {
         lib_dir_in(&self.dir, &self.target_name)
     }
 
-    /// Whether the sysroot is complete (it only ever appears complete).
+    /// Whether the sysroot is complete (it only ever appears complete) and
+    /// intact: every library [`INFO`] lists (`rlib <name> <bytes>`) still
+    /// has its size, so that a library cut short since (a full disk, a hand
+    /// edit) is built again instead of failing every device pass with
+    /// rustc's "invalid metadata". Sysroots of older versions list none.
     pub fn is_built(&self) -> bool {
-        self.dir.join(INFO).is_file() && self.lib_dir().is_dir()
+        let Ok(info) = std::fs::read_to_string(self.dir.join(INFO)) else { return false };
+        let lib = self.lib_dir();
+        let intact = |l: &str| {
+            let mut w = l.split(' ').skip(1);
+            let (Some(name), Some(n)) = (w.next(), w.next()) else { return false };
+            std::fs::metadata(lib.join(name)).is_ok_and(|m| Some(m.len()) == n.parse().ok())
+        };
+        lib.is_dir() && info.lines().filter(|l| l.starts_with("rlib ")).all(intact)
     }
 
     /// The rustflags the libraries are compiled with.
@@ -365,6 +376,12 @@ impl Sysroot {
         }
         let mut text = self.description.clone();
         text.push_str(&format!("built by cargo-offload {}\n", env!("CARGO_PKG_VERSION")));
+        for r in rlibs {
+            let name = r.file_name().unwrap_or_default().to_string_lossy();
+            let to = lib.join(&*name);
+            let n = std::fs::metadata(&to).map_err(CliError::io("could not read", &to))?.len();
+            text.push_str(&format!("rlib {name} {n}\n"));
+        }
         let info = tmp.join(INFO);
         std::fs::write(&info, text).map_err(CliError::io("could not write", &info))?;
         // A leftover of a build that lost its lock file is replaced.
@@ -472,6 +489,30 @@ mod tests {
         dirs.dedup();
         assert_eq!(dirs.len(), n, "every change is a new sysroot: {dirs:#?}");
         assert!(!a.is_built());
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// An installed sysroot whose `core` was cut short since is not built:
+    /// the next device pass builds it again instead of failing in rustc.
+    #[test]
+    fn a_truncated_library_is_built_again() {
+        let base = std::env::temp_dir().join(format!("offload-sysroot-cut-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let tc = toolchain(&base.join("tc"), "rustc 1.96.0 (ac68faa20 2026-05-25)");
+        let s = Sysroot::new(&tc, "nvptx64-nvidia-cuda", "sm_90", &[], &base.join("cache"));
+        let built = base.join("built");
+        std::fs::create_dir_all(&built).unwrap();
+        let rlibs = ["libcore-1.rlib", "libcompiler_builtins-2.rlib"].map(|n| built.join(n));
+        for (i, r) in rlibs.iter().enumerate() {
+            std::fs::write(r, vec![7u8; 1000 + i]).unwrap();
+        }
+        s.install(&rlibs).unwrap();
+        assert!(s.is_built());
+        let core = s.lib_dir().join("libcore-1.rlib");
+        std::fs::OpenOptions::new().write(true).open(&core).unwrap().set_len(10).unwrap();
+        assert!(!s.is_built(), "a cut libcore counts as built");
+        std::fs::remove_file(&core).unwrap();
+        assert!(!s.is_built(), "a missing libcore counts as built");
         let _ = std::fs::remove_dir_all(&base);
     }
 

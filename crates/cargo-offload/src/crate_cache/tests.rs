@@ -325,6 +325,29 @@ fn a_restore_is_a_use() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An entry whose rlib was cut short (a full disk, a hand edit) is not
+/// restored: the crate is compiled (a miss) instead of handing rustc a
+/// broken library that only `clean --cache` and `cargo clean` together
+/// would mend. A restore of the intact entry copies every byte.
+#[test]
+fn a_truncated_entry_is_a_miss() {
+    let dir = scratch("truncated");
+    let (ta, tb) = (dir.join("a/target"), dir.join("b/target"));
+    let (a, stderr) = stored(&dir, &ta, &ta.join("debug/deps"));
+    a.store(&stderr);
+    let outb = tb.join("debug/deps");
+    std::fs::create_dir_all(&outb).unwrap();
+    let b = slot(&a.entry, &outb, &tb, &[&dir.join("registry/src")]);
+    assert!(b.restore());
+    assert_eq!(std::fs::read(outb.join("liblib-1.rlib")).unwrap(), vec![42u8; 64 << 10]);
+    std::fs::remove_file(outb.join("liblib-1.rlib")).unwrap();
+    let cached = a.entry.join("liblib-1.rlib");
+    std::fs::OpenOptions::new().write(true).open(&cached).unwrap().set_len(1000).unwrap();
+    assert!(!b.restore(), "a cut rlib is restored");
+    assert!(!outb.join("liblib-1.rlib").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Another `cargo offload` pruning the cache while this one restores the
 /// same crate: every `serve` ends with the crate's files complete in the
 /// target directory, restored or compiled, never a failure.
