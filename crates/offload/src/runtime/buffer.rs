@@ -68,17 +68,12 @@ fn alloc(device: Device, bytes: usize) -> Result<Resource> {
     let generation = backend.generation();
     let addr = backend.alloc_zeroed(bytes)?;
     let free = move || {
-        // Memory of a context that was reset after a fault is gone with it,
-        // and is not freed again (its address may belong to a newer
-        // allocation).
-        if generation != backend.generation() {
-            return;
-        }
         // SAFETY: `addr` was allocated by this device's backend with `bytes`
-        // bytes in this context generation and is freed once; no work uses
-        // it any more (`free_when_idle`), and no buffer or graph refers to
-        // it (the last owner is gone).
-        unsafe { backend.free(addr, bytes) };
+        // bytes in context generation `generation` (memory of a context
+        // that was reset after a fault went with it: the backend skips it)
+        // and is freed once; no work uses it any more (`free_when_idle`),
+        // and no buffer or graph refers to it (the last owner is gone).
+        unsafe { backend.free(addr, bytes, generation) };
     };
     Ok(Resource::new(addr, device, Box::new(free)))
 }

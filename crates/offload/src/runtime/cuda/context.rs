@@ -52,6 +52,7 @@ use offload_image::{Image, ImageKind};
 use super::error::driver_error;
 use super::memory::{AddressHasher, Allocations, ArgCache};
 use super::panics::{self, Panics};
+use super::pool::DeviceMemory;
 use super::probe::Unusable;
 use super::probe::{self, attr};
 use super::recover::{self, PanicSlot};
@@ -220,7 +221,7 @@ impl Cuda {
                 stack_probe,
                 panics,
                 allocs: Vec::new(),
-                cache: ArgCache { free: Vec::new(), bytes: 0, cap: mem / 16 },
+                cache: ArgCache { free: Vec::new(), bytes: 0, cap: mem / 16, memory: DeviceMemory::new(dev) },
                 device_ptrs: Vec::new(),
                 slots: Vec::new(),
                 params: Vec::new(),
@@ -502,9 +503,8 @@ impl State {
     /// if CUDA allows it. The launch's device memory (and the argument
     /// cache) went with the old context, so it is forgotten, not freed.
     pub(super) fn after_failed_kernel(&mut self, kernel: &str, e: DriverError, mut allocs: Allocations) -> Error {
-        allocs.0.clear();
-        self.cache.free.clear();
-        self.cache.bytes = 0;
+        allocs.blocks.clear();
+        self.cache.forget();
         let err = {
             let p = panics::lock(&self.panics);
             recover::failed_launch_error(p.slot.as_ref(), kernel, e, p.stack_bytes)
@@ -552,6 +552,10 @@ impl State {
             result::ctx::set_current(self.ctx).map_err(|e| driver_error("cuCtxSetCurrent", None, e))?;
         }
         self.current.ctx.store(self.ctx, Ordering::Release);
+        // The reset freed the cached blocks; the pool is set up again for
+        // the new context.
+        self.cache.forget();
+        self.cache.memory = DeviceMemory::new(self.dev);
         // Queues' streams, fences and buffers of the old context are
         // forgotten from now on (see `queue`).
         self.current.generation.fetch_add(1, Ordering::AcqRel);
