@@ -158,6 +158,10 @@ pub(super) struct Current {
     /// handles of queues (streams, events), graphs and buffers of an older
     /// generation are dead and never used again (see `queue`).
     generation: AtomicU64,
+    /// The context's memory pool (null: `cuMemAlloc`/`cuMemFree`), the
+    /// same as the state's `cache.memory`, for queues' allocations without
+    /// the state's lock ([`Cuda::memory`]).
+    pool: AtomicPtr<sys::CUmemPoolHandle_st>,
 }
 
 impl Cuda {
@@ -196,7 +200,12 @@ impl Cuda {
 
         let description = describe(&device, mem, &loaded);
         let kernels = loaded.kernel_names().map(String::from).collect();
-        let current = Arc::new(Current { ctx: AtomicPtr::new(ctx), generation: AtomicU64::new(0) });
+        let memory = DeviceMemory::new(dev);
+        let current = Arc::new(Current {
+            ctx: AtomicPtr::new(ctx),
+            generation: AtomicU64::new(0),
+            pool: AtomicPtr::new(memory.raw()),
+        });
         let functions =
             Arc::new(Mutex::new(Functions { module, by_kernel: HashMap::default(), shared_optin, kernels }));
         let info = BackendInfo {
@@ -221,7 +230,7 @@ impl Cuda {
                 stack_probe,
                 panics,
                 allocs: Vec::new(),
-                cache: ArgCache { free: Vec::new(), bytes: 0, cap: mem / 16, memory: DeviceMemory::new(dev) },
+                cache: ArgCache { free: Vec::new(), bytes: 0, cap: mem / 16, memory },
                 device_ptrs: Vec::new(),
                 slots: Vec::new(),
                 params: Vec::new(),
@@ -462,6 +471,14 @@ impl Cuda {
         unsafe { bind(ctx) }.map_err(|e| driver_error("cuCtxSetCurrent", None, e))
     }
 
+    /// How the context in use allocates device memory (see `pool`),
+    /// without the state's lock: for queues' allocations, in their own
+    /// stream. Memory of a rebuilt context is never freed, so an answer
+    /// about an older context is harmless.
+    pub(super) fn memory(&self) -> DeviceMemory {
+        DeviceMemory::from_raw(self.current.pool.load(Ordering::Acquire))
+    }
+
     /// The context's generation (see [`Current::generation`]).
     pub(crate) fn generation(&self) -> u64 {
         self.current.generation.load(Ordering::Acquire)
@@ -556,6 +573,7 @@ impl State {
         // the new context.
         self.cache.forget();
         self.cache.memory = DeviceMemory::new(self.dev);
+        self.current.pool.store(self.cache.memory.raw(), Ordering::Release);
         // Queues' streams, fences and buffers of the old context are
         // forgotten from now on (see `queue`).
         self.current.generation.fetch_add(1, Ordering::AcqRel);

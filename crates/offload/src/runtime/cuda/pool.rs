@@ -92,6 +92,16 @@ impl DeviceMemory {
         DeviceMemory { pool: Some(pool) }
     }
 
+    /// The pool, null for none (kept in an atomic: `context::Current`).
+    pub(super) fn raw(&self) -> sys::CUmemoryPool {
+        self.pool.unwrap_or(core::ptr::null_mut())
+    }
+
+    /// The inverse of [`raw`](Self::raw).
+    pub(super) fn from_raw(pool: sys::CUmemoryPool) -> Self {
+        DeviceMemory { pool: (!pool.is_null()).then_some(pool) }
+    }
+
     /// Whether allocations are stream-ordered, from the pool.
     pub(super) fn is_pooled(&self) -> bool {
         self.pool.is_some()
