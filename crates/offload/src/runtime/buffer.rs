@@ -12,8 +12,11 @@ use crate::runtime::error::{Error, Result};
 use crate::runtime::queue::track::{self, Resource};
 
 /// `len` elements of `T` in the memory of one [`Device`] (GPU global
-/// memory, allocated with `cuMemAlloc` in its context; host memory on the
-/// host fallback), kept there until the buffer is dropped. The buffer
+/// memory of its context, from the GPU's default memory pool in stream
+/// order, `cuMemAllocFromPoolAsync`/`cuMemFreeAsync`, or `cuMemAlloc` where
+/// the GPU has no pools; host memory on the host fallback), kept there
+/// until the buffer is dropped. Neither allocating nor dropping a buffer
+/// waits for the device's queued work (`docs/async.md`, section 3). The buffer
 /// belongs to that device: launches and copies on another device refuse
 /// it ([`Error::WrongDevice`]) unless peer access lets them use it
 /// ([`Device::enable_peer_access`]); [`Queue::memcpy_peer`](crate::Queue::memcpy_peer)

@@ -16,8 +16,10 @@
 //! never an earlier one):
 //!
 //! 1. the state ([`Cuda::state`]): held across waits on the device (a
-//!    blocking launch's kernel, `cuCtxSynchronize`, `cuMemFree`) and by a
-//!    rebuild, which resets the context;
+//!    blocking launch's kernel, `cuCtxSynchronize`, `cuMemFree` where the
+//!    device has no memory pools; see `pool`), across allocations and
+//!    frees (in the state's stream), and by a rebuild, which resets the
+//!    context;
 //! 2. the functions ([`Cuda::functions`]): held while a function is looked
 //!    up or opted in, and by a rebuild while it replaces the module;
 //! 3. the panic lock ([`Cuda::panics`]): the panic record and attribution.
@@ -449,9 +451,9 @@ impl Cuda {
     /// queries, copies on a queue's stream: `cuLaunchKernel`,
     /// `cuEventRecord`, `cuEventSynchronize`, `cuEventQuery`,
     /// `cuEventElapsedTime`, `cuMemcpyAsync`). Other threads hold the lock across waits on the
-    /// device (a blocking launch waits for its kernel, `DeviceGlobal` access
-    /// calls `cuCtxSynchronize`, a free calls `cuMemFree`, which may wait for
-    /// the device's work): a wait for an event that first took the lock
+    /// device (a blocking launch waits for its kernel, a free without
+    /// memory pools calls `cuMemFree`, which may wait for the device's
+    /// work): a wait for an event that first took the lock
     /// would also wait for that, including work queued after the event. The
     /// caller checks its event's generation first.
     ///
