@@ -6,7 +6,7 @@
 # `cargo offload` build of the test, which carries a device image) on the
 # stand-in libcuda (bench/async/stub-libcuda.c), counting calls from the
 # test's first cuEventRecord on (start-up left out; each queue wait made
-# to take 20 ms, as the kernel would), and fails if any of
+# to take 50 ms, as the kernel would), and fails if any of
 # cuMemFree, cuMemAlloc, cuMemsetD8 (non-Async) or cuCtxSynchronize was
 # called ("API synchronization behavior", CUDA Driver API: cuMemFree may
 # synchronize the device, a non-Async memset is synchronous), or if the
@@ -36,9 +36,9 @@ if [ -z "$stub" ]; then
     ln -sf libcuda.so "$stub/libcuda.so.1"
 fi
 test=a_queued_launch_returns_at_once_while_another_thread_frees
-# Each of the test's 10 synchronizes takes 20 ms, as a kernel would, so
+# Each of the test's 10 synchronizes takes 50 ms, as a kernel would, so
 # that the other thread allocates and frees meanwhile.
-out=$(env LD_LIBRARY_PATH="$stub" STUB_COUNTS=1 STUB_COUNT_FROM=cuEventRecord STUB_EVENT_WAIT_US=20000 OFFLOAD_DEVICE=cuda \
+out=$(env LD_LIBRARY_PATH="$stub" STUB_COUNTS=1 STUB_COUNT_FROM=cuEventRecord STUB_EVENT_WAIT_US=50000 OFFLOAD_DEVICE=cuda \
     "$exe" --exact "$test" --test-threads=1 2>&1)
 echo "$out" | grep '^stub ' || true
 count() { awk -v f="$1" '$1 == "stub" && $2 == f { n = $3 } END { print n + 0 }' <<<"$out"; }
