@@ -30,10 +30,11 @@
 //!
 //! Who calls whom: `runtime::select` lists the GPUs with `probe`;
 //! `runtime::device` creates a [`Cuda`] per GPU; `launch` locks its
-//! `context::State` and uses `memory`, `pool`, `staging`, `recover` and `panics`;
-//! `context` uses `probe`, `recover` (after a failed kernel), `panics` and
-//! `staging`; `memory` and `context` use `pool`; `panics` uses `recover` and `queue::attrib`; `peer`
-//! uses `context`; everything uses `error`. The generic launch
+//! `context::State` and uses `memory`, `pool`, `staging`, `recover` and
+//! `panics`; `context` uses `probe`, `recover` (after a failed kernel),
+//! `panics`, `staging` and `pool`; `memory` and `queue` use `pool`;
+//! `panics` uses `recover` and `queue::attrib`; `peer` uses `context` and
+//! `pool`; everything uses `error`. The generic launch
 //! front (`runtime::launch`) decodes a divergence recorded as a panic with
 //! `recover::divergence_from_record`.
 

@@ -107,6 +107,26 @@ impl DeviceMemory {
         self.pool.is_some()
     }
 
+    /// Lets kernels of device `dev` use this memory, where
+    /// `cuCtxEnablePeerAccess` lets them use the context's other memory:
+    /// a pool's allocations are reached only by the devices in its own
+    /// access list (`cuMemPoolSetAccess`), which peer access between
+    /// contexts does not change (CUDA C++ Programming Guide, "Stream
+    /// Ordered Memory Allocator", "Device Accessibility for Multi-GPU
+    /// Support"). Nothing to do without a pool.
+    pub(super) fn grant_access(&self, dev: sys::CUdevice) -> Result<(), DriverError> {
+        let Some(pool) = self.pool else {
+            return Ok(());
+        };
+        let desc = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: dev },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: one access descriptor, valid for the call; the pool is
+        // the device's default pool, which lives as long as the process.
+        unsafe { sys::cuMemPoolSetAccess(pool, &desc, 1) }.result()
+    }
+
     /// The driver call that allocates, for errors.
     pub(super) fn alloc_op(&self) -> &'static str {
         if self.is_pooled() {
