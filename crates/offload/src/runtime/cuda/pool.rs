@@ -43,6 +43,7 @@
 
 use std::format;
 use std::string::String;
+use std::sync::OnceLock;
 
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
@@ -66,11 +67,7 @@ impl DeviceMemory {
     /// (`CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`) and
     /// `OFFLOAD_CUDA_MEMPOOL` allows it; else `cuMemAlloc`/`cuMemFree`.
     pub(super) fn new(dev: sys::CUdevice) -> Self {
-        let (on, warning) = parse_setting(&std::env::var("OFFLOAD_CUDA_MEMPOOL").unwrap_or_default());
-        if let Some(w) = warning {
-            std::eprintln!("offload: warning: {w}");
-        }
-        if !on || !supported(dev) {
+        if !wanted() || !supported(dev) {
             return DeviceMemory { pool: None };
         }
         // SAFETY: `dev` came from `cuDeviceGet`; the driver has the entry
@@ -184,6 +181,19 @@ impl DeviceMemory {
             }
         }
     }
+}
+
+/// Whether `OFFLOAD_CUDA_MEMPOOL` allows the pool, read once (a warning
+/// for a value it does not know, once, not at every GPU's start).
+fn wanted() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        let (on, warning) = parse_setting(&std::env::var("OFFLOAD_CUDA_MEMPOOL").unwrap_or_default());
+        if let Some(w) = warning {
+            std::eprintln!("offload: warning: {w}");
+        }
+        on
+    })
 }
 
 /// Whether the driver (11.2 or later, `cuDriverGetVersion`) and device
