@@ -29,8 +29,8 @@
 # 0 hazards displayed (0 errors, 0 warnings)"). The sanitizer checks
 # are skipped, with a line saying so, where compute-sanitizer is not found
 # (PATH, /usr/local/cuda/bin).
-what="queues, events, tracking, scopes, copies, graphs, tokio futures; memcheck, racecheck"
-needs="NVIDIA driver; compute-sanitizer (optional)"
+what="queues, events, tracking, scopes, copies, graphs, tokio futures, no sync in alloc/free; memcheck, racecheck"
+needs="NVIDIA driver; compute-sanitizer (optional); gcc at build"
 takes="about 1 min, up to 5 min more with compute-sanitizer"
 
 build() { # dir
