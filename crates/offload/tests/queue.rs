@@ -303,6 +303,29 @@ fn a_queued_launch_returns_at_once_while_another_thread_frees() {
     assert_eq!(a.to_vec().unwrap(), expected_churn(12, slow()));
 }
 
+/// The memory pool keeps what dropped buffers gave back (its release
+/// threshold is raised, `docs/async.md` section 3), which the device then
+/// no longer counts as free: an allocation that needs more than is left
+/// gets it back (the pool trimmed, the allocation tried again) instead of
+/// failing. On a GPU: 3/8 and 3/8 of its memory, the first dropped, then
+/// 1/2, which fits only once the first's memory has left the pool. On the
+/// host fallback (the host's own memory, nothing kept) there is nothing to
+/// check.
+#[test]
+fn an_allocation_gets_the_memory_that_drops_left_in_the_pool() {
+    let device = offload::current_device().unwrap();
+    if device.kind() != offload::BackendKind::Cuda {
+        return;
+    }
+    let eighth = (device.memory_bytes() / 8) as usize;
+    let a = DeviceBuffer::<u8>::zeroed(3 * eighth).unwrap();
+    let b = DeviceBuffer::<u8>::zeroed(3 * eighth).unwrap();
+    drop(a);
+    let c = DeviceBuffer::<u8>::zeroed(4 * eighth);
+    assert!(c.is_ok(), "1/2 of the GPU's memory after 3/8 was dropped and 3/8 is held: {:?}", c.err());
+    drop((b, c));
+}
+
 /// Memory that a dropped buffer gave back is handed out again (the CUDA
 /// backend's pool keeps freed memory for reuse, `docs/async.md` section
 /// 3), and a new buffer is still zeroed: after a drop once its work was
