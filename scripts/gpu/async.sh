@@ -14,14 +14,24 @@
 # a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own,
 # which, while recorded, would keep the scope test's panic from being
 # recorded (a second panic while one is recorded is lost, section 5);
-# then the whole file, panics included, under compute-sanitizer:
+# the timing tests (a queued launch returns before its kernel ends, an
+# event's wait ends before later work) run in that parallel run, all but
+# the tests that allocate PinnedBuffers (cuMemHostAlloc/cuMemFreeHost,
+# which may synchronize: CUDA C++ Programming Guide, "Implicit
+# Synchronization"), and the whole parallel run once more with them and
+# without the timing tests; then the stand-in libcuda check (no GPU
+# needed: bench/async/stub-sync-check.sh) that a queued launch while
+# another thread allocates and frees makes no synchronizing driver call,
+# and that it fails with OFFLOAD_CUDA_MEMPOOL=0 (cuMemAlloc/cuMemFree);
+# then the whole file, panics included (the alloc/free stall test left
+# out), under compute-sanitizer:
 # memcheck (no invalid access, no failed driver call: "ERROR SUMMARY: 0
 # errors") and racecheck without the panicking tests ("RACECHECK SUMMARY:
 # 0 hazards displayed (0 errors, 0 warnings)"). The sanitizer checks
 # are skipped, with a line saying so, where compute-sanitizer is not found
 # (PATH, /usr/local/cuda/bin).
-what="queues, events, tracking, scopes, copies, graphs, tokio futures; memcheck, racecheck"
-needs="NVIDIA driver; compute-sanitizer (optional)"
+what="queues, events, tracking, scopes, copies, graphs, tokio futures, no sync in alloc/free; memcheck, racecheck"
+needs="NVIDIA driver; compute-sanitizer (optional); gcc at build"
 takes="about 1 min, up to 5 min more with compute-sanitizer"
 
 build() { # dir
@@ -29,6 +39,11 @@ build() { # dir
     exe=$(offload test -q --release --arch "$arch" -p offload --test queue --no-run --message-format=json |
         test_executable queue | sort -u)
     cp "$exe" "$out/queue-tests"
+    # The stand-in libcuda and its check (bench/async/stub-sync-check.sh).
+    mkdir -p "$out/stub"
+    gcc -shared -fPIC -O2 -o "$out/stub/libcuda.so" bench/async/stub-libcuda.c || return 1
+    ln -sf libcuda.so "$out/stub/libcuda.so.1"
+    cp bench/async/stub-sync-check.sh "$out/"
 }
 
 # One test of tests/queue.rs, alone, on the GPU.
@@ -69,27 +84,51 @@ run() { # dir
         a_launch_on_mapped_pinned_memory_waits_for_the_buffers_queued_copies
     one "every wait is refused during a capture" every_wait_is_refused_during_a_capture
     one "DeviceGlobal access waits for queued work" device_global_access_waits_for_queued_work
+    one "a queued launch returns at once while another thread allocates and frees (stream-ordered pool)" \
+        a_queued_launch_returns_at_once_while_another_thread_frees
+    one "a buffer allocated after a drop is zeroed (the pool reuses memory)" a_buffer_allocated_after_a_drop_is_zeroed
+    one "an allocation gets the memory that drops left in the pool (trim on out of memory)" \
+        an_allocation_gets_the_memory_that_drops_left_in_the_pool
     local panicking=(--skip a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on
         --skip a_scope_returns_the_closures_error_or_the_queues --skip futures_complete_on_tokio
         --skip a_panic_is_reported_on_its_own_queue_while_another_queue_runs
-        --skip a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own
-        # Timing properties (a queued launch returns before its kernel ends,
-        # an event's wait ends before later work) are checked alone above:
-        # on parallel threads another test's driver calls stall them now and
-        # then (6 of 12 runs on 2026-12-02, bench/results/2026-12-02-runbook3):
-        # another thread's DeviceBuffer allocation or free (cuMemAlloc +
-        # cuMemsetD8, cuMemFree) stalls them, as the ignored test
-        # a_queued_launch_returns_at_once_while_another_thread_frees shows.
-        --skip queued_launches_return_at_once_and_run_in_order
+        --skip a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own)
+    # Timing properties (a queued launch returns before its kernel ends, an
+    # event's wait ends before later work) on parallel threads: another
+    # test's DeviceBuffer allocation or free (cuMemAlloc, cuMemFree) on
+    # another thread stalled them now and then (6 of 12 runs on 2026-12-02,
+    # bench/results/2026-12-02-runbook3; the test
+    # a_queued_launch_returns_at_once_while_another_thread_frees); both are
+    # stream-ordered now (crates/offload/src/runtime/cuda/pool.rs). The
+    # tests that allocate PinnedBuffers are left out of this run:
+    # cuMemHostAlloc and cuMemFreeHost may still synchronize.
+    local pinned=(--skip launch_checks_fail_at_once --skip pinned_copies_are_queued_and_ordered
+        --skip a_launch_on_mapped_pinned_memory_waits_for_the_buffers_queued_copies)
+    local timing=(--skip queued_launches_return_at_once_and_run_in_order
         --skip an_event_is_waited_for_without_the_work_after_it
-        --skip an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch)
-    gpu_check "all of tests/queue.rs but the panics in panics_at on several queues, tests on parallel threads" \
-        0 "test result: ok" \
-        -- env OFFLOAD_DEVICE=cuda ./queue-tests "${panicking[@]}"
+        --skip an_event_is_waited_for_while_another_thread_waits_for_a_blocking_launch
+        --skip a_queued_launch_returns_at_once_while_another_thread_frees)
+    gpu_check "all of tests/queue.rs but the panics in panics_at on several queues and the PinnedBuffer tests, tests on \
+parallel threads, the timing tests included" 0 "test result: ok" \
+        -- env OFFLOAD_DEVICE=cuda ./queue-tests "${panicking[@]}" "${pinned[@]}"
+    gpu_check "all of tests/queue.rs but the panics in panics_at on several queues and the timing tests, tests on \
+parallel threads" 0 "test result: ok" \
+        -- env OFFLOAD_DEVICE=cuda ./queue-tests "${panicking[@]}" "${timing[@]}"
+    gpu_check "no synchronizing driver call while another thread allocates and frees (stand-in libcuda)" 0 \
+        "stub: no synchronizing call in the loop" -- ./stub-sync-check.sh ./queue-tests "$PWD/stub"
+    gpu_check "the stand-in check fails with cuMemAlloc/cuMemFree (OFFLOAD_CUDA_MEMPOOL=0)" error \
+        "synchronizing call while another thread allocates and frees: cuMemFree_v2" \
+        -- env OFFLOAD_CUDA_MEMPOOL=0 ./stub-sync-check.sh ./queue-tests "$PWD/stub"
     # Under the sanitizers each kernel runs instrumented; the test
-    # threads one at a time, as the sanitizers report per launch.
-    gpu_sanitize "memcheck: all of tests/queue.rs, panics included" memcheck "test result: ok" \
-        -- ./queue-tests --test-threads=1
-    gpu_sanitize "racecheck: tests/queue.rs but the panics" racecheck "test result: ok" \
-        -- ./queue-tests --test-threads=1 "${panicking[@]}"
+    # threads one at a time, as the sanitizers report per launch. The
+    # alloc/free stall test is a timing property of the driver's allocator,
+    # which the sanitizers intercept, and the out-of-memory test allocates
+    # 7/8 of the GPU's memory (every other test allocates from the pool
+    # under them too).
+    local unsanitized=(--skip a_queued_launch_returns_at_once_while_another_thread_frees
+        --skip an_allocation_gets_the_memory_that_drops_left_in_the_pool)
+    gpu_sanitize "memcheck: all of tests/queue.rs, panics included (not the alloc/free stall and out-of-memory \
+tests)" memcheck "test result: ok" -- ./queue-tests --test-threads=1 "${unsanitized[@]}"
+    gpu_sanitize "racecheck: tests/queue.rs but the panics and the alloc/free stall and out-of-memory tests" \
+        racecheck "test result: ok" -- ./queue-tests --test-threads=1 "${panicking[@]}" "${unsanitized[@]}"
 }

@@ -29,12 +29,15 @@ pub(crate) trait Backend: Send + Sync {
     /// `bytes` of zeroed memory of this backend; returns its address.
     fn alloc_zeroed(&self, bytes: usize) -> Result<u64>;
 
-    /// Frees memory from [`alloc_zeroed`](Backend::alloc_zeroed).
+    /// Frees memory from [`alloc_zeroed`](Backend::alloc_zeroed) made in
+    /// context generation `generation` ([`generation`](Backend::generation)
+    /// then); memory of an older generation went with its context and is
+    /// not freed again.
     ///
     /// # Safety
     /// `addr` came from `alloc_zeroed(bytes)` of this backend, is freed once,
-    /// and is not in use.
-    unsafe fn free(&self, addr: u64, bytes: usize);
+    /// and no work uses it: queued work that used it has finished.
+    unsafe fn free(&self, addr: u64, bytes: usize, generation: u64);
 
     /// `bytes` of zeroed page-locked ("pinned") host memory, which the GPU's
     /// copy engines reach directly: host ↔ device copies from and to it run

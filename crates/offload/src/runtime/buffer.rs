@@ -12,8 +12,11 @@ use crate::runtime::error::{Error, Result};
 use crate::runtime::queue::track::{self, Resource};
 
 /// `len` elements of `T` in the memory of one [`Device`] (GPU global
-/// memory, allocated with `cuMemAlloc` in its context; host memory on the
-/// host fallback), kept there until the buffer is dropped. The buffer
+/// memory of its context, from the GPU's default memory pool in stream
+/// order, `cuMemAllocFromPoolAsync`/`cuMemFreeAsync`, or `cuMemAlloc` where
+/// the GPU has no pools; host memory on the host fallback), kept there
+/// until the buffer is dropped. Neither allocating nor dropping a buffer
+/// waits for the device's queued work (`docs/async.md`, section 3). The buffer
 /// belongs to that device: launches and copies on another device refuse
 /// it ([`Error::WrongDevice`]) unless peer access lets them use it
 /// ([`Device::enable_peer_access`]); [`Queue::memcpy_peer`](crate::Queue::memcpy_peer)
@@ -68,17 +71,12 @@ fn alloc(device: Device, bytes: usize) -> Result<Resource> {
     let generation = backend.generation();
     let addr = backend.alloc_zeroed(bytes)?;
     let free = move || {
-        // Memory of a context that was reset after a fault is gone with it,
-        // and is not freed again (its address may belong to a newer
-        // allocation).
-        if generation != backend.generation() {
-            return;
-        }
         // SAFETY: `addr` was allocated by this device's backend with `bytes`
-        // bytes in this context generation and is freed once; no work uses
-        // it any more (`free_when_idle`), and no buffer or graph refers to
-        // it (the last owner is gone).
-        unsafe { backend.free(addr, bytes) };
+        // bytes in context generation `generation` (memory of a context
+        // that was reset after a fault went with it: the backend skips it)
+        // and is freed once; no work uses it any more (`free_when_idle`),
+        // and no buffer or graph refers to it (the last owner is gone).
+        unsafe { backend.free(addr, bytes, generation) };
     };
     Ok(Resource::new(addr, device, Box::new(free)))
 }

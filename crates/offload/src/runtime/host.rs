@@ -245,7 +245,7 @@ impl Backend for Host {
         Ok(p as u64)
     }
 
-    unsafe fn free(&self, addr: u64, bytes: usize) {
+    unsafe fn free(&self, addr: u64, bytes: usize, _generation: u64) {
         if bytes == 0 {
             return;
         }
@@ -261,7 +261,7 @@ impl Backend for Host {
 
     unsafe fn free_pinned(&self, ptr: *mut u8, bytes: usize) {
         // SAFETY: allocated by `alloc_pinned`, i.e. `alloc_zeroed(bytes)`.
-        unsafe { self.free(ptr as u64, bytes) }
+        unsafe { self.free(ptr as u64, bytes, 0) }
     }
 
     unsafe fn copy_to_device(&self, dst: u64, src: *const u8, bytes: usize) -> Result<()> {

@@ -16,8 +16,10 @@
 //! never an earlier one):
 //!
 //! 1. the state ([`Cuda::state`]): held across waits on the device (a
-//!    blocking launch's kernel, `cuCtxSynchronize`, `cuMemFree`) and by a
-//!    rebuild, which resets the context;
+//!    blocking launch's kernel, `cuCtxSynchronize`, `cuMemFree` where the
+//!    device has no memory pools; see `pool`), across allocations and
+//!    frees (in the state's stream), and by a rebuild, which resets the
+//!    context;
 //! 2. the functions ([`Cuda::functions`]): held while a function is looked
 //!    up or opted in, and by a rebuild while it replaces the module;
 //! 3. the panic lock ([`Cuda::panics`]): the panic record and attribution.
@@ -52,6 +54,7 @@ use offload_image::{Image, ImageKind};
 use super::error::driver_error;
 use super::memory::{AddressHasher, Allocations, ArgCache};
 use super::panics::{self, Panics};
+use super::pool::DeviceMemory;
 use super::probe::Unusable;
 use super::probe::{self, attr};
 use super::recover::{self, PanicSlot};
@@ -157,6 +160,10 @@ pub(super) struct Current {
     /// handles of queues (streams, events), graphs and buffers of an older
     /// generation are dead and never used again (see `queue`).
     generation: AtomicU64,
+    /// The context's memory pool (null: `cuMemAlloc`/`cuMemFree`), the
+    /// same as the state's `cache.memory`, for queues' allocations without
+    /// the state's lock ([`Cuda::memory`]).
+    pool: AtomicPtr<sys::CUmemPoolHandle_st>,
 }
 
 impl Cuda {
@@ -195,7 +202,12 @@ impl Cuda {
 
         let description = describe(&device, mem, &loaded);
         let kernels = loaded.kernel_names().map(String::from).collect();
-        let current = Arc::new(Current { ctx: AtomicPtr::new(ctx), generation: AtomicU64::new(0) });
+        let memory = DeviceMemory::new(dev);
+        let current = Arc::new(Current {
+            ctx: AtomicPtr::new(ctx),
+            generation: AtomicU64::new(0),
+            pool: AtomicPtr::new(memory.raw()),
+        });
         let functions =
             Arc::new(Mutex::new(Functions { module, by_kernel: HashMap::default(), shared_optin, kernels }));
         let info = BackendInfo {
@@ -220,7 +232,7 @@ impl Cuda {
                 stack_probe,
                 panics,
                 allocs: Vec::new(),
-                cache: ArgCache { free: Vec::new(), bytes: 0, cap: mem / 16 },
+                cache: ArgCache { free: Vec::new(), bytes: 0, cap: mem / 16, memory },
                 device_ptrs: Vec::new(),
                 slots: Vec::new(),
                 params: Vec::new(),
@@ -439,9 +451,9 @@ impl Cuda {
     /// queries, copies on a queue's stream: `cuLaunchKernel`,
     /// `cuEventRecord`, `cuEventSynchronize`, `cuEventQuery`,
     /// `cuEventElapsedTime`, `cuMemcpyAsync`). Other threads hold the lock across waits on the
-    /// device (a blocking launch waits for its kernel, `DeviceGlobal` access
-    /// calls `cuCtxSynchronize`, a free calls `cuMemFree`, which may wait for
-    /// the device's work): a wait for an event that first took the lock
+    /// device (a blocking launch waits for its kernel, a free without
+    /// memory pools calls `cuMemFree`, which may wait for the device's
+    /// work): a wait for an event that first took the lock
     /// would also wait for that, including work queued after the event. The
     /// caller checks its event's generation first.
     ///
@@ -459,6 +471,14 @@ impl Cuda {
         // context's handle, which cuCtxSetCurrent accepts; the caller's event
         // of the old generation is then not used, or fails cleanly).
         unsafe { bind(ctx) }.map_err(|e| driver_error("cuCtxSetCurrent", None, e))
+    }
+
+    /// How the context in use allocates device memory (see `pool`),
+    /// without the state's lock: for queues' allocations, in their own
+    /// stream. Memory of a rebuilt context is never freed, so an answer
+    /// about an older context is harmless.
+    pub(super) fn memory(&self) -> DeviceMemory {
+        DeviceMemory::from_raw(self.current.pool.load(Ordering::Acquire))
     }
 
     /// The context's generation (see [`Current::generation`]).
@@ -502,9 +522,8 @@ impl State {
     /// if CUDA allows it. The launch's device memory (and the argument
     /// cache) went with the old context, so it is forgotten, not freed.
     pub(super) fn after_failed_kernel(&mut self, kernel: &str, e: DriverError, mut allocs: Allocations) -> Error {
-        allocs.0.clear();
-        self.cache.free.clear();
-        self.cache.bytes = 0;
+        allocs.blocks.clear();
+        self.cache.forget();
         let err = {
             let p = panics::lock(&self.panics);
             recover::failed_launch_error(p.slot.as_ref(), kernel, e, p.stack_bytes)
@@ -552,6 +571,11 @@ impl State {
             result::ctx::set_current(self.ctx).map_err(|e| driver_error("cuCtxSetCurrent", None, e))?;
         }
         self.current.ctx.store(self.ctx, Ordering::Release);
+        // The reset freed the cached blocks; the pool is set up again for
+        // the new context.
+        self.cache.forget();
+        self.cache.memory = DeviceMemory::new(self.dev);
+        self.current.pool.store(self.cache.memory.raw(), Ordering::Release);
         // Queues' streams, fences and buffers of the old context are
         // forgotten from now on (see `queue`).
         self.current.generation.fetch_add(1, Ordering::AcqRel);

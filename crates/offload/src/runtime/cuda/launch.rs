@@ -36,30 +36,41 @@ impl Backend for Cuda {
         if bytes == 0 {
             return Ok(0);
         }
-        let mut st = self.enter("cuCtxSetCurrent")?;
-        let d = st.cache.alloc(bytes).map_err(|e| driver_error("cuMemAlloc", None, e))?;
-        // Ordered in the launch stream and waited for: a plain cuMemsetD8 runs
-        // on the legacy stream, which our non-blocking stream does not wait for.
-        // SAFETY: `d` holds `bytes` bytes; the stream belongs to the context.
-        let zeroed = unsafe { sys::cuMemsetD8Async(d, 0, bytes, st.stream) }
-            .result()
-            .and_then(|()| unsafe { result::stream::synchronize(st.stream) });
+        let mut guard = self.enter("cuCtxSetCurrent")?;
+        let st = &mut *guard;
+        let stream = st.stream;
+        let memory = st.cache.memory;
+        let d = st.cache.alloc(bytes, stream).map_err(|e| driver_error(memory.alloc_op(), None, e))?;
+        // Zeroed in the state's stream, where it was allocated, and waited
+        // for there: then any stream may use it (see `pool`). Neither call
+        // waits for other streams' work (a plain cuMemsetD8 is synchronous,
+        // and runs on the legacy stream besides).
+        // SAFETY: `d` holds `bytes` bytes, usable in `stream`, which belongs
+        // to the current context.
+        let zeroed = unsafe { result::memset_d8_async(d, 0, bytes, stream) }
+            .and_then(|()| unsafe { result::stream::synchronize(stream) });
         if let Err(e) = zeroed {
-            // SAFETY: `d` was just allocated and is not in use.
-            let _ = unsafe { result::free_sync(d) };
-            return Err(driver_error("cuMemsetD8", None, e));
+            // SAFETY: `d` was just allocated from `memory` and is used by
+            // nothing after this point of `stream`.
+            let _ = unsafe { memory.free(d, stream) };
+            return Err(driver_error("cuMemsetD8Async", None, e));
         }
         Ok(d)
     }
 
-    unsafe fn free(&self, addr: u64, bytes: usize) {
+    unsafe fn free(&self, addr: u64, bytes: usize, generation: u64) {
         if bytes == 0 {
             return;
         }
-        if let Ok(_st) = self.enter("cuCtxSetCurrent") {
-            // SAFETY: allocated by `alloc_zeroed`, freed once, not in use
-            // (caller's contract).
-            let _ = unsafe { result::free_sync(addr) };
+        // Under the state's lock, so that no rebuild resets the context
+        // between the generation's check and the free (the address may
+        // belong to a newer allocation then).
+        if let Some(st) = self.lock_generation(generation) {
+            // SAFETY: allocated by `alloc_zeroed` from `st.cache.memory` in
+            // this generation's context (current), freed once, not in use
+            // by any work (caller's contract), so the free may be ordered
+            // in any stream: the state's.
+            let _ = unsafe { st.cache.memory.free(addr, st.stream) };
         }
     }
 
@@ -239,16 +250,19 @@ impl State {
     /// buffers are used in place. Fills `device_ptrs`, one per argument, and
     /// returns the launch's allocations (freed if a later step fails).
     fn map_args(&mut self, kernel: &KernelInfo, args: &[ArgSpec<'_>]) -> Result<Allocations> {
-        let mut allocs = Allocations(core::mem::take(&mut self.allocs));
+        let mut allocs = Allocations::new(core::mem::take(&mut self.allocs), self.cache.memory, self.stream);
         self.device_ptrs.clear();
         for a in args {
             let d = match a.kind {
                 ArgKind::Host { ptr, bytes, atomic, .. } if bytes > 0 => {
                     let (size, d) = match self.cache.take(bytes) {
                         Some(block) => block,
-                        None => (bytes, self.cache.alloc(bytes).map_err(|e| launch_error(kernel, "cuMemAlloc", e))?),
+                        None => {
+                            let d = self.cache.alloc(bytes, self.stream);
+                            (bytes, d.map_err(|e| launch_error(kernel, self.cache.memory.alloc_op(), e))?)
+                        }
                     };
-                    allocs.0.push((size, d));
+                    allocs.blocks.push((size, d));
                     // SAFETY: `ptr` is valid for reads of `bytes` bytes: it
                     // comes from a reference the launcher borrows for the
                     // whole launch; `d` holds at least `bytes`; the context

@@ -5,8 +5,10 @@
 use core::hash::Hasher;
 use std::vec::Vec;
 
-use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::result::DriverError;
 use cudarc::driver::sys;
+
+use super::pool::DeviceMemory;
 
 /// Hashes a `usize` key (an address) as itself; addresses of distinct
 /// statics are distinct, so nothing is gained by mixing.
@@ -30,24 +32,38 @@ impl Hasher for AddressHasher {
 
 /// Device memory of one launch's mapped arguments, `(bytes, pointer)`;
 /// freed when dropped (error paths), handed to the [`ArgCache`] on success.
-pub(super) struct Allocations(pub(super) Vec<(usize, sys::CUdeviceptr)>);
+/// Freed in `stream`, the launch's, after whatever of the launch was
+/// enqueued there (`pool`).
+pub(super) struct Allocations {
+    pub(super) blocks: Vec<(usize, sys::CUdeviceptr)>,
+    memory: DeviceMemory,
+    stream: sys::CUstream,
+}
 
 impl Allocations {
+    /// The allocations of a launch in `stream`, from `memory` (`blocks`
+    /// empty: a vector kept for its capacity).
+    pub(super) fn new(blocks: Vec<(usize, sys::CUdeviceptr)>, memory: DeviceMemory, stream: sys::CUstream) -> Self {
+        Allocations { blocks, memory, stream }
+    }
+
     /// Gives every allocation to `cache` and returns the emptied vector.
     pub(super) fn release(mut self, cache: &mut ArgCache) -> Vec<(usize, sys::CUdeviceptr)> {
-        for (size, p) in self.0.drain(..) {
-            cache.put(size, p);
+        for (size, p) in self.blocks.drain(..) {
+            cache.put(size, p, self.stream);
         }
-        core::mem::take(&mut self.0)
+        core::mem::take(&mut self.blocks)
     }
 }
 
 impl Drop for Allocations {
     fn drop(&mut self) {
-        for &(_, p) in &self.0 {
-            // SAFETY: each pointer came from `cuMemAlloc` for this launch and
-            // is freed once; the kernel has finished (or never started).
-            let _ = unsafe { result::free_sync(p) };
+        for &(_, p) in &self.blocks {
+            // SAFETY: each pointer came from `memory` for this launch, in the
+            // context current since (the launch holds the state), and is
+            // freed once; the launch's work in `stream` comes before the
+            // free, and its kernel has finished (or never started).
+            let _ = unsafe { self.memory.free(p, self.stream) };
         }
     }
 }
@@ -55,15 +71,18 @@ impl Drop for Allocations {
 /// Device memory for the mapped arguments of launches (host `&[T]` and
 /// `&mut [T]`), kept between launches and reused by size, as LLVM offload's
 /// `MemoryManagerTy` does: a launch that maps data of the sizes an earlier
-/// one mapped neither allocates nor frees (`cuMemFree` also waits for the
-/// whole device). At most `cap` bytes (1/16 of the GPU's memory) are kept;
-/// when an allocation fails for lack of memory the cache is emptied and the
-/// allocation tried again.
+/// one mapped neither allocates nor frees. At most `cap` bytes (1/16 of the
+/// GPU's memory) are kept; when an allocation fails for lack of memory the
+/// cache is emptied, the pool's unused memory released, and the allocation
+/// tried again. Blocks come from, and go back to, `memory`, in the stream
+/// of the backend's state, which every caller passes (see `pool`).
 pub(super) struct ArgCache {
     /// `(bytes, pointer)` of unused blocks, oldest first.
     pub(super) free: Vec<(usize, sys::CUdeviceptr)>,
     pub(super) bytes: usize,
     pub(super) cap: usize,
+    /// Where the blocks come from; replaced with the context (`rebuild`).
+    pub(super) memory: DeviceMemory,
 }
 
 impl ArgCache {
@@ -77,41 +96,58 @@ impl ArgCache {
         Some(block)
     }
 
-    /// Keeps an unused block, evicting the oldest ones beyond `cap`.
-    pub(super) fn put(&mut self, size: usize, p: sys::CUdeviceptr) {
+    /// Keeps an unused block, evicting the oldest ones beyond `cap` (freed
+    /// in `stream`).
+    pub(super) fn put(&mut self, size: usize, p: sys::CUdeviceptr, stream: sys::CUstream) {
         if size > self.cap {
-            // SAFETY: `p` is an unused block from `cuMemAlloc`, freed once.
-            let _ = unsafe { result::free_sync(p) };
+            // SAFETY: `p` is an unused block from `memory` in this context,
+            // freed once; what used it was enqueued in `stream` before.
+            let _ = unsafe { self.memory.free(p, stream) };
             return;
         }
         while self.bytes + size > self.cap {
             let (old, q) = self.free.remove(0);
             self.bytes -= old;
             // SAFETY: as above.
-            let _ = unsafe { result::free_sync(q) };
+            let _ = unsafe { self.memory.free(q, stream) };
         }
         self.free.push((size, p));
         self.bytes += size;
     }
 
-    /// Frees every kept block.
-    pub(super) fn clear(&mut self) {
+    /// Frees every kept block, in `stream`.
+    pub(super) fn clear(&mut self, stream: sys::CUstream) {
         for (_, p) in self.free.drain(..) {
             // SAFETY: as in `put`.
-            let _ = unsafe { result::free_sync(p) };
+            let _ = unsafe { self.memory.free(p, stream) };
         }
         self.bytes = 0;
     }
 
-    /// `cuMemAlloc`, emptying the cache and trying again if the device is
-    /// out of memory. The context must be current.
-    pub(super) fn alloc(&mut self, bytes: usize) -> core::result::Result<sys::CUdeviceptr, DriverError> {
-        // SAFETY: allocating has no preconditions beyond a current context.
-        match unsafe { result::malloc_sync(bytes) } {
-            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY && !self.free.is_empty() => {
-                self.clear();
+    /// Forgets every kept block: its context was reset, which freed it.
+    pub(super) fn forget(&mut self) {
+        self.free.clear();
+        self.bytes = 0;
+    }
+
+    /// `bytes` of device memory usable in `stream`, the state's, whose
+    /// context must be current. If the device is out of memory: empties the
+    /// cache, hands the pool's unused memory back
+    /// ([`DeviceMemory::release_unused`]) and tries again.
+    pub(super) fn alloc(
+        &mut self,
+        bytes: usize,
+        stream: sys::CUstream,
+    ) -> core::result::Result<sys::CUdeviceptr, DriverError> {
+        // SAFETY: the context of `stream` is current (the caller's contract).
+        match unsafe { self.memory.alloc(bytes, stream) } {
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                self.clear(stream);
                 // SAFETY: as above.
-                unsafe { result::malloc_sync(bytes) }
+                unsafe {
+                    self.memory.release_unused(stream);
+                    self.memory.alloc(bytes, stream)
+                }
             }
             r => r,
         }

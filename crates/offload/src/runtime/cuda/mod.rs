@@ -20,6 +20,7 @@
 //! | `context` | start-up (context, module), the per-kernel function table, rebuilding after a failed kernel |
 //! | `launch` | the [`Backend`](super::backend::Backend) operations: memory, copies, device globals, the launch path |
 //! | `memory` | device memory of mapped arguments, cached between launches |
+//! | `pool` | where device memory comes from: the default memory pool, allocated and freed in stream order |
 //! | `staging` | pinned staging of large copies from and to pageable memory |
 //! | `recover` | what happens around a kernel that fails: panic records, stack floor, atomic copy-back |
 //! | `panics` | the panic record and its attribution behind their own lock, the blocking launch in flight |
@@ -29,10 +30,11 @@
 //!
 //! Who calls whom: `runtime::select` lists the GPUs with `probe`;
 //! `runtime::device` creates a [`Cuda`] per GPU; `launch` locks its
-//! `context::State` and uses `memory`, `staging`, `recover` and `panics`;
-//! `context` uses `probe`, `recover` (after a failed kernel), `panics` and
-//! `staging`; `panics` uses `recover` and `queue::attrib`; `peer`
-//! uses `context`; everything uses `error`. The generic launch
+//! `context::State` and uses `memory`, `pool`, `staging`, `recover` and
+//! `panics`; `context` uses `probe`, `recover` (after a failed kernel),
+//! `panics`, `staging` and `pool`; `memory` and `queue` use `pool`;
+//! `panics` uses `recover` and `queue::attrib`; `peer` uses `context` and
+//! `pool`; everything uses `error`. The generic launch
 //! front (`runtime::launch`) decodes a divergence recorded as a panic with
 //! `recover::divergence_from_record`.
 
@@ -43,6 +45,7 @@ mod memory;
 mod panics;
 pub(crate) mod peer;
 pub(crate) mod peer_support;
+mod pool;
 pub(crate) mod probe;
 pub(crate) mod queue;
 pub(crate) mod recover;

@@ -62,6 +62,17 @@ pub(crate) fn check_len(op: &'static str, src: usize, dst: usize) -> Result<()> 
     Ok(())
 }
 
+/// [`Error::Queue`] for a copy from or to host memory on a queue being
+/// captured.
+pub(crate) fn host_copy_in_capture() -> Error {
+    Error::from(crate::error::Queue {
+        op: "capture a copy",
+        reason: "a graph captures copies between DeviceBuffers only (`memcpy_dtod`): host memory, pinned included, \
+                 cannot be kept borrowed by a graph"
+            .into(),
+    })
+}
+
 /// Enqueues `copy` on `queue`, after the conflicting work of `buffers`
 /// (`(tracker, written)`), and records it on them. `keep`: the device
 /// memory involved, which a graph being captured keeps alive. `scoped`:
@@ -89,12 +100,7 @@ pub(crate) unsafe fn enqueue(
     }
     if capturing {
         if copy.dir != Dir::DtoD || scoped {
-            return Err(Error::from(crate::error::Queue {
-                op: "capture a copy",
-                reason: "a graph captures copies between DeviceBuffers only (`memcpy_dtod`): host memory, pinned \
-                         included, cannot be kept borrowed by a graph"
-                    .into(),
-            }));
+            return Err(host_copy_in_capture());
         }
         capture::note_copy(queue, keep);
     } else {

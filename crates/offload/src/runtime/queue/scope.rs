@@ -132,12 +132,26 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         let copy = match &self.state.queue.imp {
             super::Imp::Host(_) => copy,
             super::Imp::Cuda(c) => {
-                // The context is current for the allocation below.
-                c.stream()?;
+                // The device copy is allocated in the queue's stream (in
+                // stream order, `cuda::pool`): under the submit lock, after
+                // the capture checks the copy's enqueue makes, so never in a
+                // stream being captured (it would be a node of the graph).
+                let q = &self.state.queue;
+                let _seq = q.lock_submit();
+                super::capture::refuse_captured_by_another_thread(q, "enqueue a copy")?;
+                if super::capture::is_capturing(q) {
+                    return Err(copy::host_copy_in_capture());
+                }
+                super::capture::refuse_other_queue_in_capture("enqueue a copy")?;
+                // Makes the context current.
+                let stream = c.stream()?;
                 let mut copies = self.state.copies.lock().unwrap_or_else(|e| e.into_inner());
+                let host = dst.as_mut_ptr() as *mut u8;
                 // SAFETY: `dst` is borrowed until the scope ends, which
-                // copies into it after waiting for the queue.
-                let temp = unsafe { copies.download_later(c.cuda(), dst.as_mut_ptr() as *mut u8, bytes) }?;
+                // copies into it after waiting for the queue; the context is
+                // current and the stream is not being captured (checked
+                // above, under the lock that a capture's start takes).
+                let temp = unsafe { copies.download_later(c.cuda(), stream, host, bytes) }?;
                 CopyOp { dir: Dir::DtoD, dst: temp, src: src.addr(), bytes }
             }
         };

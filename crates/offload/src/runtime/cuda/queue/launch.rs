@@ -53,7 +53,10 @@ impl CudaQueue {
                     };
                     let mut copies = scope.lock().unwrap_or_else(|e| e.into_inner());
                     // SAFETY: `ptr` is valid for `bytes` until the scope
-                    // ends (the scope's borrow); the context is current.
+                    // ends (the scope's borrow); the context is current; the
+                    // stream is not being captured (a scope's launch on a
+                    // queue being captured is refused before, in
+                    // `queue::enqueue`).
                     let d = unsafe { copies.upload(self.cuda, stream, ptr, bytes, writeback, atomic) }
                         .map_err(|(op, e)| err(op, e))?;
                     (d, len, pass_len)

@@ -409,8 +409,7 @@ impl Cuda {
             super::recover::failed_launch_error(p.slot.as_ref(), kernel, e, p.stack_bytes)
         };
         let err = super::recover::divergence_from_record(err);
-        st.cache.free.clear();
-        st.cache.bytes = 0;
+        st.cache.forget();
         match st.rebuild() {
             Ok(()) => err,
             Err(rebuild) => Error::from(crate::error::Driver {

@@ -5,7 +5,7 @@
 use core::ffi::c_void;
 use std::vec::Vec;
 
-use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::result::DriverError;
 use cudarc::driver::sys;
 
 use super::super::context::Cuda;
@@ -30,10 +30,27 @@ pub(crate) struct ScopeCopies {
 unsafe impl Send for ScopeCopies {}
 
 impl ScopeCopies {
-    fn alloc(&mut self, cuda: &Cuda, bytes: usize) -> core::result::Result<u64, (&'static str, DriverError)> {
-        // SAFETY: the context is current (the caller's contract).
-        let d = unsafe { result::malloc_sync(bytes) }.map_err(|e| ("cuMemAlloc", e))?;
-        self.allocs.push((d, cuda.generation()));
+    /// `bytes` of device memory, allocated in the queue's `stream` (from
+    /// the memory pool, in stream order: no wait for the device, see
+    /// `cuda::pool`), where the scope's copies and launches use it.
+    ///
+    /// # Safety
+    /// The context of `stream` is current; `stream` is not being captured
+    /// (a stream-ordered allocation there would be a node of the graph).
+    unsafe fn alloc(
+        &mut self,
+        cuda: &Cuda,
+        stream: sys::CUstream,
+        bytes: usize,
+    ) -> core::result::Result<u64, (&'static str, DriverError)> {
+        // Read first: memory allocated while a rebuild runs is labelled
+        // with the older generation, so never freed (leaked, not freed in
+        // the new context, where its address may be another's).
+        let generation = cuda.generation();
+        let memory = cuda.memory();
+        // SAFETY: the caller's contract.
+        let d = unsafe { memory.alloc(bytes, stream) }.map_err(|e| (memory.alloc_op(), e))?;
+        self.allocs.push((d, generation));
         Ok(d)
     }
 
@@ -44,7 +61,8 @@ impl ScopeCopies {
     ///
     /// # Safety
     /// `ptr` is valid for `bytes` until the scope ends (the scope's borrow);
-    /// the context of `stream` is current.
+    /// the context of `stream` is current and `stream` is not being
+    /// captured.
     pub(crate) unsafe fn upload(
         &mut self,
         cuda: &Cuda,
@@ -59,7 +77,8 @@ impl ScopeCopies {
                 return Ok(d);
             }
         }
-        let d = self.alloc(cuda, bytes)?;
+        // SAFETY: the caller's contract.
+        let d = unsafe { self.alloc(cuda, stream, bytes) }?;
         // SAFETY: `d` holds `bytes`; `ptr` is valid for `bytes` (the
         // caller's contract); from pageable memory the call returns once
         // the driver has staged the data, so `ptr` is read by then.
@@ -74,12 +93,21 @@ impl ScopeCopies {
         Ok(d)
     }
 
-    /// Device memory of `bytes` that the scope's end copies to `host`.
+    /// Device memory of `bytes`, usable in the queue's `stream`, that the
+    /// scope's end copies to `host`.
     ///
     /// # Safety
-    /// `host` is valid for writes of `bytes` until the scope ends.
-    pub(crate) unsafe fn download_later(&mut self, cuda: &Cuda, host: *mut u8, bytes: usize) -> Result<u64> {
-        let d = self.alloc(cuda, bytes).map_err(|(op, e)| driver_error(op, None, e))?;
+    /// `host` is valid for writes of `bytes` until the scope ends; the
+    /// context of `stream` is current and `stream` is not being captured.
+    pub(crate) unsafe fn download_later(
+        &mut self,
+        cuda: &Cuda,
+        stream: sys::CUstream,
+        host: *mut u8,
+        bytes: usize,
+    ) -> Result<u64> {
+        // SAFETY: the caller's contract.
+        let d = unsafe { self.alloc(cuda, stream, bytes) }.map_err(|(op, e)| driver_error(op, None, e))?;
         self.writes.push((d, host as usize, bytes, 0));
         Ok(d)
     }
@@ -118,12 +146,16 @@ impl ScopeCopies {
             }
         }
         self.reads.clear();
-        if cuda.make_current().is_ok() {
+        // Under the state's lock, so that no rebuild resets the context
+        // between the generation's check and the free.
+        if let Ok(st) = cuda.enter("cuCtxSetCurrent") {
             for (d, g) in self.allocs.drain(..) {
                 if live(g) {
-                    // SAFETY: allocated by `alloc`, freed once; the queue
-                    // was waited for, so no work uses it.
-                    let _ = unsafe { result::free_sync(d) };
+                    // SAFETY: allocated by `alloc` from this generation's
+                    // memory (the state's is the same, `Cuda::memory`),
+                    // freed once; the queue was waited for, so no work uses
+                    // it and the free may be in any stream of the context.
+                    let _ = unsafe { st.cache.memory.free(d, st.stream) };
                 }
             }
         }
