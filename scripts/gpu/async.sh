@@ -89,10 +89,13 @@ run() { # dir
     one "a buffer allocated after a drop is zeroed (the pool reuses memory)" a_buffer_allocated_after_a_drop_is_zeroed
     one "an allocation gets the memory that drops left in the pool (trim on out of memory)" \
         an_allocation_gets_the_memory_that_drops_left_in_the_pool
+    one "an event and a future that outlive their queue report its panic" \
+        an_event_that_outlives_its_queue_reports_the_queues_panic
     local panicking=(--skip a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on
         --skip a_scope_returns_the_closures_error_or_the_queues --skip futures_complete_on_tokio
         --skip a_panic_is_reported_on_its_own_queue_while_another_queue_runs
-        --skip a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own)
+        --skip a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own
+        --skip an_event_that_outlives_its_queue_reports_the_queues_panic)
     # Timing properties (a queued launch returns before its kernel ends, an
     # event's wait ends before later work) on parallel threads: another
     # test's DeviceBuffer allocation or free (cuMemAlloc, cuMemFree) on
