@@ -45,7 +45,7 @@ def main():
     app = os.path.join(work, "app")
     shutil.copytree(os.path.join(ROOT, "examples/01-first-kernel"), app)
     manifest = os.path.join(app, "Cargo.toml")
-    text = open(manifest).read().replace('path = "../../crates/offload"', 'path = "%s"' % os.path.join(ROOT, "crates/offload"))
+    text = open(manifest).read().replace('offload.workspace = true', 'offload = { path = "%s" }' % os.path.join(ROOT, "crates/offload"))
     open(manifest, "w").write(text + "\n[workspace]\n")
     target = os.path.join(work, "target")
     main_rs = os.path.join(app, "src/main.rs")

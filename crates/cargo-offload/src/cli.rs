@@ -349,7 +349,7 @@ pub struct ClippyArgs {
     pub device: DeviceOpts,
     #[command(flatten)]
     pub cargo: CargoOpts,
-    /// Arguments for clippy (`-W clippy::pedantic`, `-D warnings`, …), host pass
+    /// Arguments for clippy (`-W clippy::pedantic`, `-D warnings`, …); lint levels apply to the device pass too
     #[arg(last = true, value_name = "ARGS")]
     pub args: Vec<String>,
 }

@@ -40,6 +40,10 @@ pub struct DevicePass<'a> {
     pub benches: bool,
     /// `cargo check`: no code generation (`cargo offload check` and `clippy`).
     pub check: bool,
+    /// Lint levels for the pass's rustc (`-D warnings`, …): those of
+    /// `cargo offload clippy -- ARGS` ([`lint_levels`]), so that `-D warnings`
+    /// also fails on warnings of device code.
+    pub lint_levels: Vec<String>,
     /// How the pass's diagnostics are shown (the user's `--message-format`).
     pub format: MessageFormat,
     pub target_dir: PathBuf,
@@ -103,6 +107,7 @@ impl DevicePass<'_> {
         } else if self.fmad {
             f.push("-Clink-arg=--fmad".into());
         }
+        f.extend(self.lint_levels.iter().cloned());
         let extra = crate::devflags::from_env();
         if let Some(sysroot) = self.sysroot().filter(|_| !extra.iter().any(|x| x.starts_with("--sysroot"))) {
             f.push("--sysroot".into());
@@ -484,6 +489,31 @@ fn plural_list(names: &[&str], one: &str, many: &str) -> String {
 
 /// What a device pass did, for its status line: `compiled` crates, `cached`
 /// crates taken from the crate cache, the offload-linker `links` records
+/// The lint-level flags among `args` (clippy's, after `--`), as rustc
+/// takes them: `-D`/`-W`/`-A`/`-F` and `--deny`/`--warn`/`--allow`/
+/// `--forbid`, joined or followed by their lint (`-Dwarnings`, `-D
+/// warnings`, `--deny=warnings`), and `--cap-lints`. rustc reads
+/// `clippy::` lints too, as lints of a tool it does not run (rustc book,
+/// "Lint levels" and "Lint Groups"), so every level is passed on: the
+/// device pass gets rustc's lints at those levels, not clippy's.
+pub fn lint_levels(args: &[String]) -> Vec<String> {
+    const SHORT: [&str; 4] = ["-D", "-W", "-A", "-F"];
+    const LONG: [&str; 5] = ["--deny", "--warn", "--allow", "--forbid", "--cap-lints"];
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let takes_next = SHORT.contains(&a.as_str()) || LONG.contains(&a.as_str());
+        if takes_next {
+            if let Some(v) = it.next() {
+                out.extend([a.clone(), v.clone()]);
+            }
+        } else if SHORT.iter().any(|f| a.starts_with(f)) || LONG.iter().any(|f| a.starts_with(&format!("{f}="))) {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
 /// (`linked …`, else reused from the cache), in `check` (no code
 /// generation) or a build.
 pub fn summary(compiled: usize, cached: usize, links: &[String], check: bool) -> String {

@@ -464,6 +464,15 @@ fn check_clippy_and_doc() {
     assert!(d.host.argv.ends_with(&tail), "{:?}", d.host.argv);
     assert!(!d.host.env.contains_key("RUSTC_WORKSPACE_WRAPPER"), "cargo clippy sets its own: {:?}", d.host.env);
     assert!(!d.devices[0].has("warnings"), "{:?}", d.devices[0].argv);
+    // The lint levels reach the device pass's rustc (its rustflags), so
+    // that `-D warnings` fails on a warning of device-only code too; the
+    // other arguments are clippy's alone.
+    let d = f.dry_run(&["clippy", "--arch", "sm_90", "--", "-D", "warnings", "-Wclippy::pedantic", "--no-deps"], &[]);
+    let flags = d.devices[0].rustflags();
+    assert!(flags.windows(2).any(|w| w == ["-D", "warnings"]), "{flags:?}");
+    assert!(flags.iter().any(|f| f == "-Wclippy::pedantic") && !flags.iter().any(|f| f == "--no-deps"), "{flags:?}");
+    let d = f.dry_run(&["check", "--arch", "sm_90"], &[]);
+    assert!(!d.devices[0].rustflags().iter().any(|f| f == "-D"), "check has no lint levels");
     let (code, stdout, stderr) = f.offload(&["doc", "--no-deps", "-p", "fixture_bin_only", "--dry-run"], &[]);
     assert_eq!(code, 0, "{stderr}");
     let (devices, _, host) = parse(&stdout);
