@@ -479,6 +479,13 @@ fn check_clippy_and_doc() {
     assert!(devices.is_empty() && host.env.is_empty(), "{stdout}");
     assert_eq!(host.subcommand(), "doc");
     assert!(host.has("--no-deps") && host.arg("--package") == Some("fixture_bin_only"), "{:?}", host.argv);
+    // rustdoc is told about `cfg(offload_device)`, besides the user's own
+    // rustdoc flags (the config's, or the environment's, kept).
+    assert_eq!(host.arg("--config"), Some(r#"build.rustdocflags=["--check-cfg","cfg(offload_device)"]"#));
+    let (_, stdout, _) = f.offload(&["doc", "--dry-run"], &[("RUSTDOCFLAGS", "-D warnings")]);
+    let (_, _, host) = parse(&stdout);
+    assert_eq!(host.set("RUSTDOCFLAGS"), "-D warnings --check-cfg cfg(offload_device)");
+    assert!(!host.has("--config"), "{:?}", host.argv);
     assert!(f.built_nothing());
 }
 

@@ -24,7 +24,7 @@
 use std::ffi::OsString;
 
 use crate::cli::{self, CargoOpts, Command, DeviceOpts, DocArgs};
-use crate::cmd::CommandSpec;
+use crate::cmd::{CommandSpec, EnvChange};
 use crate::errors::{exit, finish, CliError, Result};
 use crate::handoff::{write_map, ImageMapEntry};
 use crate::host::Action;
@@ -167,7 +167,8 @@ fn check(plan: &Plan, format: &MessageFormat) -> Result<i32> {
 /// pass compiles it.
 fn doc(a: &DocArgs) -> Result<i32> {
     status::set_color(a.cargo.color.as_deref());
-    let spec = CommandSpec { program: crate::host::cargo_program().into(), args: a.to_args(), env: Vec::new() };
+    let (args, env) = doc_check_cfg(a.to_args(), |k| std::env::var(k).ok());
+    let spec = CommandSpec { program: crate::host::cargo_program().into(), args, env };
     if a.dry_run {
         println!("# host pass\n{}", spec.render());
         return Ok(exit::OK);
@@ -177,6 +178,28 @@ fn doc(a: &DocArgs) -> Result<i32> {
         return Err(CliError::Interrupted);
     }
     Ok(status.code().unwrap_or(101))
+}
+
+/// `cargo doc`'s arguments and environment with `cfg(offload_device)`
+/// declared to rustdoc (`--check-cfg`), as the wrapper declares it to
+/// rustc in the other commands, so that rustdoc does not warn about the
+/// user's `#[cfg(offload_device)]` (`unexpected_cfgs`). Added to the
+/// user's rustdoc flags, never in their place: to `RUSTDOCFLAGS` or
+/// `CARGO_ENCODED_RUSTDOCFLAGS` if set (either overrides the config's), else
+/// as `--config build.rustdocflags=[…]`, which cargo joins to the
+/// configuration files' lists (cargo book, "Configuration": arrays merge).
+fn doc_check_cfg(mut args: Vec<String>, var: impl Fn(&str) -> Option<String>) -> (Vec<String>, Vec<EnvChange>) {
+    const WHY: &str = "declares cfg(offload_device) to rustdoc";
+    if let Some(f) = var("CARGO_ENCODED_RUSTDOCFLAGS") {
+        let sep = if f.is_empty() { "" } else { "\x1f" };
+        let flags = format!("{f}{sep}--check-cfg\x1fcfg(offload_device)");
+        return (args, vec![EnvChange::set("CARGO_ENCODED_RUSTDOCFLAGS", flags, WHY)]);
+    }
+    if let Some(f) = var("RUSTDOCFLAGS") {
+        return (args, vec![EnvChange::set("RUSTDOCFLAGS", format!("{f} --check-cfg cfg(offload_device)"), WHY)]);
+    }
+    args.extend(["--config".to_string(), "build.rustdocflags=[\"--check-cfg\",\"cfg(offload_device)\"]".into()]);
+    (args, Vec::new())
 }
 
 /// What a device round built: the image map, and the final binaries' names.
