@@ -209,7 +209,7 @@ fn covered(root: &Path, path: &Path) -> bool {
 
 /// `path` with `.` and `..` resolved by its text alone (as rustc wrote it;
 /// no link is followed).
-fn lexical(path: &Path) -> PathBuf {
+pub(crate) fn lexical(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in path.components() {

@@ -152,7 +152,13 @@ pub enum CliError {
         "the workspace uses offload {}, but this is cargo-offload {own}; they must be the same version",
         found.join(" and ")
     )]
-    OffloadVersion { own: String, found: Vec<String> },
+    OffloadVersion {
+        own: String,
+        found: Vec<String>,
+        /// Versions that come from a path dependency, with the
+        /// `crates/cargo-offload` directory of that checkout.
+        checkouts: Vec<(String, PathBuf)>,
+    },
 
     #[error("{} cannot print the amdgcn-amd-amdhsa target: {stderr}", rustc.display())]
     TargetSpec { rustc: PathBuf, stderr: String },
@@ -318,7 +324,7 @@ impl CliError {
                  crates/cargo-offload`)"
                     .into()]
             }
-            OffloadVersion { own, found } => offload_version_hints(own, found),
+            OffloadVersion { own, found, checkouts } => offload_version_hints(own, found, checkouts),
             NoSuchSelection { what, known, name, .. } => selection_hints(what, name, known),
             TargetSpec { .. } => vec!["use a device toolchain whose rustc knows amdgcn-amd-amdhsa".into()],
             ProbeTimedOut { probe, .. } => vec![format!(
@@ -414,18 +420,28 @@ impl CliError {
 /// How to make `cargo offload` (version `own`) and the workspace's
 /// `offload` (versions `found`) agree: install the matching cargo offload,
 /// or move the workspace to `own`.
-fn offload_version_hints(own: &str, found: &[String]) -> Vec<String> {
+fn offload_version_hints(own: &str, found: &[String], checkouts: &[(String, PathBuf)]) -> Vec<String> {
     let mut h: Vec<String> = found
         .iter()
         .filter(|v| *v != own)
-        .map(|v| {
-            format!("to build with offload {v}, install its cargo offload: `cargo install cargo-offload --version {v}`")
+        .map(|v| match checkouts.iter().find(|(c, _)| c == v) {
+            Some((_, dir)) => format!(
+                "offload {v} comes from a checkout: install its cargo offload with `cargo install --path {}`",
+                dir.display()
+            ),
+            None => format!(
+                "to build with offload {v}, install its cargo offload: `cargo install cargo-offload --version {v}`"
+            ),
         })
         .collect();
-    h.push(format!(
-        "or move the workspace to offload {own}: `cargo update -p offload --precise {own}`, after changing \
-         the dependency to `offload = \"{own}\"` in Cargo.toml if its requirement excludes {own}"
-    ));
+    if checkouts.is_empty() {
+        h.push(format!(
+            "or move the workspace to offload {own}: `cargo update -p offload --precise {own}`, after changing \
+             the dependency to `offload = \"{own}\"` in Cargo.toml if its requirement excludes {own}"
+        ));
+    } else {
+        h.push(format!("or point the dependency at a checkout of offload {own}, or at `offload = \"{own}\"`"));
+    }
     h
 }
 

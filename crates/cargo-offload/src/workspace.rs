@@ -85,7 +85,12 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     let json = stdout.lines().find(|l| l.starts_with('{')).ok_or(CliError::Metadata(cargo_metadata::Error::NoJson))?;
     let meta = cargo_metadata::MetadataCommand::parse(json).map_err(CliError::Metadata)?;
     check_offload_version(
-        meta.packages.iter().filter(|p| p.name.as_str() == "offload").map(|p| p.version.to_string()),
+        meta.packages.iter().filter(|p| p.name.as_str() == "offload").map(|p| {
+            // A path dependency (no source): its checkout's cargo-offload.
+            let installer =
+                p.source.is_none().then(|| p.manifest_path.as_std_path().with_file_name("../cargo-offload"));
+            (p.version.to_string(), installer.map(|d| crate::crate_cache::lexical(&d)))
+        }),
         env!("CARGO_PKG_VERSION"),
     )?;
     check_selection(cargo, &meta)?;
@@ -199,14 +204,20 @@ pub fn misspelled_tables(table: &str, metadata: &serde_json::Value) -> Vec<Strin
 /// `cargo offload`'s version: the crates of one release go together (see
 /// [`CliError::OffloadVersion`]'s note). A workspace without `offload`
 /// passes; building it fails later, with "no kernels".
-fn check_offload_version(found: impl IntoIterator<Item = String>, own: &str) -> Result<()> {
-    let mut found: Vec<String> = found.into_iter().collect();
+///
+/// `found` pairs each version with, for a path dependency, the
+/// `crates/cargo-offload` directory beside it in its checkout.
+fn check_offload_version(found: impl IntoIterator<Item = (String, Option<PathBuf>)>, own: &str) -> Result<()> {
+    let mut found: Vec<(String, Option<PathBuf>)> = found.into_iter().collect();
     found.sort();
     found.dedup();
-    if found.iter().all(|v| v == own) {
+    if found.iter().all(|(v, _)| v == own) {
         return Ok(());
     }
-    Err(CliError::OffloadVersion { own: own.to_string(), found })
+    let checkouts = found.iter().filter(|(v, _)| v != own).filter_map(|(v, d)| Some((v.clone(), d.clone()?))).collect();
+    let mut found: Vec<String> = found.into_iter().map(|(v, _)| v).collect();
+    found.dedup();
+    Err(CliError::OffloadVersion { own: own.to_string(), found, checkouts })
 }
 
 #[cfg(test)]
@@ -217,10 +228,10 @@ mod tests {
     /// names both commands that fix it.
     #[test]
     fn offload_version_must_equal_cargo_offload_version() {
-        assert!(check_offload_version(["0.1.0".to_string()], "0.1.0").is_ok());
-        assert!(check_offload_version(["0.1.0".to_string(), "0.1.0".to_string()], "0.1.0").is_ok());
+        assert!(check_offload_version([reg("0.1.0")], "0.1.0").is_ok());
+        assert!(check_offload_version([reg("0.1.0"), reg("0.1.0")], "0.1.0").is_ok());
         assert!(check_offload_version([], "0.1.0").is_ok(), "no offload: not this check's error");
-        let e = check_offload_version(["0.1.0".to_string()], "0.1.1").unwrap_err();
+        let e = check_offload_version([reg("0.1.0")], "0.1.1").unwrap_err();
         assert_eq!(e.exit_code(), crate::errors::exit::SETUP);
         let text = e.render("error: ");
         assert!(
@@ -241,8 +252,24 @@ mod tests {
             text.contains("= help: or move the workspace to offload 0.1.1: `cargo update -p offload --precise 0.1.1`"),
             "{text}"
         );
-        let e = check_offload_version(["0.2.0".to_string(), "0.1.1".to_string()], "0.1.1").unwrap_err();
+        let e = check_offload_version([reg("0.2.0"), reg("0.1.1")], "0.1.1").unwrap_err();
         assert!(e.to_string().starts_with("the workspace uses offload 0.1.1 and 0.2.0, but"), "{e}");
+        // A path dependency into a clone: that clone's cargo offload, by path.
+        let clone = PathBuf::from("/src/offload/crates/cargo-offload");
+        let text = check_offload_version([("0.1.0".to_string(), Some(clone))], "0.1.1").unwrap_err().render("");
+        assert!(
+            text.contains(
+                "= help: offload 0.1.0 comes from a checkout: install its cargo offload with `cargo install --path \
+                 /src/offload/crates/cargo-offload`"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("cargo install cargo-offload --version"), "{text}");
+        assert!(text.contains("or point the dependency at a checkout of offload 0.1.1"), "{text}");
+    }
+
+    fn reg(v: &str) -> (String, Option<PathBuf>) {
+        (v.to_string(), None)
     }
 
     /// Tables close to `offload` (two edits at most, any case) get a
