@@ -484,6 +484,11 @@ impl Lanes {
             if let Ok(r) = all {
                 return T::from_bits64(r);
             }
+        } else if crate::hostsim::entry::recording() {
+            // A collective of a kernel's body recorded its first meeting
+            // (`hostsim::awaits`): the result is dropped, the rest need not
+            // run.
+            return v;
         }
         let shuffled = T::from_bits64(if T::WIDE { r } else { r & 0xffff_ffff });
         if full || lane_id() + half < self.m.count_ones() {

@@ -44,6 +44,7 @@ use core::ptr::NonNull;
 use core::task::{Context, Poll, Waker};
 use std::vec::Vec;
 
+use super::awaits::{arrive, unreleased};
 use super::state::{Block, PollThread, Wait, BLOCK, PHASE_END, YIELDER};
 use super::threads::{run_threads_of, ThreadBody};
 
@@ -215,6 +216,9 @@ impl<M: Fn() -> Fut, Fut: Future<Output = ()>> Phases<'_, M, Fut> {
                 b.wait[t].set(Wait::Running);
                 b.phase_stepped.set(b.phase_stepped.get() + 1);
             }
+            // At a warp collective (its `wait` says so): released with its
+            // warp, it runs on in this phase's next pass.
+            Poll::Pending if b.collected.replace(false) => arrive(b, t),
             Poll::Pending => {
                 b.wait[t].set(Wait::Barrier);
                 b.phase_pending.set(b.phase_pending.get() + 1);
@@ -265,6 +269,7 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
     let mut futs: Vec<Option<Fut>> = Vec::new();
     futs.resize_with(b.n as usize, || None);
     b.wait.iter().for_each(|w| w.set(Wait::Running));
+    b.phase_warp.set(0);
     let phases = Phases { make, block: b, futs: futs.as_mut_ptr() };
     let erased: NonNull<dyn PollThread + '_> = NonNull::from(&phases as &dyn PollThread);
     // SAFETY: only the lifetime is erased; `_clear` resets the pointer
@@ -300,6 +305,9 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
             }
             b.later_pass.set(true);
             later = true;
+        }
+        if b.phase_warp.get() > 0 {
+            unreleased(b);
         }
         if b.phase_pending.get() == 0 {
             return;

@@ -66,7 +66,7 @@ pub(crate) fn start(op: WarpOp, value: u64, arg: u32, key: u64) -> (u64, Option<
     };
     let r = meet(b, t, op, value, arg, key);
     let w = t / WARP as usize;
-    if b.uniform[w].get() != key {
+    if b.uniform[w].get() != key || b.replay.get().recorded {
         return (r, None);
     }
     let lanes = (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize);

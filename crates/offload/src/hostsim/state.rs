@@ -75,6 +75,16 @@ pub(crate) struct Block {
     /// Set by a `Step` that pauses its thread, read back (and cleared) by
     /// the poll that ran it (`phases`).
     pub(super) stepped: Cell<bool>,
+    /// Set by a [`Collective`](super::awaits::Collective) whose thread
+    /// waits at it, read back (and cleared) by the poll that ran it.
+    pub(super) collected: Cell<bool>,
+    /// Threads that wait at a warp collective of the body (`awaits`), not
+    /// released yet, in all warps; and per warp.
+    pub(super) phase_warp: Cell<u32>,
+    pub(super) warp_arrived: Vec<Cell<u32>>,
+    /// The replay of a collective of the body in progress (`awaits`), which
+    /// `entry::meet` answers instead of suspending the thread.
+    pub(super) replay: Cell<Replay>,
     /// A thread of the current pass waited on its runner's coroutine (a
     /// barrier or warp collective the macro does not see, `entry`): the
     /// pass's `Step`s no longer pause (see `phases`).
@@ -86,6 +96,21 @@ pub(crate) struct Block {
     /// thread's `shared_array!` finds without borrowing the arena
     /// (`entry::shared_alloc`). Cleared with the arena for every block.
     pub(super) sites: [Cell<(usize, usize, usize)>; SITE_CACHE],
+}
+
+/// The replay of a collective's function in progress on this block (`awaits`): `results` of its first `known` meetings; `used` of
+/// them answered so far; whether a meeting beyond them was recorded.
+#[derive(Clone, Copy)]
+pub(crate) struct Replay {
+    pub(super) results: *const u64,
+    pub(super) known: u32,
+    pub(super) used: u32,
+    pub(super) recorded: bool,
+}
+
+impl Replay {
+    /// No replay.
+    pub(super) const NONE: Replay = Replay { results: core::ptr::null(), known: 0, used: 0, recorded: false };
 }
 
 /// The `shared_array!` sites of a block that [`Block::sites`] keeps; a

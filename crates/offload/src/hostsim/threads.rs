@@ -27,7 +27,7 @@ use std::any::Any;
 use std::boxed::Box;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-use super::failure::{take_panic, Abort};
+use super::failure::{take_panic, Abort, Divergent};
 use super::state::{linear, Block, Wait, BLOCK};
 use crate::device::dim::Dim3;
 use crate::device::thread::{is_1d, set_thread_idx, set_thread_x, CTX};
@@ -134,7 +134,7 @@ fn run_loop<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F, one_d: bool,
 #[cold]
 #[inline(never)]
 fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> bool {
-    if b.unwinding.get() || payload.is::<Abort>() {
+    if b.unwinding.get() || payload.is::<Abort>() || payload.is::<Divergent>() {
         resume_unwind(payload);
     }
     drop(payload);
