@@ -479,8 +479,7 @@ impl Lanes {
         if let Some(lanes) = lanes {
             let lane = lane_id() as usize;
             let bits = |a: u64, b: u64| op(T::from_bits64(a), T::from_bits64(b)).to_bits64();
-            let all =
-                std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| reduce::lane_result(lanes, lane, bits)));
+            let all = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| reduce::result(lanes, lane, bits)));
             if let Ok(r) = all {
                 return T::from_bits64(r);
             }

@@ -15,7 +15,9 @@
 //! released as the scheduler releases one (`block`): the results from all
 //! lanes' inputs at once ([`warp_results`]), the values of a reduction
 //! that the whole warp starts (`reduce::snapshot`), the lanes running
-//! again, polled in the phase's next pass. The poll that follows runs the
+//! again: the loop that polled the last lane polls the warp again from its
+//! first lane (`Block::rewind`), or, if that runner ends (its thread
+//! waited on a coroutine before), the phase's next pass does. The poll that follows runs the
 //! function once more, which now gets its result: a shuffle or vote is
 //! two polls, a reduction of the whole warp too (its lanes compute the
 //! rest from the warp's values, `reduce`).
@@ -188,8 +190,20 @@ fn release(b: &Block, w: usize, lanes: Range<usize>) {
     if let Err(reason) = results(b, w, lanes.clone()) {
         std::panic::resume_unwind(Box::new(Divergent(reason)));
     }
+    let first = lanes.start as u32;
     lanes.for_each(|t| b.wait[t].set(Wait::Running));
-    released_in_body(b, w);
+    if b.sequencer.get() == b.current.get() {
+        // The poll returns to the loop of this runner, which goes on: it
+        // polls the warp again at once, while the lanes' futures are in
+        // the cache.
+        let m = b.warp_arrived[w].replace(0);
+        b.phase_warp.set(b.phase_warp.get() - m);
+        b.rewind.set(first);
+    } else {
+        // The thread waited on its runner's coroutine before; its runner
+        // ends after this poll.
+        released_in_body(b, w);
+    }
 }
 
 /// The lanes of warp `w` that waited at a collective of the body run on in

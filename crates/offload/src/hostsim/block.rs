@@ -50,7 +50,7 @@ use super::deadlock;
 use super::failure::{take_panic, Abort, BlockFailure, Divergent};
 use super::stack::ThreadStack;
 use super::stack_guard;
-use super::state::{Block, Replay, Wait, BLOCK, NO_RUNNER, PHASE_END, PRIVATE, YIELDER};
+use super::state::{Block, Replay, Wait, BLOCK, NO_REWIND, NO_RUNNER, PHASE_END, PRIVATE, YIELDER};
 use crate::device::dim::Dim3;
 use crate::device::thread::{ThreadCtx, CTX};
 
@@ -122,6 +122,8 @@ impl Executor {
             key: Vec::new(),
             uniform: Vec::new(),
             lanes: Vec::new(),
+            reduced: Vec::new(),
+            reduced_state: Vec::new(),
             next: Cell::new(0),
             sequencer: Cell::new(NO_RUNNER),
             current: Cell::new(NO_RUNNER),
@@ -137,6 +139,7 @@ impl Executor {
             phase_warp: Cell::new(0),
             warp_arrived: Vec::new(),
             replay: Cell::new(Replay::NONE),
+            rewind: Cell::new(NO_REWIND),
             suspended: Cell::new(false),
             arena: RefCell::new(Arena::checkout()),
             shared_limit: 0,
@@ -157,6 +160,8 @@ impl Executor {
         b.output.resize_with(n, || Cell::new(0));
         b.key.resize_with(n, || Cell::new(0));
         b.lanes.resize_with(n, || Cell::new(0));
+        b.reduced.resize_with(n, || Cell::new(0));
+        b.reduced_state.resize_with(n.div_ceil(WARP as usize), || Cell::new(0));
         b.uniform.resize_with(n.div_ceil(WARP as usize), || Cell::new(0));
         b.warp_arrived.resize_with(n.div_ceil(WARP as usize), || Cell::new(0));
         self.q.runner_of.resize(n, NO_RUNNER);
@@ -191,6 +196,7 @@ impl Executor {
             b.sequencer.set(NO_RUNNER);
             b.phases.set(None);
             b.phase_stepped.set(0);
+            b.rewind.set(NO_REWIND);
             *b.panic.get_mut() = None;
             if b.dirty.replace(false) {
                 b.wait.iter().for_each(|w| w.set(Wait::Done));

@@ -42,6 +42,10 @@ pub(crate) struct Block {
     /// in `lanes` the lanes' values, in lane order (`reduce`).
     pub(super) uniform: Vec<Cell<u64>>,
     pub(super) lanes: Vec<Cell<u64>>,
+    /// Per thread and per warp: the lanes' results of such a reduction, and
+    /// whether they are computed (`reduce::result`).
+    pub(super) reduced: Vec<Cell<u64>>,
+    pub(super) reduced_state: Vec<Cell<u8>>,
     /// The first thread no runner has started.
     pub(super) next: Cell<u32>,
     /// The runner that starts the next thread when its thread returns.
@@ -85,6 +89,10 @@ pub(crate) struct Block {
     /// The replay of a collective of the body in progress (`awaits`), which
     /// `entry::meet` answers instead of suspending the thread.
     pub(super) replay: Cell<Replay>,
+    /// The first lane of a warp that a poll of the current runner's loop
+    /// released at a collective of the body (`awaits`): the loop polls
+    /// the warp again from there (`threads`); [`NO_REWIND`] if none.
+    pub(super) rewind: Cell<u32>,
     /// A thread of the current pass waited on its runner's coroutine (a
     /// barrier or warp collective the macro does not see, `entry`): the
     /// pass's `Step`s no longer pause (see `phases`).
@@ -123,6 +131,9 @@ pub(super) const SITE_CACHE: usize = 4;
 pub(crate) trait PollThread {
     fn poll_thread(&self, t: u32);
 }
+
+/// No warp to poll again (of `Block::rewind`).
+pub(super) const NO_REWIND: u32 = u32::MAX;
 
 /// No runner (of `sequencer`, `current`).
 pub(super) const NO_RUNNER: u32 = u32::MAX;

@@ -28,7 +28,7 @@ use std::boxed::Box;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use super::failure::{take_panic, Abort, Divergent};
-use super::state::{linear, Block, Wait, BLOCK};
+use super::state::{linear, Block, Wait, BLOCK, NO_REWIND};
 use crate::device::dim::Dim3;
 use crate::device::thread::{is_1d, set_thread_idx, set_thread_x, CTX};
 
@@ -180,6 +180,12 @@ fn threads_1d<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, h
             }
             return;
         }
+        if PHASED && b.rewind.get() != NO_REWIND {
+            // The poll released the thread's warp at a collective: its
+            // lanes run on now (`awaits`).
+            t = b.rewind.replace(NO_REWIND);
+            continue;
+        }
         t += 1;
     }
     b.next.set(n);
@@ -205,6 +211,11 @@ fn threads<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint
                 b.wait[t as usize].set(Wait::Done);
             }
             return;
+        }
+        if PHASED && b.rewind.get() != NO_REWIND {
+            t = b.rewind.replace(NO_REWIND);
+            idx = unlinear(t, d);
+            continue;
         }
         t += 1;
         step(&mut idx, d);
