@@ -211,3 +211,29 @@ fn only_offloads_collectives_are_met() {
     assert!(!is_warp_fn(&ballot, WarpFn::Ballot));
     assert!(!is_warp_fn(&|x: u32| x, WarpFn::ReduceSum));
 }
+
+/// Lanes 0, 8, 16 and 24 hold 2^30, the others 0: the reduction's second
+/// step (offset 8) adds 2^31 and 2^31 in those lanes, which overflows (with
+/// overflow checks). The whole warp's result panics; the lanes go on shuffle
+/// by shuffle, each shuffle met in the phases, the first with the result
+/// that the release left to them.
+#[cfg(debug_assertions)]
+#[kernel]
+fn reduce_overflows(out: &mut [u32]) {
+    let lane = warp::lane_id();
+    sync_threads();
+    let s = warp::reduce_sum(if lane % 8 == 0 { 1u32 << 30 } else { 0 });
+    if let Some((_, o)) = out.at_thread() {
+        *o = s;
+    }
+}
+
+#[cfg(debug_assertions)]
+#[test]
+fn an_overflow_in_a_reduction_between_barriers_panics_in_a_lane_whose_step_overflows() {
+    let mut out = vec![0u32; 64];
+    let e = reduce_overflows(LaunchConfig::new(1u32, 64u32), &mut out).unwrap_err();
+    let Error::KernelPanic(p) = &e else { panic!("{e}") };
+    assert!(p.message.contains("attempt to add with overflow"), "{e}");
+    assert!(["(0, 0, 0)", "(8, 0, 0)", "(16, 0, 0)", "(24, 0, 0)"].contains(&p.thread.as_str()), "{e}");
+}

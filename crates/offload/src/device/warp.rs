@@ -475,7 +475,7 @@ impl Lanes {
         let full = self.m == u32::MAX;
         let half = WARP_SIZE / 2;
         let first = if full { WarpOp::ShflXor } else { WarpOp::ShflDown };
-        let (r, lanes) = reduce::start(first, v.to_bits64(), half, reduce::key::<T, F>());
+        let (mut r, lanes) = reduce::start(first, v.to_bits64(), half, reduce::key::<T, F>());
         if let Some(lanes) = lanes {
             let lane = lane_id() as usize;
             let bits = |a: u64, b: u64| op(T::from_bits64(a), T::from_bits64(b)).to_bits64();
@@ -483,6 +483,7 @@ impl Lanes {
             if let Ok(r) = all {
                 return T::from_bits64(r);
             }
+            r = lanes.first_shuffle(first, half, lane);
         } else if crate::hostsim::entry::recording() {
             // A collective of a kernel's body recorded its first meeting
             // (`hostsim::awaits`): the result is dropped, the rest need not

@@ -140,10 +140,19 @@ impl<F: CallWith<A>, A> Future for Collective<F, A> {
         let Some((b, t)) = current().filter(|(b, _)| b.phases.get().is_some()) else {
             return Poll::Ready(this.once());
         };
+        // The first shuffle of a reduction that the whole warp started, whose
+        // result the release did not compute (`results`): its operation and
+        // operand, and the warp.
+        let mut uncomputed = None;
         if this.waiting {
             // Released (a thread at a collective is polled only then): its
             // result is the next the replay knows.
             assert!((this.known as usize) < MAX_MEETS, "offload: bug: a warp collective met its warp too often");
+            let w = t / WARP as usize;
+            if b.uniform[w].get() != 0 {
+                let (op, _, arg) = b.input[t].get();
+                uncomputed = Some((op, arg, w));
+            }
             this.results[this.known as usize] = b.output[t].get();
             this.known += 1;
             this.waiting = false;
@@ -159,6 +168,14 @@ impl<F: CallWith<A>, A> Future for Collective<F, A> {
         let recorded = b.replay.get().recorded;
         drop(end);
         if recorded {
+            if let Some((op, arg, w)) = uncomputed {
+                // The reduction goes on shuffle by shuffle (its whole-warp
+                // result panicked): its next replays need the first
+                // shuffle's result, from the warp's values kept until the
+                // warp's next release.
+                let lane = t % WARP as usize;
+                this.results[this.known as usize - 1] = super::reduce::first_shuffle(b, w, op, arg, lane);
+            }
             this.waiting = true;
             b.collected.set(true);
             return Poll::Pending;
@@ -216,12 +233,16 @@ pub(super) fn released_in_body(b: &Block, w: usize) {
 
 /// The results of the collective at which every lane of warp `w` (threads
 /// `lanes`) waits, by whatever path (`awaits`, or `entry::meet` on a
-/// coroutine), into `Block::output`, and the values of a reduction that
-/// they all start (`reduce::snapshot`); or the error of lanes at
+/// coroutine), into `Block::output`, or the values of a reduction that
+/// they all start (`reduce::snapshot`; the lanes compute their results,
+/// the first shuffle's too if they need it); or the error of lanes at
 /// collectives of different kinds.
 pub(super) fn results(b: &Block, w: usize, lanes: Range<usize>) -> Result<(), String> {
     if let Some(reason) = deadlock::mixed_collectives(b, w, lanes.clone()) {
         return Err(reason);
+    }
+    if super::reduce::snapshot(b, w, lanes.clone()) {
+        return Ok(());
     }
     let m = lanes.len();
     let mut inputs = [(0u64, 0u32); WARP as usize];
@@ -231,10 +252,9 @@ pub(super) fn results(b: &Block, w: usize, lanes: Range<usize>) -> Result<(), St
         inputs[i] = (v, a);
     }
     warp_results(b.input[lanes.start].get().0, &inputs[..m], &mut out[..m]);
-    for (t, &r) in lanes.clone().zip(&out[..m]) {
+    for (t, &r) in lanes.zip(&out[..m]) {
         b.output[t].set(r);
     }
-    super::reduce::snapshot(b, w, lanes);
     Ok(())
 }
 

@@ -9,9 +9,10 @@
 //! reduction they start (its [`key`]: the value type and the combining
 //! function). If the scheduler releases a warp all of whose lanes started
 //! the same reduction with the same operands, it keeps their values
-//! ([`snapshot`]) and each lane computes its result of the remaining
-//! shuffles from them ([`lane_result`]): the same operations on the same
-//! values in the same order as the shuffles, so the same bits. Otherwise
+//! ([`snapshot`]) and the lanes' results of the remaining shuffles are
+//! computed from them, by the first lane that asks for the whole warp
+//! ([`result`]): the same operations on the same values in the same order
+//! as the shuffles, so the same bits. Otherwise
 //! (lanes at different reductions, or at a shuffle of their own that meets
 //! the reduction's first), the lanes go on shuffle by shuffle, as the GPU
 //! does.
@@ -71,9 +72,10 @@ pub(crate) fn key<T: 'static, F: 'static>() -> u64 {
 
 /// The first shuffle of a reduction (`op` with operand `arg` on `value`)
 /// by the calling simulated thread, which starts reduction `key`: its
-/// result, and the warp's values if every lane of the warp started the
+/// result, or the warp's values if every lane of the warp started the
 /// same reduction with the same operands (then the caller computes the
-/// rest with [`lane_result`]). Outside a launch the warp is the calling
+/// rest with [`result`], and the first shuffle's result, which is not
+/// returned, with [`WarpValues::first_shuffle`]). Outside a launch the warp is the calling
 /// thread alone.
 pub(crate) fn start(op: WarpOp, value: u64, arg: u32, key: u64) -> (u64, Option<WarpValues>) {
     let Some((b, t)) = current() else {
@@ -86,6 +88,34 @@ pub(crate) fn start(op: WarpOp, value: u64, arg: u32, key: u64) -> (u64, Option<
     }
     let lanes = (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize);
     (r, Some(WarpValues { values: &b.lanes[lanes.clone()], results: &b.reduced[lanes], state: &b.reduced_state[w] }))
+}
+
+impl WarpValues {
+    /// Lane `lane`'s result of the reduction's first shuffle, `op` with
+    /// operand `arg` (those of every lane), from the warp's values: what
+    /// [`start`] returned before it knew the warp's values, which the
+    /// scheduler did not compute.
+    pub(crate) fn first_shuffle(&self, op: WarpOp, arg: u32, lane: usize) -> u64 {
+        shuffle_of(self.values, op, arg, lane)
+    }
+}
+
+/// [`WarpValues::first_shuffle`] of warp `w` of block `b`, released at the
+/// first shuffle of a reduction that all its lanes started (`snapshot`),
+/// before its next release.
+pub(super) fn first_shuffle(b: &Block, w: usize, op: WarpOp, arg: u32, lane: usize) -> u64 {
+    let lanes = (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize);
+    shuffle_of(&b.lanes[lanes], op, arg, lane)
+}
+
+/// Lane `lane`'s result of shuffle `op` with operand `arg` over the lanes'
+/// values `values`.
+fn shuffle_of(values: &[Cell<u64>], op: WarpOp, arg: u32, lane: usize) -> u64 {
+    let mut inputs = [(0u64, 0u32); WARP as usize];
+    for (i, v) in values.iter().enumerate() {
+        inputs[i] = (v.get(), arg);
+    }
+    warp_result(op, &inputs[..values.len()], lane)
 }
 
 /// Lane `lane`'s result of the reduction with `op` over the warp's values
@@ -134,8 +164,9 @@ fn whole_warp(w: &[Cell<u64>], out: &[Cell<u64>], op: &impl Fn(u64, u64) -> u64)
 
 /// The scheduler releases warp `w` (threads `lanes`): records whether all
 /// its lanes started the same reduction with the same operands, and if so
-/// their values.
-pub(super) fn snapshot(b: &Block, w: usize, lanes: Range<usize>) {
+/// their values; returns whether they did (then the lanes' results of the
+/// first shuffle are not computed: [`WarpValues::first_shuffle`]).
+pub(super) fn snapshot(b: &Block, w: usize, lanes: Range<usize>) -> bool {
     let key = b.key[lanes.start].get();
     let first = b.input[lanes.start].get();
     let same = key != 0
@@ -150,6 +181,7 @@ pub(super) fn snapshot(b: &Block, w: usize, lanes: Range<usize>) {
             b.lanes[t].set(b.input[t].get().1);
         }
     }
+    same
 }
 
 /// Lane `lane`'s result of the reduction with `op` over the warp's values,
