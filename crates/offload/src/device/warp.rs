@@ -484,6 +484,7 @@ impl Lanes {
                 return T::from_bits64(r);
             }
             r = lanes.first_shuffle(first, half, lane);
+            crate::hostsim::entry::first_shuffle_was(r);
         } else if crate::hostsim::entry::recording() {
             // A collective of a kernel's body recorded its first meeting
             // (`hostsim::awaits`): the result is dropped, the rest need not

@@ -46,7 +46,7 @@ use super::collective::{warp_results, WARP};
 use super::deadlock;
 use super::entry::current;
 use super::failure::Divergent;
-use super::state::{Block, Replay, Wait};
+use super::state::{Block, Paused, Replay, Wait, REWIND};
 
 /// The most meetings one collective makes with its warp: a reduction of a
 /// partial warp, five shuffles down and a broadcast (`device::warp`).
@@ -140,25 +140,16 @@ impl<F: CallWith<A>, A> Future for Collective<F, A> {
         let Some((b, t)) = current().filter(|(b, _)| b.phases.get().is_some()) else {
             return Poll::Ready(this.once());
         };
-        // The first shuffle of a reduction that the whole warp started, whose
-        // result the release did not compute (`results`): its operation and
-        // operand, and the warp.
-        let mut uncomputed = None;
         if this.waiting {
             // Released (a thread at a collective is polled only then): its
             // result is the next the replay knows.
             assert!((this.known as usize) < MAX_MEETS, "offload: bug: a warp collective met its warp too often");
-            let w = t / WARP as usize;
-            if b.uniform[w].get() != 0 {
-                let (op, _, arg) = b.input[t].get();
-                uncomputed = Some((op, arg, w));
-            }
             this.results[this.known as usize] = b.output[t].get();
             this.known += 1;
             this.waiting = false;
         }
         let (f, a) = this.call.as_ref().expect("a collective is polled after it completed");
-        b.replay.set(Replay { results: this.results.as_ptr(), known: this.known, used: 0, recorded: false });
+        b.replay.set(Replay { results: this.results.as_mut_ptr(), known: this.known, used: 0, recorded: false });
         let end = EndReplay(b);
         // SAFETY: `offload`: `F` is a function item of offload's (zero-sized,
         // `Copy`) and its arguments are `Copy` values, so the copies are
@@ -168,16 +159,8 @@ impl<F: CallWith<A>, A> Future for Collective<F, A> {
         let recorded = b.replay.get().recorded;
         drop(end);
         if recorded {
-            if let Some((op, arg, w)) = uncomputed {
-                // The reduction goes on shuffle by shuffle (its whole-warp
-                // result panicked): its next replays need the first
-                // shuffle's result, from the warp's values kept until the
-                // warp's next release.
-                let lane = t % WARP as usize;
-                this.results[this.known as usize - 1] = super::reduce::first_shuffle(b, w, op, arg, lane);
-            }
             this.waiting = true;
-            b.collected.set(true);
+            b.paused.set(Paused::Collective);
             return Poll::Pending;
         }
         this.call = None;
@@ -216,6 +199,9 @@ fn release(b: &Block, w: usize, lanes: Range<usize>) {
         let m = b.warp_arrived[w].replace(0);
         b.phase_warp.set(b.phase_warp.get() - m);
         b.rewind.set(first);
+        // The loop's test after each thread, that the runner still holds
+        // the sequence, finds the rewind (`threads`).
+        b.sequencer.set(REWIND);
     } else {
         // The thread waited on its runner's coroutine before; its runner
         // ends after this poll.

@@ -50,7 +50,7 @@ use super::deadlock;
 use super::failure::{take_panic, Abort, BlockFailure, Divergent};
 use super::stack::ThreadStack;
 use super::stack_guard;
-use super::state::{Block, Replay, Wait, BLOCK, NO_REWIND, NO_RUNNER, PHASE_END, PRIVATE, YIELDER};
+use super::state::{Block, Paused, Replay, Wait, BLOCK, NO_REWIND, NO_RUNNER, PHASE_END, PRIVATE, YIELDER};
 use crate::device::dim::Dim3;
 use crate::device::thread::{ThreadCtx, CTX};
 
@@ -134,8 +134,7 @@ impl Executor {
             phase_pending: Cell::new(0),
             phase_stepped: Cell::new(0),
             later_pass: Cell::new(false),
-            stepped: Cell::new(false),
-            collected: Cell::new(false),
+            paused: Cell::new(Paused::Barrier),
             phase_warp: Cell::new(0),
             warp_arrived: Vec::new(),
             replay: Cell::new(Replay::NONE),

@@ -106,6 +106,27 @@ pub(super) fn replay_meet(b: &Block, t: usize, mut r: Replay, input: (WarpOp, u6
     out
 }
 
+/// `r` is the result of the first shuffle of the reduction that the calling
+/// thread runs, which the release of its warp did not compute (`reduce`,
+/// `WarpValues::first_shuffle`): a collective of the body being replayed
+/// (`awaits`) answers its first meeting with it from now on.
+pub(crate) fn first_shuffle_was(r: u64) {
+    let b = BLOCK.with(|c| c.get());
+    if b.is_null() {
+        return;
+    }
+    // SAFETY: non-null only while `Executor::run_block` runs this block on
+    // this OS thread, and the caller is one of its threads.
+    let rep = unsafe { &*b }.replay.get();
+    if !rep.results.is_null() {
+        // SAFETY: `results` points to the results of the future that runs
+        // the replay (`Collective`), alive, unmoved and not otherwise
+        // borrowed while it polls; the reduction's first shuffle is the
+        // collective's first meeting.
+        unsafe { *rep.results = r };
+    }
+}
+
 /// Whether the calling thread's collective is being recorded, not answered
 /// (its function's result will be dropped): what is left of it need not
 /// run.

@@ -100,14 +100,6 @@ impl WarpValues {
     }
 }
 
-/// [`WarpValues::first_shuffle`] of warp `w` of block `b`, released at the
-/// first shuffle of a reduction that all its lanes started (`snapshot`),
-/// before its next release.
-pub(super) fn first_shuffle(b: &Block, w: usize, op: WarpOp, arg: u32, lane: usize) -> u64 {
-    let lanes = (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize);
-    shuffle_of(&b.lanes[lanes], op, arg, lane)
-}
-
 /// Lane `lane`'s result of shuffle `op` with operand `arg` over the lanes'
 /// values `values`.
 fn shuffle_of(values: &[Cell<u64>], op: WarpOp, arg: u32, lane: usize) -> u64 {

@@ -76,12 +76,11 @@ pub(crate) struct Block {
     /// threads that paused at a step (`Wait::Running`), not those at a
     /// barrier of the body or waiting on a coroutine.
     pub(super) later_pass: Cell<bool>,
-    /// Set by a `Step` that pauses its thread, read back (and cleared) by
-    /// the poll that ran it (`phases`).
-    pub(super) stepped: Cell<bool>,
-    /// Set by a [`Collective`](super::awaits::Collective) whose thread
-    /// waits at it, read back (and cleared) by the poll that ran it.
-    pub(super) collected: Cell<bool>,
+    /// Why the thread being polled is pending, if not at a barrier: set by a
+    /// `Step` that pauses it or a [`Collective`](super::awaits::Collective)
+    /// at which it waits, read back (and reset) by the poll that ran it
+    /// (`phases`).
+    pub(super) paused: Cell<Paused>,
     /// Threads that wait at a warp collective of the body (`awaits`), not
     /// released yet, in all warps; and per warp.
     pub(super) phase_warp: Cell<u32>,
@@ -110,7 +109,7 @@ pub(crate) struct Block {
 /// them answered so far; whether a meeting beyond them was recorded.
 #[derive(Clone, Copy)]
 pub(crate) struct Replay {
-    pub(super) results: *const u64,
+    pub(super) results: *mut u64,
     pub(super) known: u32,
     pub(super) used: u32,
     pub(super) recorded: bool,
@@ -118,12 +117,23 @@ pub(crate) struct Replay {
 
 impl Replay {
     /// No replay.
-    pub(super) const NONE: Replay = Replay { results: core::ptr::null(), known: 0, used: 0, recorded: false };
+    pub(super) const NONE: Replay = Replay { results: core::ptr::null_mut(), known: 0, used: 0, recorded: false };
 }
 
 /// The `shared_array!` sites of a block that [`Block::sites`] keeps; a
 /// block with more finds the others in its arena.
 pub(super) const SITE_CACHE: usize = 4;
+
+/// Why a thread's poll in a block in phases is pending (`Block::paused`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Paused {
+    /// At a barrier of the body.
+    Barrier,
+    /// At a grid-stride loop's step.
+    Step,
+    /// At a warp collective of the body.
+    Collective,
+}
 
 /// What the runners of a block in phases (`phases`) poll the calling GPU
 /// thread with, linear index `t`; it records whether the thread waits at a
@@ -134,6 +144,12 @@ pub(crate) trait PollThread {
 
 /// No warp to poll again (of `Block::rewind`).
 pub(super) const NO_REWIND: u32 = u32::MAX;
+
+/// What `Block::sequencer` holds, instead of the runner that holds the
+/// sequence, from the release of a warp at a collective of the body to the
+/// loop's test after the poll (`awaits`, `threads`): the runner goes back to
+/// `Block::rewind`.
+pub(super) const REWIND: u32 = u32::MAX - 1;
 
 /// No runner (of `sequencer`, `current`).
 pub(super) const NO_RUNNER: u32 = u32::MAX;
