@@ -37,7 +37,8 @@ fn hidden_xor(v: u32) -> u32 {
 #[kernel]
 fn collectives(out: &mut [[u64; 8]]) {
     let s = shared_array!(u32; MAX);
-    let (t, n) = (thread_idx().x, block_dim().x);
+    let (d, i) = (block_dim(), thread_idx());
+    let (t, n) = (i.x + d.x * i.y, d.x * d.y);
     let v = value(block_idx().x, t);
     let idx = warp::shuffle_idx(v, 5);
     let up = warp::shuffle_up(v, 3);
@@ -107,13 +108,18 @@ fn collectives_on_host(block: u32, n: u32) -> Vec<[u64; 8]> {
 
 #[test]
 fn collectives_between_barriers_give_what_ptx_says_in_full_and_partial_warps() {
-    for (grid, n) in [(3u32, 64u32), (2, 48), (2, 7)] {
+    // Blocks of (x, y) threads; a 2-D block's warps are its threads in
+    // linear order (x fastest).
+    for (grid, (dx, dy)) in [(3u32, (64u32, 1u32)), (2, (48, 1)), (2, (7, 1)), (2, (8, 6))] {
+        let n = dx * dy;
         let mut out = vec![[0u64; 8]; (grid * n) as usize];
-        collectives(LaunchConfig::new(grid, n), &mut out).unwrap();
+        collectives(LaunchConfig::new((grid, 1u32, 1u32), (dx, dy, 1u32)), &mut out).unwrap();
         for b in 0..grid {
             let want = collectives_on_host(b, n);
-            for t in 0..n as usize {
-                assert_eq!(out[b as usize * n as usize + t], want[t], "block {b} of {n} threads, thread {t}");
+            for t in 0..n {
+                // `global_index()`: x fastest over the grid, then y.
+                let g = (b * dx + t % dx + grid * dx * (t / dx)) as usize;
+                assert_eq!(out[g], want[t as usize], "block {b} of {dx}x{dy} threads, thread {t}");
             }
         }
     }
