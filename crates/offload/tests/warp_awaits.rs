@@ -46,9 +46,9 @@ fn collectives(out: &mut [[u64; 8]]) {
     sync_threads();
     let down = warp::shuffle_down(v as u64, 2);
     let xor = warp::shuffle_xor(v, 4);
-    let all = warp::all(v % 2 == 0);
-    let any = warp::any(v % 7 == 0);
-    let ballot_bits = warp::ballot(v % 3 == 0);
+    let all = warp::all(v.is_multiple_of(2));
+    let any = warp::any(v.is_multiple_of(7));
+    let ballot_bits = warp::ballot(v.is_multiple_of(3));
     warp::sync_warp();
     let sum = warp::reduce_sum(v);
     let max = warp::reduce_max(v as f32 * 0.5);
@@ -151,7 +151,7 @@ fn two_collectives(barrier: bool, out: &mut [u32]) {
         sync_threads();
         0
     } else {
-        warp::ballot(lane % 2 == 0)
+        warp::ballot(lane.is_multiple_of(2))
     };
     if let Some((_, o)) = out.at_thread() {
         *o = r;
@@ -228,7 +228,7 @@ fn only_offloads_collectives_are_met() {
 fn reduce_overflows(out: &mut [u32]) {
     let lane = warp::lane_id();
     sync_threads();
-    let s = warp::reduce_sum(if lane % 8 == 0 { 1u32 << 30 } else { 0 });
+    let s = warp::reduce_sum(if lane.is_multiple_of(8) { 1u32 << 30 } else { 0 });
     if let Some((_, o)) = out.at_thread() {
         *o = s;
     }

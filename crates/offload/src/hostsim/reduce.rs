@@ -285,8 +285,8 @@ mod tests {
             for (name, op) in [("sum", &add as &dyn Fn(u64, u64) -> u64), ("max", &max)] {
                 whole_warp(&w, &out, &op);
                 let want = by_shuffles(&vals, op);
-                for l in 0..n {
-                    assert_eq!(out[l].get(), want[l], "{name}, {n} lanes, lane {l}");
+                for (l, (o, w)) in out.iter().zip(&want).enumerate() {
+                    assert_eq!(o.get(), *w, "{name}, {n} lanes, lane {l}");
                 }
             }
         }
