@@ -15,6 +15,15 @@
 //! macro does not see (in a function the body calls, in a closure) still
 //! waits as before, on the coroutine scheduler.
 //!
+//! In such a body, the calls of warp collectives that the macro sees
+//! (`shuffle_idx`, `shuffle_up`, `shuffle_down`, `shuffle_xor`, `ballot`,
+//! `sync_warp`, `reduce_sum`, `reduce_max`, `reduce_min` by any path, and
+//! `all` and `any` by a path through `warp::`) become awaits of
+//! `__private::Collective`, which the block's phases meet warp by warp
+//! (`offload::hostsim::awaits`). The callee is kept as for barriers: a
+//! function of the user's of that name is called once, as written
+//! (`__private::is_warp_fn`).
+//!
 //! In such a body, each grid-stride loop (`for … in grid_stride(n)` or
 //! `for … in x.grid_stride()`) also awaits `__private::StepCounter::tick`
 //! at the top of every iteration: every few iterations its thread pauses
@@ -52,6 +61,53 @@ fn is_barrier_call(call: &ExprCall) -> bool {
     p.qself.is_none()
         && call.args.is_empty()
         && last.is_some_and(|s| s.ident == "sync_threads" && s.arguments.is_none())
+}
+
+/// The warp collective that `call` names, as `__private::WarpFn`'s
+/// variant, if its last path segment is one (and, for `all` and `any`,
+/// the segment before it is `warp`) with the collective's number of
+/// arguments.
+fn warp_call(call: &ExprCall) -> Option<&'static str> {
+    let Expr::Path(p) = &*call.func else { return None };
+    let segs = &p.path.segments;
+    let last = segs.last()?;
+    let via_warp = segs.len() >= 2 && segs[segs.len() - 2].ident == "warp";
+    let (variant, args) = match last.ident.to_string().as_str() {
+        "shuffle_idx" => ("ShuffleIdx", 2),
+        "shuffle_up" => ("ShuffleUp", 2),
+        "shuffle_down" => ("ShuffleDown", 2),
+        "shuffle_xor" => ("ShuffleXor", 2),
+        "ballot" => ("Ballot", 1),
+        "sync_warp" => ("SyncWarp", 0),
+        "reduce_sum" => ("ReduceSum", 1),
+        "reduce_max" => ("ReduceMax", 1),
+        "reduce_min" => ("ReduceMin", 1),
+        "all" if via_warp => ("All", 1),
+        "any" if via_warp => ("Any", 1),
+        _ => return None,
+    };
+    (p.qself.is_none() && call.args.len() == args).then_some(variant)
+}
+
+/// The await that replaces the call of warp collective `variant`: the
+/// callee and the arguments evaluated as a call evaluates them (in order,
+/// temporaries alive to the end), then awaited.
+fn collective(call: &ExprCall, variant: &str) -> TokenStream {
+    let (func, args) = (&call.func, call.args.iter());
+    let (f, a, o) = (
+        Ident::new("__offload_warp_fn", Span::mixed_site()),
+        Ident::new("__offload_warp_args", Span::mixed_site()),
+        Ident::new("__offload_warp_ours", Span::mixed_site()),
+    );
+    let v = Ident::new(variant, call.span());
+    quote_spanned! {call.span()=>
+        match (#func, (#(#args,)*)) {
+            (#f, #a) => {
+                let #o = ::offload::__private::is_warp_fn(&#f, ::offload::__private::WarpFn::#v);
+                ::offload::__private::Collective::new(#f, #a, #o).await
+            }
+        }
+    }
 }
 
 /// Whether `e`, what a `for` loop iterates over, is a grid-stride loop's:
@@ -103,6 +159,11 @@ impl VisitMut for Awaits {
                 let new = awaited(call);
                 *e = syn::parse2(new).expect("the rewritten barrier is an expression");
                 self.found += 1;
+            }
+            Expr::Call(call) if warp_call(call).is_some() => {
+                visit_mut::visit_expr_call_mut(self, call);
+                let new = collective(call, warp_call(call).expect("matched"));
+                *e = syn::parse2(new).expect("the awaited collective is an expression");
             }
             Expr::ForLoop(f) => {
                 visit_mut::visit_expr_for_loop_mut(self, f);
@@ -159,6 +220,25 @@ mod tests {
         assert_eq!(out.matches(". await").count(), 3, "{out}");
         assert!(out.contains("'o : for (i , x) in out . grid_stride () { __offload_step . tick () . await ;"), "{out}");
         assert_eq!(rewritten("{ for i in grid_stride(n) { s += a[i]; } }"), None, "no barrier: a plain function");
+    }
+
+    #[test]
+    fn warp_collectives_of_a_body_with_barriers_become_awaits() {
+        let out = rewritten(
+            "{ let s = warp::reduce_sum(warp::shuffle_xor(v, 1)); sync_threads(); \
+             let b = offload::warp::all(p) && any(q) && warp::ballot(p) != 0; \
+             let c = shuffle_idx(v); let d = || reduce_max(v); }",
+        )
+        .unwrap();
+        assert_eq!(out.matches("Collective :: new").count(), 4, "{out}");
+        assert_eq!(out.matches(". await").count(), 5, "{out}");
+        for v in ["ReduceSum", "ShuffleXor", "All", "Ballot"] {
+            assert!(out.contains(&format!("WarpFn :: {v}")), "{v}: {out}");
+        }
+        assert!(out.contains("any (q)"), "`any` without `warp::` stays a call: {out}");
+        assert!(out.contains("shuffle_idx (v)"), "a call with other arguments stays: {out}");
+        assert!(out.contains("| | reduce_max (v)"), "a closure's collective stays: {out}");
+        assert_eq!(rewritten("{ warp::reduce_sum(v); }"), None, "no barrier: a plain function");
     }
 
     #[test]

@@ -113,6 +113,7 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
     let generics = &b.kernel.func.sig.generics;
     let (body_params, where_clause) = (&b.params, &b.where_clause);
     let generic_lints = generic_lints(b);
+    let same_len = same_len_assumed(&b.kernel.same_len);
     match &b.host_block {
         None => {
             let body = &b.block;
@@ -121,8 +122,10 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
                 #[inline(always)]
                 fn __offload_body #generics (#(#body_params),*) #where_clause #body
             };
-            let host =
-                quote!(::offload::__private::host_threads(#[inline(always)] move || __offload_body(#(#call_args),*)));
+            let host = quote!(::offload::__private::host_threads(#[inline(always)] move || {
+                #same_len
+                __offload_body(#(#call_args),*)
+            }));
             (body_fn, host)
         }
         Some(body) => {
@@ -131,7 +134,10 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
                 #[inline(always)]
                 async fn __offload_body #generics (#(#body_params),*) #where_clause #body
             };
-            let host = quote!(::offload::__private::host_phases(move || __offload_body(#(#call_args),*)));
+            let host = quote!(::offload::__private::host_phases(move || {
+                #same_len
+                __offload_body(#(#call_args),*)
+            }));
             (body_fn, host)
         }
     }
@@ -424,6 +430,20 @@ impl Parts {
         // multiply to the slice's length.
         self.call_args.push(quote!(unsafe { #mapped.disjoint_nd(#extents) }));
     }
+}
+
+/// `same_len(a, b, …)` in the host fallback's body, as in the device's
+/// entry point (`entry::Parts::same_len`): the launcher checked the mapped
+/// lengths ([`same_len_check`]), so the body may assume them equal, and
+/// the optimizer drops the bounds checks they make redundant.
+fn same_len_assumed(names: &[Ident]) -> Option<TokenStream> {
+    let maps: Vec<Ident> = names.iter().map(|n| format_ident!("__offload_map_{}", n)).collect();
+    let (first, rest) = maps.split_first()?;
+    Some(quote! {
+        // SAFETY: the launcher returned an error instead of launching if
+        // these lengths differed (`__private::check_same_len`).
+        unsafe { #(::core::hint::assert_unchecked(#first.len() == #rest.len());)* }
+    })
 }
 
 /// `same_len(a, b, …)`: an error instead of a launch if the mapped lengths

@@ -475,15 +475,21 @@ impl Lanes {
         let full = self.m == u32::MAX;
         let half = WARP_SIZE / 2;
         let first = if full { WarpOp::ShflXor } else { WarpOp::ShflDown };
-        let (r, lanes) = reduce::start(first, v.to_bits64(), half, reduce::key::<T, F>());
+        let (mut r, lanes) = reduce::start(first, v.to_bits64(), half, reduce::key::<T, F>());
         if let Some(lanes) = lanes {
             let lane = lane_id() as usize;
             let bits = |a: u64, b: u64| op(T::from_bits64(a), T::from_bits64(b)).to_bits64();
-            let all =
-                std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| reduce::lane_result(lanes, lane, bits)));
+            let all = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| reduce::result(lanes, lane, bits)));
             if let Ok(r) = all {
                 return T::from_bits64(r);
             }
+            r = lanes.first_shuffle(first, half, lane);
+            crate::hostsim::entry::first_shuffle_was(r);
+        } else if crate::hostsim::entry::recording() {
+            // A collective of a kernel's body recorded its first meeting
+            // (`hostsim::awaits`): the result is dropped, the rest need not
+            // run.
+            return v;
         }
         let shuffled = T::from_bits64(if T::WIDE { r } else { r & 0xffff_ffff });
         if full || lane_id() + half < self.m.count_ones() {

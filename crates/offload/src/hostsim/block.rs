@@ -44,12 +44,13 @@ use corosensei::stack::Stack as _;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::arena::Arena;
-use super::collective::{warp_results, WarpOp, WARP};
+use super::awaits;
+use super::collective::{WarpOp, WARP};
 use super::deadlock;
-use super::failure::{take_panic, Abort, BlockFailure};
+use super::failure::{take_panic, Abort, BlockFailure, Divergent};
 use super::stack::ThreadStack;
 use super::stack_guard;
-use super::state::{Block, Wait, BLOCK, NO_RUNNER, PHASE_END, PRIVATE, YIELDER};
+use super::state::{Block, Paused, Replay, Wait, BLOCK, NO_REWIND, NO_RUNNER, PHASE_END, PRIVATE, YIELDER};
 use crate::device::dim::Dim3;
 use crate::device::thread::{ThreadCtx, CTX};
 
@@ -69,7 +70,8 @@ struct Queues {
     guards: Vec<stack_guard::Armed>,
     /// Runners to resume, the next one last.
     ready: Vec<u32>,
-    /// The runner of each thread, valid while the thread waits.
+    /// The runner of each thread while the thread waits on it, else
+    /// `NO_RUNNER`.
     runner_of: Vec<u32>,
     /// Threads waiting at `sync_threads`, in the order they arrived.
     barrier: Vec<u32>,
@@ -77,9 +79,6 @@ struct Queues {
     warp_waiting: Vec<u32>,
     /// Lanes of all warps waiting at a collective.
     at_warp: usize,
-    /// The inputs and results of the warp being released.
-    lane_in: Vec<(u64, u32)>,
-    lane_out: Vec<u64>,
     /// The runner that drives the block's phases while it waits for the
     /// current phase's other runners (`phases`).
     phase_waiter: Option<u32>,
@@ -123,6 +122,8 @@ impl Executor {
             key: Vec::new(),
             uniform: Vec::new(),
             lanes: Vec::new(),
+            reduced: Vec::new(),
+            reduced_state: Vec::new(),
             next: Cell::new(0),
             sequencer: Cell::new(NO_RUNNER),
             current: Cell::new(NO_RUNNER),
@@ -133,7 +134,11 @@ impl Executor {
             phase_pending: Cell::new(0),
             phase_stepped: Cell::new(0),
             later_pass: Cell::new(false),
-            stepped: Cell::new(false),
+            paused: Cell::new(Paused::Barrier),
+            phase_warp: Cell::new(0),
+            warp_arrived: Vec::new(),
+            replay: Cell::new(Replay::NONE),
+            rewind: Cell::new(NO_REWIND),
             suspended: Cell::new(false),
             arena: RefCell::new(Arena::checkout()),
             shared_limit: 0,
@@ -154,7 +159,10 @@ impl Executor {
         b.output.resize_with(n, || Cell::new(0));
         b.key.resize_with(n, || Cell::new(0));
         b.lanes.resize_with(n, || Cell::new(0));
+        b.reduced.resize_with(n, || Cell::new(0));
+        b.reduced_state.resize_with(n.div_ceil(WARP as usize), || Cell::new(0));
         b.uniform.resize_with(n.div_ceil(WARP as usize), || Cell::new(0));
+        b.warp_arrived.resize_with(n.div_ceil(WARP as usize), || Cell::new(0));
         self.q.runner_of.resize(n, NO_RUNNER);
         self.q.warp_waiting.resize(n.div_ceil(WARP as usize), 0);
     }
@@ -187,9 +195,12 @@ impl Executor {
             b.sequencer.set(NO_RUNNER);
             b.phases.set(None);
             b.phase_stepped.set(0);
+            b.rewind.set(NO_REWIND);
             *b.panic.get_mut() = None;
             if b.dirty.replace(false) {
                 b.wait.iter().for_each(|w| w.set(Wait::Done));
+                b.warp_arrived.iter().for_each(|w| w.set(0));
+                self.q.runner_of.fill(NO_RUNNER);
             }
             let mut arena = b.arena.borrow_mut();
             arena.reset();
@@ -285,12 +296,20 @@ impl Executor {
                 continue;
             }
             if self.q.at_warp > 0 {
+                if b.phase_warp.get() > 0 && self.meet_seen_and_hidden(b)? {
+                    continue;
+                }
                 return Err(BlockFailure::Divergence { reason: deadlock::diagnose(b) });
             }
             if self.q.barrier.is_empty() {
                 // The runner that drives the phases, if it waits, once no
                 // other can run: the phase is over.
                 return Ok(self.q.phase_waiter.take());
+            }
+            if b.phases.get().is_some() && b.phase_warp.get() > 0 {
+                // Threads wait at warp collectives of the body while others
+                // wait at a barrier the macro does not see (`awaits`).
+                return Err(BlockFailure::Divergence { reason: deadlock::diagnose(b) });
             }
             if b.phases.get().is_some() && b.phase_pending.get() > 0 {
                 return Err(BlockFailure::Divergence {
@@ -301,7 +320,7 @@ impl Executor {
             let q = &mut self.q;
             for &t in q.barrier.iter().rev() {
                 b.wait[t as usize].set(Wait::Running);
-                q.ready.push(q.runner_of[t as usize]);
+                q.ready.push(core::mem::replace(&mut q.runner_of[t as usize], NO_RUNNER));
             }
             q.barrier.clear();
         }
@@ -382,7 +401,10 @@ impl Executor {
                 self.q.runners[rid as usize] = None;
                 Err(match payload.downcast::<Abort>() {
                     Ok(abort) => BlockFailure::Aborted { abort: *abort, thread },
-                    Err(_) => BlockFailure::Panic { thread, record: take_panic() },
+                    Err(payload) => match payload.downcast::<Divergent>() {
+                        Ok(d) => BlockFailure::Divergence { reason: d.0 },
+                        Err(_) => BlockFailure::Panic { thread, record: take_panic() },
+                    },
                 })
             }
         }
@@ -400,33 +422,53 @@ impl Executor {
         q.at_warp += 1;
         let w = t / WARP as usize;
         q.warp_waiting[w] += 1;
-        let lanes = (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize);
-        if q.warp_waiting[w] as usize == lanes.len() {
-            if let Some(reason) = deadlock::mixed_collectives(b, w, lanes.clone()) {
-                return Err(BlockFailure::Divergence { reason });
-            }
-            let op = b.input[lanes.start].get().0;
-            q.lane_in.clear();
-            q.lane_in.extend(lanes.clone().map(|t| {
-                let (_, v, a) = b.input[t].get();
-                (v, a)
-            }));
-            q.lane_out.resize(lanes.len(), 0);
-            warp_results(op, &q.lane_in, &mut q.lane_out);
-            for (t, &r) in lanes.clone().zip(&q.lane_out) {
-                b.output[t].set(r);
-                b.wait[t].set(Wait::Running);
-            }
-            super::reduce::snapshot(b, w, lanes.clone());
-            // The warp runs next, lane 0 first.
-            for t in lanes.clone().rev() {
-                q.ready.push(q.runner_of[t]);
-            }
-            q.warp_waiting[w] = 0;
-            q.at_warp -= lanes.len();
+        if q.warp_waiting[w] as usize == lanes_of(b, w).len() {
+            self.release(b, w)?;
         }
         Ok(())
     }
+
+    /// Releases warp `w`, every lane of which waits at a warp collective,
+    /// on a coroutine or (a block in phases, `awaits`) at one of the body:
+    /// the former run next, lane 0 first, the latter in the phase's next
+    /// pass.
+    fn release(&mut self, b: &Block, w: usize) -> Result<(), BlockFailure> {
+        let lanes = lanes_of(b, w);
+        awaits::results(b, w, lanes.clone()).map_err(|reason| BlockFailure::Divergence { reason })?;
+        let q = &mut self.q;
+        let mut on_coroutines = 0;
+        for t in lanes.clone().rev() {
+            if q.runner_of[t] != NO_RUNNER {
+                q.ready.push(core::mem::replace(&mut q.runner_of[t], NO_RUNNER));
+                on_coroutines += 1;
+            }
+            b.wait[t].set(Wait::Running);
+        }
+        awaits::released_in_body(b, w);
+        q.warp_waiting[w] = 0;
+        q.at_warp -= on_coroutines;
+        Ok(())
+    }
+
+    /// Releases a warp whose lanes all wait at collectives, some at one of
+    /// the body (`awaits`), the others at one the macro does not see:
+    /// whether there was one (no runner can run when this is called).
+    fn meet_seen_and_hidden(&mut self, b: &Block) -> Result<bool, BlockFailure> {
+        let warps = (b.n as usize).div_ceil(WARP as usize);
+        let Some(w) = (0..warps).find(|&w| {
+            let waiting = self.q.warp_waiting[w] + b.warp_arrived[w].get();
+            self.q.warp_waiting[w] > 0 && waiting as usize == lanes_of(b, w).len()
+        }) else {
+            return Ok(false);
+        };
+        self.release(b, w)?;
+        Ok(true)
+    }
+}
+
+/// The threads of warp `w` of block `b` (linear indices).
+fn lanes_of(b: &Block, w: usize) -> core::ops::Range<usize> {
+    (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize)
 }
 
 impl Drop for Executor {

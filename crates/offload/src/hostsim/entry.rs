@@ -8,7 +8,7 @@ use std::boxed::Box;
 use super::collective::{warp_result, WarpOp};
 use super::failure::Abort;
 use super::stack_guard;
-use super::state::{linear, Block, Wait, BLOCK, PRIVATE, YIELDER};
+use super::state::{linear, Block, Replay, Wait, BLOCK, PRIVATE, YIELDER};
 use crate::device::thread::{set_thread_idx, CTX};
 
 pub(super) fn current() -> Option<(&'static Block, usize)> {
@@ -71,12 +71,71 @@ pub(crate) fn warp_collective(op: WarpOp, value: u64, arg: u32) -> u64 {
 /// Thread `t` of block `b` waits at warp collective `op` (`key`: the
 /// reduction it starts, or 0); returns its result.
 pub(super) fn meet(b: &Block, t: usize, op: WarpOp, value: u64, arg: u32, key: u64) -> u64 {
+    let r = b.replay.get();
+    if !r.results.is_null() {
+        return replay_meet(b, t, r, (op, value, arg), key);
+    }
     stack_guard::check();
     b.input[t].set((op, value, arg));
     b.key[t].set(key);
     b.wait[t].set(Wait::Warp);
     suspend(b, t);
     b.output[t].get()
+}
+
+/// What a replay answers thread `t` of block `b` at its next meeting with
+/// the warp (`op`, `value`, `arg`, `key` as in `entry::meet`): a result it
+/// knows, or a placeholder 0 after recording the first meeting beyond them
+/// as the thread's wait.
+pub(super) fn replay_meet(b: &Block, t: usize, mut r: Replay, input: (WarpOp, u64, u32), key: u64) -> u64 {
+    let out = if r.used < r.known {
+        // SAFETY: `results` points to the `known` results of the future that
+        // runs the replay, alive and unmoved while it polls (`Collective`).
+        unsafe { *r.results.add(r.used as usize) }
+    } else {
+        if !r.recorded {
+            b.input[t].set(input);
+            b.key[t].set(key);
+            b.wait[t].set(Wait::Warp);
+            r.recorded = true;
+        }
+        0
+    };
+    r.used += 1;
+    b.replay.set(r);
+    out
+}
+
+/// `r` is the result of the first shuffle of the reduction that the calling
+/// thread runs, which the release of its warp did not compute (`reduce`,
+/// `WarpValues::first_shuffle`): a collective of the body being replayed
+/// (`awaits`) answers its first meeting with it from now on.
+pub(crate) fn first_shuffle_was(r: u64) {
+    let b = BLOCK.with(|c| c.get());
+    if b.is_null() {
+        return;
+    }
+    // SAFETY: non-null only while `Executor::run_block` runs this block on
+    // this OS thread, and the caller is one of its threads.
+    let rep = unsafe { &*b }.replay.get();
+    if !rep.results.is_null() {
+        // SAFETY: `results` points to the results of the future that runs
+        // the replay (`Collective`), alive, unmoved and not otherwise
+        // borrowed while it polls; the reduction's first shuffle is the
+        // collective's first meeting.
+        unsafe { *rep.results = r };
+    }
+}
+
+/// Whether the calling thread's collective is being recorded, not answered
+/// (its function's result will be dropped): what is left of it need not
+/// run.
+#[inline(always)]
+pub(crate) fn recording() -> bool {
+    let b = BLOCK.with(|c| c.get());
+    // SAFETY: non-null only while `Executor::run_block` runs this block on
+    // this OS thread, and the caller is one of its threads.
+    !b.is_null() && unsafe { &*b }.replay.get().recorded
 }
 
 /// The shared memory of declaration `site` (`size` bytes, `align`): one

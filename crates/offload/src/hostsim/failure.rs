@@ -36,6 +36,11 @@ pub(crate) enum Abort {
     StackOverflow,
 }
 
+/// The payload with which the phases of a block (`phases`, `awaits`) stop
+/// it when its warp collectives cannot meet: the reason, as
+/// [`BlockFailure::Divergence`] gives it.
+pub(crate) struct Divergent(pub(crate) String);
+
 /// What the panic hook saw for a panic inside a kernel body.
 pub(crate) struct PanicRecord {
     pub(crate) message: String,

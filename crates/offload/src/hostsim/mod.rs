@@ -8,6 +8,7 @@
 //! | `block` | the scheduler: runs a block's threads, releases barriers and warps |
 //! | `threads` | the plain loop over a block's threads that a runner executes, the kernel's body inlined |
 //! | `phases` | a block of a kernel whose barriers are `.await`s: its threads' futures polled phase by phase |
+//! | `awaits` | the warp collectives of such a kernel's body as `.await`s, met in its phases |
 //! | `state` | the block state that the scheduler and the threads share, and the thread-locals that find it |
 //! | `deadlock` | why a block whose threads all wait cannot proceed (divergence) |
 //! | `entry` | what the device API calls on the host: `sync_threads`, warp collectives, shared memory |
@@ -29,6 +30,7 @@
 //! `stack`, `stack_guard` and `failure` call nothing here.
 
 pub(crate) mod arena;
+pub(crate) mod awaits;
 pub(crate) mod block;
 pub(crate) mod collective;
 mod deadlock;

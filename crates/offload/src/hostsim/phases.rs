@@ -44,7 +44,8 @@ use core::ptr::NonNull;
 use core::task::{Context, Poll, Waker};
 use std::vec::Vec;
 
-use super::state::{Block, PollThread, Wait, BLOCK, PHASE_END, YIELDER};
+use super::awaits::{arrive, unreleased};
+use super::state::{Block, Paused, PollThread, Wait, BLOCK, PHASE_END, YIELDER};
 use super::threads::{run_threads_of, ThreadBody};
 
 /// A barrier of a kernel's body on the host (what `sync_threads()` becomes
@@ -117,7 +118,7 @@ impl Future for Step {
         if b.phases.get().is_none() || b.suspended.get() {
             return Poll::Ready(());
         }
-        b.stepped.set(true);
+        b.paused.set(Paused::Step);
         Poll::Pending
     }
 }
@@ -209,16 +210,21 @@ impl<M: Fn() -> Fut, Fut: Future<Output = ()>> Phases<'_, M, Fut> {
                 *slot = None;
                 b.wait[t].set(Wait::Done);
             }
-            Poll::Pending if b.stepped.replace(false) => {
-                // Paused at a step: it runs on in this phase's next pass
-                // (its `wait` may still say the barrier it left).
-                b.wait[t].set(Wait::Running);
-                b.phase_stepped.set(b.phase_stepped.get() + 1);
-            }
-            Poll::Pending => {
-                b.wait[t].set(Wait::Barrier);
-                b.phase_pending.set(b.phase_pending.get() + 1);
-            }
+            Poll::Pending => match b.paused.replace(Paused::Barrier) {
+                Paused::Step => {
+                    // Paused at a step: it runs on in this phase's next pass
+                    // (its `wait` may still say the barrier it left).
+                    b.wait[t].set(Wait::Running);
+                    b.phase_stepped.set(b.phase_stepped.get() + 1);
+                }
+                // At a warp collective (its `wait` says so): it runs on when
+                // its warp is released (`awaits`).
+                Paused::Collective => arrive(b, t),
+                Paused::Barrier => {
+                    b.wait[t].set(Wait::Barrier);
+                    b.phase_pending.set(b.phase_pending.get() + 1);
+                }
+            },
         }
     }
 }
@@ -265,6 +271,7 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
     let mut futs: Vec<Option<Fut>> = Vec::new();
     futs.resize_with(b.n as usize, || None);
     b.wait.iter().for_each(|w| w.set(Wait::Running));
+    b.phase_warp.set(0);
     let phases = Phases { make, block: b, futs: futs.as_mut_ptr() };
     let erased: NonNull<dyn PollThread + '_> = NonNull::from(&phases as &dyn PollThread);
     // SAFETY: only the lifetime is erased; `_clear` resets the pointer
@@ -300,6 +307,9 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
             }
             b.later_pass.set(true);
             later = true;
+        }
+        if b.phase_warp.get() > 0 {
+            unreleased(b);
         }
         if b.phase_pending.get() == 0 {
             return;

@@ -9,9 +9,10 @@
 //! reduction they start (its [`key`]: the value type and the combining
 //! function). If the scheduler releases a warp all of whose lanes started
 //! the same reduction with the same operands, it keeps their values
-//! ([`snapshot`]) and each lane computes its result of the remaining
-//! shuffles from them ([`lane_result`]): the same operations on the same
-//! values in the same order as the shuffles, so the same bits. Otherwise
+//! ([`snapshot`]) and the lanes' results of the remaining shuffles are
+//! computed from them, by the first lane that asks for the whole warp
+//! ([`result`]): the same operations on the same values in the same order
+//! as the shuffles, so the same bits. Otherwise
 //! (lanes at different reductions, or at a shuffle of their own that meets
 //! the reduction's first), the lanes go on shuffle by shuffle, as the GPU
 //! does.
@@ -26,9 +27,24 @@ use super::entry::{current, meet};
 use super::state::Block;
 
 /// The lanes' values at the first shuffle of a reduction that the whole
-/// warp makes, in lane order: the block's copy, valid until the warp's next
-/// collective (which needs this lane first).
-pub(crate) type WarpValues = &'static [Cell<u64>];
+/// warp makes, in lane order, and the lanes' results once one lane has
+/// computed them ([`result`]): the block's copies, valid until the warp's
+/// next collective (which needs this lane first).
+#[derive(Clone, Copy)]
+pub(crate) struct WarpValues {
+    values: &'static [Cell<u64>],
+    results: &'static [Cell<u64>],
+    /// [`FRESH`], [`DONE`] or [`FAILED`].
+    state: &'static Cell<u8>,
+}
+
+/// The warp's results are not computed yet.
+pub(super) const FRESH: u8 = 0;
+/// They are, in `WarpValues::results`.
+const DONE: u8 = 1;
+/// Computing them panicked: each lane computes its own ([`lane_result`]),
+/// which panics in the lanes whose combinations do.
+const FAILED: u8 = 2;
 
 /// The key of the reduction that combines values of type `T` with `F`:
 /// equal for two lanes exactly when they run the same reduction (with
@@ -56,9 +72,10 @@ pub(crate) fn key<T: 'static, F: 'static>() -> u64 {
 
 /// The first shuffle of a reduction (`op` with operand `arg` on `value`)
 /// by the calling simulated thread, which starts reduction `key`: its
-/// result, and the warp's values if every lane of the warp started the
+/// result, or the warp's values if every lane of the warp started the
 /// same reduction with the same operands (then the caller computes the
-/// rest with [`lane_result`]). Outside a launch the warp is the calling
+/// rest with [`result`], and the first shuffle's result, which is not
+/// returned, with [`WarpValues::first_shuffle`]). Outside a launch the warp is the calling
 /// thread alone.
 pub(crate) fn start(op: WarpOp, value: u64, arg: u32, key: u64) -> (u64, Option<WarpValues>) {
     let Some((b, t)) = current() else {
@@ -66,17 +83,82 @@ pub(crate) fn start(op: WarpOp, value: u64, arg: u32, key: u64) -> (u64, Option<
     };
     let r = meet(b, t, op, value, arg, key);
     let w = t / WARP as usize;
-    if b.uniform[w].get() != key {
+    if b.uniform[w].get() != key || b.replay.get().recorded {
         return (r, None);
     }
     let lanes = (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize);
-    (r, Some(&b.lanes[lanes]))
+    (r, Some(WarpValues { values: &b.lanes[lanes.clone()], results: &b.reduced[lanes], state: &b.reduced_state[w] }))
+}
+
+impl WarpValues {
+    /// Lane `lane`'s result of the reduction's first shuffle, `op` with
+    /// operand `arg` (those of every lane), from the warp's values: what
+    /// [`start`] returned before it knew the warp's values, which the
+    /// scheduler did not compute.
+    pub(crate) fn first_shuffle(&self, op: WarpOp, arg: u32, lane: usize) -> u64 {
+        shuffle_of(self.values, op, arg, lane)
+    }
+}
+
+/// Lane `lane`'s result of shuffle `op` with operand `arg` over the lanes'
+/// values `values`.
+fn shuffle_of(values: &[Cell<u64>], op: WarpOp, arg: u32, lane: usize) -> u64 {
+    let mut inputs = [(0u64, 0u32); WARP as usize];
+    for (i, v) in values.iter().enumerate() {
+        inputs[i] = (v.get(), arg);
+    }
+    warp_result(op, &inputs[..values.len()], lane)
+}
+
+/// Lane `lane`'s result of the reduction with `op` over the warp's values
+/// `w` (as [`lane_result`]): the first lane to ask computes every lane's,
+/// in one pass over the warp (160 combinations instead of 31 per lane);
+/// if that panics, each lane computes its own.
+pub(crate) fn result(w: WarpValues, lane: usize, op: impl Fn(u64, u64) -> u64) -> u64 {
+    match w.state.get() {
+        DONE => w.results[lane].get(),
+        FRESH => {
+            w.state.set(FAILED);
+            let all = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| whole_warp(w.values, w.results, &op)));
+            if all.is_ok() {
+                w.state.set(DONE);
+                return w.results[lane].get();
+            }
+            lane_result(w.values, lane, op)
+        }
+        _ => lane_result(w.values, lane, op),
+    }
+}
+
+/// Every lane's result of the reduction with `op` over the warp's values
+/// `w`, into `out`: the full warp's butterfly step by step (lane `l`
+/// combines its value with lane `l ^ o`'s, in that order), a partial
+/// warp's tree once (every lane gets lane 0's).
+fn whole_warp(w: &[Cell<u64>], out: &[Cell<u64>], op: &impl Fn(u64, u64) -> u64) {
+    let n = w.len();
+    if n < WARP as usize {
+        let r = lane_result(w, 0, op);
+        out.iter().for_each(|o| o.set(r));
+        return;
+    }
+    let mut v = [0u64; WARP as usize];
+    v.iter_mut().zip(w).for_each(|(v, w)| *v = w.get());
+    let mut o = WARP as usize / 2;
+    while o > 0 {
+        let old = v;
+        for (l, v) in v.iter_mut().enumerate() {
+            *v = op(old[l], old[l ^ o]);
+        }
+        o /= 2;
+    }
+    out.iter().zip(&v).for_each(|(o, &v)| o.set(v));
 }
 
 /// The scheduler releases warp `w` (threads `lanes`): records whether all
 /// its lanes started the same reduction with the same operands, and if so
-/// their values.
-pub(super) fn snapshot(b: &Block, w: usize, lanes: Range<usize>) {
+/// their values; returns whether they did (then the lanes' results of the
+/// first shuffle are not computed: [`WarpValues::first_shuffle`]).
+pub(super) fn snapshot(b: &Block, w: usize, lanes: Range<usize>) -> bool {
     let key = b.key[lanes.start].get();
     let first = b.input[lanes.start].get();
     let same = key != 0
@@ -85,11 +167,13 @@ pub(super) fn snapshot(b: &Block, w: usize, lanes: Range<usize>) {
             b.key[t].get() == key && op == first.0 && arg == first.2
         });
     b.uniform[w].set(if same { key } else { 0 });
+    b.reduced_state[w].set(FRESH);
     if same {
         for t in lanes {
             b.lanes[t].set(b.input[t].get().1);
         }
     }
+    same
 }
 
 /// Lane `lane`'s result of the reduction with `op` over the warp's values,
@@ -183,6 +267,26 @@ mod tests {
                 let want = by_shuffles(&vals, op);
                 for l in 0..n {
                     assert_eq!(lane_result(&w, l, op), want[l], "{name}, {n} lanes, lane {l}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_whole_warp_at_once_computes_what_the_shuffles_give() {
+        let add = |a: u64, b: u64| (f32::from_bits(a as u32) + f32::from_bits(b as u32)).to_bits() as u64;
+        let max = |a: u64, b: u64| if f32::from_bits(b as u32) > f32::from_bits(a as u32) { b } else { a };
+        for n in [32usize, 31, 5, 1] {
+            let vals: std::vec::Vec<u64> = (0..n)
+                .map(|l| (if l % 7 == 3 { -0.0f32 } else { 1.0 / (l as f32 + 0.37) * 1e3 }).to_bits() as u64)
+                .collect();
+            let w: std::vec::Vec<Cell<u64>> = vals.iter().map(|&v| Cell::new(v)).collect();
+            let out: std::vec::Vec<Cell<u64>> = std::vec![Cell::new(0); n];
+            for (name, op) in [("sum", &add as &dyn Fn(u64, u64) -> u64), ("max", &max)] {
+                whole_warp(&w, &out, &op);
+                let want = by_shuffles(&vals, op);
+                for (l, (o, w)) in out.iter().zip(&want).enumerate() {
+                    assert_eq!(o.get(), *w, "{name}, {n} lanes, lane {l}");
                 }
             }
         }

@@ -42,6 +42,10 @@ pub(crate) struct Block {
     /// in `lanes` the lanes' values, in lane order (`reduce`).
     pub(super) uniform: Vec<Cell<u64>>,
     pub(super) lanes: Vec<Cell<u64>>,
+    /// Per thread and per warp: the lanes' results of such a reduction, and
+    /// whether they are computed (`reduce::result`).
+    pub(super) reduced: Vec<Cell<u64>>,
+    pub(super) reduced_state: Vec<Cell<u8>>,
     /// The first thread no runner has started.
     pub(super) next: Cell<u32>,
     /// The runner that starts the next thread when its thread returns.
@@ -72,9 +76,22 @@ pub(crate) struct Block {
     /// threads that paused at a step (`Wait::Running`), not those at a
     /// barrier of the body or waiting on a coroutine.
     pub(super) later_pass: Cell<bool>,
-    /// Set by a `Step` that pauses its thread, read back (and cleared) by
-    /// the poll that ran it (`phases`).
-    pub(super) stepped: Cell<bool>,
+    /// Why the thread being polled is pending, if not at a barrier: set by a
+    /// `Step` that pauses it or a [`Collective`](super::awaits::Collective)
+    /// at which it waits, read back (and reset) by the poll that ran it
+    /// (`phases`).
+    pub(super) paused: Cell<Paused>,
+    /// Threads that wait at a warp collective of the body (`awaits`), not
+    /// released yet, in all warps; and per warp.
+    pub(super) phase_warp: Cell<u32>,
+    pub(super) warp_arrived: Vec<Cell<u32>>,
+    /// The replay of a collective of the body in progress (`awaits`), which
+    /// `entry::meet` answers instead of suspending the thread.
+    pub(super) replay: Cell<Replay>,
+    /// The first lane of a warp that a poll of the current runner's loop
+    /// released at a collective of the body (`awaits`): the loop polls
+    /// the warp again from there (`threads`); [`NO_REWIND`] if none.
+    pub(super) rewind: Cell<u32>,
     /// A thread of the current pass waited on its runner's coroutine (a
     /// barrier or warp collective the macro does not see, `entry`): the
     /// pass's `Step`s no longer pause (see `phases`).
@@ -88,9 +105,35 @@ pub(crate) struct Block {
     pub(super) sites: [Cell<(usize, usize, usize)>; SITE_CACHE],
 }
 
+/// The replay of a collective's function in progress on this block (`awaits`): `results` of its first `known` meetings; `used` of
+/// them answered so far; whether a meeting beyond them was recorded.
+#[derive(Clone, Copy)]
+pub(crate) struct Replay {
+    pub(super) results: *mut u64,
+    pub(super) known: u32,
+    pub(super) used: u32,
+    pub(super) recorded: bool,
+}
+
+impl Replay {
+    /// No replay.
+    pub(super) const NONE: Replay = Replay { results: core::ptr::null_mut(), known: 0, used: 0, recorded: false };
+}
+
 /// The `shared_array!` sites of a block that [`Block::sites`] keeps; a
 /// block with more finds the others in its arena.
 pub(super) const SITE_CACHE: usize = 4;
+
+/// Why a thread's poll in a block in phases is pending (`Block::paused`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Paused {
+    /// At a barrier of the body.
+    Barrier,
+    /// At a grid-stride loop's step.
+    Step,
+    /// At a warp collective of the body.
+    Collective,
+}
 
 /// What the runners of a block in phases (`phases`) poll the calling GPU
 /// thread with, linear index `t`; it records whether the thread waits at a
@@ -98,6 +141,15 @@ pub(super) const SITE_CACHE: usize = 4;
 pub(crate) trait PollThread {
     fn poll_thread(&self, t: u32);
 }
+
+/// No warp to poll again (of `Block::rewind`).
+pub(super) const NO_REWIND: u32 = u32::MAX;
+
+/// What `Block::sequencer` holds, instead of the runner that holds the
+/// sequence, from the release of a warp at a collective of the body to the
+/// loop's test after the poll (`awaits`, `threads`): the runner goes back to
+/// `Block::rewind`.
+pub(super) const REWIND: u32 = u32::MAX - 1;
 
 /// No runner (of `sequencer`, `current`).
 pub(super) const NO_RUNNER: u32 = u32::MAX;

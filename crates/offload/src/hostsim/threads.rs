@@ -27,8 +27,8 @@ use std::any::Any;
 use std::boxed::Box;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-use super::failure::{take_panic, Abort};
-use super::state::{linear, Block, Wait, BLOCK};
+use super::failure::{take_panic, Abort, Divergent};
+use super::state::{linear, Block, Wait, BLOCK, NO_REWIND, REWIND};
 use crate::device::dim::Dim3;
 use crate::device::thread::{is_1d, set_thread_idx, set_thread_x, CTX};
 
@@ -134,7 +134,7 @@ fn run_loop<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F, one_d: bool,
 #[cold]
 #[inline(never)]
 fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> bool {
-    if b.unwinding.get() || payload.is::<Abort>() {
+    if b.unwinding.get() || payload.is::<Abort>() || payload.is::<Divergent>() {
         resume_unwind(payload);
     }
     drop(payload);
@@ -172,6 +172,13 @@ fn threads_1d<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, h
         hint();
         body.run(t);
         if b.sequencer.get() != rid {
+            if PHASED && b.sequencer.get() == REWIND {
+                // The poll released the thread's warp at a collective: its
+                // lanes run on now (`awaits`).
+                b.sequencer.set(rid);
+                t = b.rewind.replace(NO_REWIND);
+                continue;
+            }
             // The thread suspended (this runner lost the sequence) and has
             // now returned (in a phase: reached its next barrier or its
             // end, which it recorded): so does the runner.
@@ -201,6 +208,12 @@ fn threads<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint
         hint();
         body.run(t);
         if b.sequencer.get() != rid {
+            if PHASED && b.sequencer.get() == REWIND {
+                b.sequencer.set(rid);
+                t = b.rewind.replace(NO_REWIND);
+                idx = unlinear(t, d);
+                continue;
+            }
             if !PHASED {
                 b.wait[t as usize].set(Wait::Done);
             }
