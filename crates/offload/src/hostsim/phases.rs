@@ -85,7 +85,7 @@ impl Future for Barrier {
 pub(crate) const STEP_ITERATIONS: u32 = 4;
 
 /// The pause of a grid-stride loop of a kernel's body on the host, every
-/// [`STEP_ITERATIONS`] iterations (the kernel macro awaits
+/// `STEP_ITERATIONS` iterations (the kernel macro awaits
 /// [`StepCounter::tick`] at the top of each iteration): pending at its
 /// first poll in a block in phases, so that the phase polls the block's
 /// other threads (to their next pause, barrier or end) before this one
@@ -130,7 +130,7 @@ pub struct StepCounter(u32);
 
 impl StepCounter {
     /// The pause at the top of an iteration: pending every
-    /// [`STEP_ITERATIONS`] iterations, else ready.
+    /// `STEP_ITERATIONS` iterations, else ready.
     #[inline(always)]
     pub fn tick(&mut self) -> Step {
         self.0 += 1;
