@@ -37,6 +37,8 @@ build() { # dir
         rm -rf "$src" && mkdir -p "$src"
         git archive "$rev" | tar -x -C "$src"
         rm -rf "$src/bench/host" && cp -r bench/host "$src/bench/host" && cp Cargo.lock "$src/"
+        # `rev`'s workspace may not list `offload` among its dependencies.
+        sed -i 's|^offload.workspace = true|offload = { path = "../../crates/offload" }|' "$src/bench/host/Cargo.toml"
         grep -q '"bench/host"' "$src/Cargo.toml" || sed -i 's|^members = \[|members = [\n    "bench/host",|' "$src/Cargo.toml"
         (cd "$src" && CARGO_TARGET_DIR=$root/target/host-bench-before/target cargo build -q --release -p host-bench)
         cp "$root/target/host-bench-before/target/release/host-bench" "$out/host-bench-before"
