@@ -111,7 +111,7 @@ pub use device::{
     shared::{dynamic_shared, sync_threads, SharedArray, SharedElem, SharedSlice},
     warp,
 };
-pub use report::panic_record::UNFORMATTED_PANIC_MESSAGE;
+pub use report::panic_record::{UNFORMATTED_PANIC_MESSAGE, UNRECORDED_PANIC_MESSAGE};
 
 /// The cudarc that offload uses, so that interop code names the same types
 /// (`offload::cudarc::driver::sys::CUstream`; docs/async.md, section 10).

@@ -27,21 +27,33 @@
 //! takes `&FmtArg`, found first) and to [`FmtPlaceholder`] otherwise (it
 //! takes `&&FmtArg`, found after the compiler adds a reference).
 
-/// How many argument values a panic record holds. Four: a recorder's
-/// parameters are registers while it claims the record, and ptxas counts a
-/// kernel's registers over the functions it calls, so each value a panic
-/// site passes can raise the count of a kernel whose own code uses fewer.
-/// Measured with `ptxas -v` (sm_90) on a small kernel of 28 registers (24
-/// of its own): two values cost nothing, three or four 2 registers, six
-/// (one recorder with every value, before this limit) 4, with rustc 1.101
-/// (LLVM 23); with rustc 1.96 (LLVM 22) none of them cost a register.
-pub const ARGS: usize = 4;
+/// How many argument values a panic record holds: eight, `TAG_BITS`
+/// each in the 32 bits of the packed tags. A recorder's parameters are
+/// registers while it claims the record, and ptxas counts a kernel's
+/// registers over the functions it calls, so each value one recorder takes
+/// can raise the count of a kernel whose own code uses fewer (measured with
+/// `ptxas -v` (sm_90) on a small kernel of 28 registers, 24 of its own:
+/// two values cost nothing, three or four 2 registers, six in one recorder
+/// 4, with rustc 1.101 (LLVM 23); with rustc 1.96 (LLVM 22) none of them
+/// cost a register). So no recorder takes more than four: a site with
+/// more calls two, chained (`arg_panics`: the first claims the record and
+/// writes values 0 to 3, the second writes the others and publishes). The
+/// cost per number of values, before and after the chain, is in
+/// `arg_panics`' docs and `bench/results/2026-12-02-panicargs/`.
+pub const ARGS: usize = 8;
 /// Bits of one argument's tag in the packed tags (argument `k` at bit
 /// `k * TAG_BITS`): `ARGS * TAG_BITS <= 32`.
 pub const TAG_BITS: u32 = 4;
 
 /// The text written for an argument that was not recorded (see the module docs).
 pub const PLACEHOLDER: &str = "{?}";
+
+/// What the host appends to a message with a [`PLACEHOLDER`]: which
+/// arguments are recorded, and what to do about the others.
+pub const PLACEHOLDER_NOTE: &str = " [offload: {?} is an argument that optimized GPU builds do not record; they \
+     record integers (128-bit ones within 64 bits), floats, bool, char and &str, and references to them, eight \
+     arguments at most: pass one of those (a field of a struct, say), or run a dev-profile build or \
+     OFFLOAD_DEVICE=host to see the whole message]";
 
 /// Tag: not recorded (written [`PLACEHOLDER`]).
 pub const T_NONE: u32 = 0;
@@ -55,7 +67,10 @@ pub const T_U32: u32 = 3;
 pub const T_U64: u32 = 4;
 /// A `u128` below 2^64.
 pub const T_U128: u32 = 5;
-/// Tags of the signed integers; the value sign-extended.
+/// Tags of the signed integers: the value's bits, zero-extended (the host
+/// sign-extends them from the type's width): the upper half of a 32-bit
+/// value is then a constant 0, which a call's register pair need not keep
+/// (see `arg_panics`).
 pub const T_I8: u32 = 6;
 /// `i16`.
 pub const T_I16: u32 = 7;
@@ -73,6 +88,14 @@ pub const T_F64: u32 = 12;
 pub const T_BOOL: u32 = 13;
 /// `char`: its scalar value.
 pub const T_CHAR: u32 = 14;
+/// `str`: its address (low 48 bits) and length (high 16 bits, at most
+/// `0xffff`) at the panic site; the recorder copies the bytes into the
+/// record's message buffer (see [`str_bytes`]), the host reads them from
+/// there. A `str` at an address of 48 bits or more has bits 0 (no `str`
+/// has the null address) and is written [`PLACEHOLDER`]. Always this tag,
+/// never [`T_NONE`]: the tags must be constants at the panic site, where
+/// they choose the recorders.
+pub const T_STR: u32 = 15;
 
 /// A type whose values a panic record can hold: its tag and bits.
 pub trait PanicValue {
@@ -99,9 +122,9 @@ panic_values! {
     u64 => T_U64, |v| v;
     usize => T_U64, |v| v as u64;
     u128 => if v <= u64::MAX as u128 { T_U128 } else { T_NONE }, |v| v as u64;
-    i8 => T_I8, |v| v as i64 as u64;
-    i16 => T_I16, |v| v as i64 as u64;
-    i32 => T_I32, |v| v as i64 as u64;
+    i8 => T_I8, |v| v as u8 as u64;
+    i16 => T_I16, |v| v as u16 as u64;
+    i32 => T_I32, |v| v as u32 as u64;
     i64 => T_I64, |v| v as u64;
     isize => T_I64, |v| v as i64 as u64;
     i128 => if v as i64 as i128 == v { T_I128 } else { T_NONE }, |v| v as i64 as u64;
@@ -109,6 +132,33 @@ panic_values! {
     f64 => T_F64, |v| v.to_bits();
     bool => T_BOOL, |v| v as u64;
     char => T_CHAR, |v| v as u64;
+}
+
+impl PanicValue for str {
+    #[inline(always)]
+    fn panic_value(&self) -> (u32, u64) {
+        let (addr, len) = (self.as_ptr() as u64, self.len().min(0xffff) as u64);
+        (T_STR, if addr >> 48 == 0 { addr | len << 48 } else { 0 })
+    }
+}
+
+/// Where the bytes of the `str` arguments go in the record's `message`
+/// buffer of `capacity` bytes, the same on the device, which copies them
+/// there, and on the host, which reads them: in argument order, each right
+/// after the previous one, cut where the buffer ends. Calls `f(k, start,
+/// len, copied)` for each argument `k` whose tag is [`T_STR`] (`len` its
+/// length, `copied` the bytes that fit at `start`).
+#[inline(always)]
+pub fn str_bytes(tags: u32, values: &[u64; ARGS], capacity: usize, mut f: impl FnMut(usize, usize, usize, usize)) {
+    let mut start = 0;
+    for (k, bits) in values.iter().enumerate() {
+        if (tags >> (k as u32 * TAG_BITS)) & ((1 << TAG_BITS) - 1) == T_STR {
+            let len = (bits >> 48) as usize;
+            let copied = len.min(capacity - start);
+            f(k, start, len, copied);
+            start += copied;
+        }
+    }
 }
 
 impl<T: PanicValue + ?Sized> PanicValue for &T {
@@ -217,7 +267,8 @@ mod tests {
     /// references included, compile and pick the placeholder or their tag.
     #[test]
     fn arguments_pick_value_or_placeholder_by_type() {
-        assert_eq!(arg!(-3i8), (T_I8, (-3i64) as u64));
+        assert_eq!(arg!(-3i8), (T_I8, 0xfd));
+        assert_eq!(arg!(-3i32), (T_I32, 0xffff_fffd));
         assert_eq!(arg!(40 + 2), (T_I32, 42));
         assert_eq!(arg!(7usize), (T_U64, 7));
         assert_eq!(arg!(&&5u16), (T_U16, 5));
@@ -228,7 +279,9 @@ mod tests {
         assert_eq!(arg!(u128::MAX), (T_NONE, u64::MAX));
         assert_eq!(arg!(-5i128), (T_I128, (-5i64) as u64));
         assert_eq!(arg!(i128::MIN).0, T_NONE);
-        assert_eq!(arg!("text"), (T_NONE, 0));
+        let text = "text";
+        assert_eq!(arg!(text), (T_STR, text.as_ptr() as u64 | 4 << 48));
+        assert_eq!(arg!(&text), arg!(text));
         assert_eq!(arg!(std::string::String::from("s")), (T_NONE, 0));
         assert_eq!(arg!([1u32, 2]), (T_NONE, 0));
     }
