@@ -4,6 +4,7 @@
 # checkout with each device toolchain (Debian's rustc 1.96 and rustup's
 # nightly). Usage: measure.sh OUTDIR   (writes OUTDIR/<tc>.ptxas and
 # OUTDIR/<tc>.txt: one "kernel registers stack" line per kernel).
+# TOOLCHAINS="nightly debian" by default.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 out=$(realpath -m "$1")
@@ -15,14 +16,19 @@ cp -r "$root/tests/fixtures/panics" "$work/panics"
 sed -i "s#@OFFLOAD@#$root/crates/offload#" "$work/panics/Cargo.toml"
 printf '\n[workspace]\n' >>"$work/panics/Cargo.toml"
 cp "$root/Cargo.lock" "$work/panics/"
-cargo build -q --manifest-path "$root/Cargo.toml" -p cargo-offload
+# OFFLOAD_BIN: a built cargo-offload to use (the checkout's is built otherwise).
+offload=${OFFLOAD_BIN:-}
+if [ -z "$offload" ]; then
+    cargo build -q --manifest-path "$root/Cargo.toml" -p cargo-offload
+    offload="$root/target/debug/cargo-offload"
+fi
 for tc in ${TOOLCHAINS:-nightly debian}; do
     case $tc in
     debian) rustc=/usr/bin/rustc ;;
     nightly) rustc=$(rustup which --toolchain nightly rustc) ;;
     esac
     target="$root/target/hardening-$tc"
-    (cd "$work/panics" && OFFLOAD_RUSTC="$rustc" "$root/target/debug/cargo-offload" offload build -q --release \
+    (cd "$work/panics" && OFFLOAD_RUSTC="$rustc" "$offload" offload build -q --release \
         --arch sm_90 --target-dir "$target")
     ptx=$(find "$target/offload" -path '*release*' -name fixture_panics.ptx -newer "$work/panics/Cargo.toml" | head -1)
     cp "$ptx" "$out/$tc.ptx"

@@ -16,30 +16,47 @@
 //! the user's macro.
 //!
 //! Which arguments are recorded: integers of every width (`i128`/`u128`
-//! only when the value fits in 64 bits), `f32`, `f64`, `bool`, `char`, and
-//! references to them; the first [`ARGS`]. Any other argument (a `&str`
-//! that is not part of the format string, a type with its own `Display`,
+//! only when the value fits in 64 bits), `f32`, `f64`, `bool`, `char`,
+//! `str` ([`T_STR`]: its address and length; the recorder copies its bytes
+//! into the record, see [`str_bytes`]), and references to them; the first
+//! [`ARGS`]. Any other argument (a type with its own `Display` or `Debug`,
 //! an argument of a generic kernel's type parameter, arguments past
-//! [`ARGS`]) is written [`PLACEHOLDER`] in the message. The choice is made
-//! per argument type at compile time by autoref specialization: the
-//! generated code calls `(&FmtArg(&value)).__offload_fmt_arg()`, which
-//! resolves to [`FmtValue`] when the type is a [`PanicValue`] (the method
-//! takes `&FmtArg`, found first) and to [`FmtPlaceholder`] otherwise (it
-//! takes `&&FmtArg`, found after the compiler adds a reference).
+//! [`ARGS`]) is written [`PLACEHOLDER`] in the message, which then ends
+//! with [`PLACEHOLDER_NOTE`] (which types are recorded, and what to do).
+//! The choice is made per argument type at compile time by autoref
+//! specialization: the generated code calls
+//! `(&FmtArg(&value)).__offload_fmt_arg()`, which resolves to
+//! [`FmtValue`] when the type is a [`PanicValue`] (the method takes
+//! `&FmtArg`, found first) and to [`FmtPlaceholder`] otherwise (it takes
+//! `&&FmtArg`, found after the compiler adds a reference).
+//!
+//! Why a user's type is not recorded: its `Display` or `Debug` runs on the
+//! device or not at all (the host has its code, but not the value: a
+//! device value's pointers mean nothing there), and on the device it
+//! needs `core::fmt`, whose calls through function pointers are what this
+//! module avoids. Copying the value's bytes and formatting a host copy
+//! with the type's own impl would be sound only for types without
+//! pointers or references (a `&T` field read on the host is a dangling
+//! reference), and `DeviceCopy` promises only that the bytes may be copied
+//! to the device, not that they are meaningful on the host; `bytemuck`'s
+//! `Pod` would, but the kernel macro cannot see an argument's type (it
+//! sees tokens; the choice is made by trait resolution), so a per-type
+//! host function would need a new opt-in trait and a registry of such
+//! functions in the device image, for the cost of one field access at the
+//! panic site. Format a field instead: `assert!(p.x < n, "x = {}", p.x)`.
 
-/// How many argument values a panic record holds: eight, `TAG_BITS`
+/// How many argument values a panic record holds: eight, [`TAG_BITS`]
 /// each in the 32 bits of the packed tags. A recorder's parameters are
 /// registers while it claims the record, and ptxas counts a kernel's
-/// registers over the functions it calls, so each value one recorder takes
-/// can raise the count of a kernel whose own code uses fewer (measured with
-/// `ptxas -v` (sm_90) on a small kernel of 28 registers, 24 of its own:
-/// two values cost nothing, three or four 2 registers, six in one recorder
-/// 4, with rustc 1.101 (LLVM 23); with rustc 1.96 (LLVM 22) none of them
-/// cost a register). So no recorder takes more than four: a site with
-/// more calls two, chained (`arg_panics`: the first claims the record and
-/// writes values 0 to 3, the second writes the others and publishes). The
-/// cost per number of values, before and after the chain, is in
-/// `arg_panics`' docs and `bench/results/2026-12-02-panicargs/`.
+/// registers over the functions it calls, so each value passed to the
+/// recorder that claims could raise the count of a kernel whose own code
+/// uses fewer (measured with `ptxas -v` (sm_90) on a small kernel of 28
+/// registers, 24 of its own, when one recorder claimed and took the
+/// values: two values cost nothing, three or four 2 registers, six 4, with
+/// rustc 1.101 (LLVM 23)). So the values go to a second recorder, after
+/// the one that claims with the site and the tags only (`arg_panics`);
+/// then two to eight values cost no register (the table in `arg_panics`'
+/// docs; `bench/results/2026-12-02-panicargs/`).
 pub const ARGS: usize = 8;
 /// Bits of one argument's tag in the packed tags (argument `k` at bit
 /// `k * TAG_BITS`): `ARGS * TAG_BITS <= 32`.
@@ -146,14 +163,19 @@ impl PanicValue for str {
 /// buffer of `capacity` bytes, the same on the device, which copies them
 /// there, and on the host, which reads them: in argument order, each right
 /// after the previous one, cut where the buffer ends. Calls `f(k, start,
-/// len, copied)` for each argument `k` whose tag is [`T_STR`] (`len` its
-/// length, `copied` the bytes that fit at `start`).
+/// len, copied)` for each argument `k` whose tag is [`T_STR`] (`value(k)`
+/// its bits, `len` its length, `copied` the bytes that fit at `start`).
 #[inline(always)]
-pub fn str_bytes(tags: u32, values: &[u64; ARGS], capacity: usize, mut f: impl FnMut(usize, usize, usize, usize)) {
+pub fn str_bytes(
+    tags: u32,
+    capacity: usize,
+    value: impl Fn(usize) -> u64,
+    mut f: impl FnMut(usize, usize, usize, usize),
+) {
     let mut start = 0;
-    for (k, bits) in values.iter().enumerate() {
+    for k in 0..ARGS {
         if (tags >> (k as u32 * TAG_BITS)) & ((1 << TAG_BITS) - 1) == T_STR {
-            let len = (bits >> 48) as usize;
+            let len = (value(k) >> 48) as usize;
             let copied = len.min(capacity - start);
             f(k, start, len, copied);
             start += copied;

@@ -96,20 +96,25 @@ struct Spec<'a> {
 /// the record's message buffer, with the bytes of the `str` arguments.
 pub(crate) fn format_message(fmt: &str, tags: u32, values: &[u64; ARGS], text: &[u8]) -> String {
     let mut strs: [Option<String>; ARGS] = Default::default();
-    str_bytes(tags, values, text.len(), |k, start, len, copied| {
-        if values[k] == 0 {
-            // Not recorded (`T_STR`).
-            return;
-        }
-        let bytes = &text[start..start + copied];
-        let whole = match std::str::from_utf8(bytes) {
-            Ok(s) => s,
-            // SAFETY: `valid_up_to` bytes are valid UTF-8 (its docs).
-            Err(e) => unsafe { std::str::from_utf8_unchecked(&bytes[..e.valid_up_to()]) },
-        };
-        let cut = if copied < len { "…" } else { "" };
-        strs[k] = Some(format!("{whole}{cut}"));
-    });
+    str_bytes(
+        tags,
+        text.len(),
+        |k| values[k],
+        |k, start, len, copied| {
+            if values[k] == 0 {
+                // Not recorded (`T_STR`).
+                return;
+            }
+            let bytes = &text[start..start + copied];
+            let whole = match std::str::from_utf8(bytes) {
+                Ok(s) => s,
+                // SAFETY: `valid_up_to` bytes are valid UTF-8 (its docs).
+                Err(e) => unsafe { std::str::from_utf8_unchecked(&bytes[..e.valid_up_to()]) },
+            };
+            let cut = if copied < len { "…" } else { "" };
+            strs[k] = Some(format!("{whole}{cut}"));
+        },
+    );
     let (mut out, mut placeholders) = (String::new(), false);
     let mut rest = fmt;
     while let Some(i) = rest.find(['{', '}']) {

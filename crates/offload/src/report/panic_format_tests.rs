@@ -220,12 +220,17 @@ fn pack(recorded: &[(u32, u64)]) -> (u32, [u64; ARGS]) {
 fn copy_strs(tags: u32, values: &[u64; ARGS]) -> [u8; crate::report::panic_record::MESSAGE_BYTES] {
     let mut buf = [0u8; crate::report::panic_record::MESSAGE_BYTES];
     let capacity = buf.len();
-    str_bytes(tags, values, capacity, |k, start, _, copied| {
-        let from = (values[k] & ((1 << 48) - 1)) as *const u8;
-        // SAFETY: `from` is the address of a live `str` of the caller's, of
-        // at least `copied` bytes.
-        buf[start..start + copied].copy_from_slice(unsafe { std::slice::from_raw_parts(from, copied) });
-    });
+    str_bytes(
+        tags,
+        capacity,
+        |k| values[k],
+        |k, start, _, copied| {
+            let from = (values[k] & ((1 << 48) - 1)) as *const u8;
+            // SAFETY: `from` is the address of a live `str` of the caller's, of
+            // at least `copied` bytes.
+            buf[start..start + copied].copy_from_slice(unsafe { std::slice::from_raw_parts(from, copied) });
+        },
+    );
     buf
 }
 
