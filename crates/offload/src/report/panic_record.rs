@@ -72,7 +72,8 @@ pub(crate) const DONE: u32 = 2;
 /// this known limitation from a message.
 pub const UNFORMATTED_PANIC_MESSAGE: &str =
     "(a message with format arguments, not formatted on the GPU in optimized builds; a dev-profile build or \
-     OFFLOAD_DEVICE=host prints it, and so does #[offload::record_panics] on the function that panics)";
+     OFFLOAD_DEVICE=host prints it, and so does #[offload::record_panics] on the function whose panic!, assert! \
+     or similar macro it is)";
 
 /// The text of [`UNRECORDED_PANIC_MESSAGE`], a literal for `panic!`.
 macro_rules! unrecorded_panic_message {
@@ -228,5 +229,13 @@ mod tests {
         }
         assert_eq!(core_message(TEXT, [1, 2, 3]), None);
         assert_eq!(core_message(99, [1, 2, 3]), None);
+    }
+
+    /// `panic_unrecorded` panics with a literal message (what the GPU's
+    /// panic handler keeps in optimized builds), `UNRECORDED_PANIC_MESSAGE`.
+    #[test]
+    fn the_unrecorded_message_is_a_literal() {
+        let payload = std::panic::catch_unwind(|| panic_unrecorded()).expect_err("it panics");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&UNRECORDED_PANIC_MESSAGE));
     }
 }
