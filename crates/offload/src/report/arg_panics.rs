@@ -12,11 +12,11 @@
 //! (24 of its own) use 30 with three or four values and 32 with six
 //! (rustc 1.101). So a site calls two recorders, chained:
 //! `__offload_panic_format_begin(site, tags)` claims the record, writes
-//! the site's address ([`PanicSite`]: format string and location), the
-//! tags and the thread's ids, and returns (a thread that does not get the
+//! the site's address ([`PanicSite`]: format string and location) and the
+//! tags, and returns (a thread that does not get the
 //! record ends there); then `__offload_panic_format_end_N(values…)` (`N`
 //! values; `end_str_N` where an argument is a `str`) writes the values
-//! (and copies the `str`s' bytes), publishes the record and ends the
+//! and the thread's ids (and copies the `str`s' bytes), publishes the record and ends the
 //! thread (`.noreturn` in PTX). The second has no loop but the copy, and
 //! across the first only the values are live, which ptxas keeps in
 //! registers the first does not use. A message without values calls
@@ -52,8 +52,10 @@ use crate::report::gpu::{claim, exit_thread, publish, write_ids};
 use crate::report::panic_args::{str_bytes, PanicSite, ARGS, TAG_BITS, T_STR};
 use crate::report::panic_record::{PanicRecord, FORMAT, MESSAGE_BYTES};
 
-/// Writes what every recorder writes into the claimed record `rec`: the
-/// tags, the kind and the site, and the thread's ids.
+/// Writes what the recorder that claims writes into the claimed record
+/// `rec`: the tags, the kind and the site. (The thread's ids are written
+/// by the recorder that publishes: fewer registers in the one across
+/// whose call the values are live.)
 ///
 /// # Safety
 /// `rec` is the live record, claimed by this thread (`claim`).
@@ -65,7 +67,6 @@ unsafe fn write_head(rec: *mut PanicRecord, site: &'static PanicSite, tags: u32)
         (*rec).tags = tags;
         (*rec).kind = FORMAT;
         (*rec).message_addr = site as *const PanicSite as u64;
-        write_ids(rec);
     }
 }
 
@@ -133,6 +134,7 @@ pub extern "C" fn __offload_panic_format_0(site: &'static PanicSite, tags: u32) 
         // SAFETY: `rec` is the live record this thread claimed.
         unsafe {
             write_head(rec, site, tags);
+            write_ids(rec);
             publish(rec);
         }
     }
@@ -140,7 +142,7 @@ pub extern "C" fn __offload_panic_format_0(site: &'static PanicSite, tags: u32) 
 }
 
 /// The first of the two chained recorders (see the module docs): claims
-/// the record and writes `site`, `tags` and the thread's ids, and returns;
+/// the record and writes `site` and `tags`, and returns;
 /// a thread that does not get the record ends here. An
 /// `__offload_panic_format_end_*` call follows.
 #[unsafe(no_mangle)]
@@ -165,7 +167,7 @@ unsafe fn claimed() -> *mut PanicRecord {
     unsafe { core::ptr::read_volatile(core::ptr::addr_of!(crate::report::gpu::__offload_global_panic_slot)) }
 }
 
-/// Writes `values` into the claimed record.
+/// Writes `values` and the thread's ids into the claimed record.
 ///
 /// # Safety
 /// As [`claimed`].
@@ -180,6 +182,7 @@ unsafe fn write_values<const N: usize>(values: [u64; N]) -> *mut PanicRecord {
         for (k, x) in values.into_iter().enumerate() {
             v.add(k).write(x);
         }
+        write_ids(rec);
         rec
     }
 }
