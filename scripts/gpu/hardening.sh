@@ -318,7 +318,9 @@ gpu_c_globals() {
 # of bounds, the four slice range failures, copy_from_slice's length
 # mismatch, Option::expect, a formatted assert in a kernel body, one in
 # a helper function and one in a helper marked #[offload::record_panics],
-# one thread each. The GPU records the values and the host writes the
+# asserts with 0, 2, 4, 6 and 8 values (the chained recorders) and with
+# &str arguments (constants of the image and a string built at run time
+# on the thread's stack, whose bytes the recorder copies), one thread each. The GPU records the values and the host writes the
 # message (core's, or the assert's from its recorded format string and
 # values): the GPU run must print exactly what the host fallback printed
 # here, except for the unmarked helper's assert (outside a kernel body),
@@ -343,6 +345,7 @@ build_c_panics() {
         (cd "$work/panics" && OFFLOAD_RUSTC="$rustc" offload build -q --release --arch "$arch" --target-dir "$target")
         mkdir -p "$out/$tc"
         cp "$target/release/fixture_panics" "$out/$tc/panics"
+        check_panics_ptx "$target" "$work/panics/Cargo.toml"
         OFFLOAD_DEVICE=host "$out/$tc/panics" >"$out/$tc/panics.expected-host"
         python3 - "$out/$tc/panics.expected-host" >"$out/$tc/panics.expected-cuda" <<'EOF'
 import sys
@@ -357,6 +360,33 @@ EOF
     rm -rf "$work"
 }
 
+# The release PTX of the panics fixture records what the fixture expects:
+# the explicit format strings of the 8-value and &str sites as string
+# constants (the site statics), the chained recorders' calls, and no call
+# through a function pointer (core::fmt).
+check_panics_ptx() { # target-dir manifest (the PTX is newer)
+    local ptx
+    ptx=$(find "$1/offload" -path '*release*' -name fixture_panics.ptx -newer "$2" | head -1)
+    python3 - "$ptx" <<'EOF'
+import sys
+ptx = open(sys.argv[1]).read()
+def has(s):
+    return ", ".join(str(b) for b in s.encode()) in ptx
+need = {
+    "the 8-value format string": has("eight: {0} {1} {2} {3:#x} {4:+} {5:?} {6:.3} {7:?}"),
+    "the &str format string": has("{0} is {1} ({2:>6}|{3:.2}|{4:?}) {5}"),
+    "a call of __offload_panic_format_begin": "call.uni __offload_panic_format_begin, (" in ptx,
+    "a call of __offload_panic_format_end_8": "call.uni __offload_panic_format_end_8, (" in ptx,
+    "a call of __offload_panic_format_end_str_6": "call.uni __offload_panic_format_end_str_6, (" in ptx,
+    "no call through a function pointer (core::fmt)": "prototype" not in ptx,
+}
+bad = [k for k, ok in need.items() if not ok]
+if bad:
+    sys.exit(f"error: the release PTX of the panics fixture ({sys.argv[1]}) lacks: " + "; ".join(bad))
+print(f"panics PTX: {len(need)} checks ok")
+EOF
+}
+
 gpu_c_panics() {
     local tc
     for tc in debian nightly; do
@@ -366,7 +396,9 @@ gpu_c_panics() {
             "^range order: kernel .fixture_panics::range. panicked at .*: slice index starts at 7 but ends at 3$" \
             "^formatted: kernel .fixture_panics::formatted. panicked at .*: thread 606 of 1000 asserts$" \
             "^recorded: kernel .fixture_panics::recorded. panicked at .*: thread 808 asserts in a marked helper$" \
-            "10*: next launch right$" \
+            "^values_8: kernel .fixture_panics::values_8. panicked at .*: eight: 908 908 908 0xaa4 -1092 false 113.500 'y'$" \
+            "^names: kernel .fixture_panics::names. panicked at .*: 911 is odd \\(   odd\\|li\\|\"odd\"\\) b!$" \
+            "17*: next launch right$" \
             -- bash -c "set -o pipefail; OFFLOAD_DEVICE=$dev ./$tc/panics | tee ./$tc/panics.out-$dev &&
                 diff ./$tc/panics.expected-$dev ./$tc/panics.out-$dev"
     done

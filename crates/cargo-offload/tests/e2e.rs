@@ -1601,6 +1601,18 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
             assert!(plain.is_some() && plain == formatted, "registers and stack: {usage:?}");
             // The same in a helper marked `#[offload::record_panics]`.
             assert_eq!(helper, formatted, "registers and stack: {usage:?}");
+            // Four, six and eight values cost no more than two: the chained
+            // recorders (`arg_panics`) take the values in the second call.
+            let two = of("values_2");
+            eprintln!(
+                "ptxas -v: values_2 {two:?}, values_4 {:?}, values_6 {:?}, values_8 {:?}",
+                of("values_4"),
+                of("values_6"),
+                of("values_8")
+            );
+            for k in ["values_4", "values_6", "values_8"] {
+                assert!(two.is_some() && of(k) == two, "{k}: registers and stack: {usage:?}");
+            }
         }
         None => assert!(!require_ptxas(), "OFFLOAD_REQUIRE_PTXAS=1 but `cargo offload doctor` found no ptxas"),
     }
@@ -1612,7 +1624,9 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
     // the formatted assert's explicit format string, recorded with its two
     // values, and the placeholder of the helper's assert.
     let bytes = |s: &str| s.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", ");
-    assert!(ptx.contains("call.uni __offload_panic_format_2, ("), "no call of the recorder of two values");
+    for call in ["begin", "end_2", "end_6", "end_8", "end_str_6"] {
+        assert!(ptx.contains(&format!("call.uni __offload_panic_format_{call}, (")), "no call of _{call}");
+    }
     assert!(ptx.contains(&bytes("thread {0} of {1} asserts")), "the format string is not in the PTX");
     assert!(ptx.contains(&bytes("thread {0} asserts in a marked helper")), "the marked helper's is not either");
     let placeholder = lines.last().and_then(|l| l.strip_prefix("placeholder: ")).expect("the placeholder line");
@@ -1651,6 +1665,41 @@ fn panics_with_values_are_recorded_as_values_in_optimized_device_code() {
         ("formatted", "formatted", "formatted", 606, format!("thread 606 of {n} asserts")),
         ("helper", "helper", "helper", 707, "thread 707 asserts in a helper".into()),
         ("recorded", "recorded", "recorded", 808, "thread 808 asserts in a marked helper".into()),
+        ("values_0", "values_0", "values_0", 900, "no values".into()),
+        ("values_2", "values_2", "values_2", 902, format!("two: {} {:>5}", 902, 902)),
+        ("values_4", "values_4", "values_4", 904, format!("four: {} {} {} {:#x}", 904, 904, 904, 904 * 3)),
+        (
+            "values_6",
+            "values_6",
+            "values_6",
+            906,
+            format!("six: {} {} {} {:#x} {:+} {:?}", 906, 906, 906, 906 * 3, 906 - 2000, 906 % 7 == 0),
+        ),
+        (
+            "values_8",
+            "values_8",
+            "values_8",
+            908,
+            format!(
+                "eight: {} {} {} {:#x} {:+} {:?} {:.3} {:?}",
+                908,
+                908,
+                908,
+                908 * 3,
+                908 - 2000,
+                908 % 7 == 0,
+                908.0f32 / 8.0,
+                (b'a' + (908 % 26) as u8) as char
+            ),
+        ),
+        ("str_2", "str_2", "str_2", 910, format!("two: {} {:>5}", 910, "even")),
+        (
+            "names",
+            "names",
+            "names",
+            911,
+            format!("{} is {} ({:>6}|{:.2}|{:?}) {}", 911, "odd", "odd", "literal", "odd", "b!"),
+        ),
     ];
     assert_eq!(lines.len(), 2 * expected.len() + 1, "{}", run.stdout);
     for (i, (what, kernel, mark, thread, message)) in expected.iter().enumerate() {

@@ -1,7 +1,8 @@
 //! `#[offload::record_panics]`: a function that kernels call gets the
 //! kernel body's treatment of panic messages with format arguments
 //! (`kernel::panics`): in optimized NVPTX builds each `panic!`, `assert!`,
-//! `assert_eq!`, `assert_ne!` and `unreachable!` with arguments records its
+//! `assert_eq!`, `assert_ne!`, `unreachable!`, `todo!` and `unimplemented!`
+//! with arguments records its
 //! values for the host to format; elsewhere the macros stay as written.
 
 use proc_macro2::TokenStream;

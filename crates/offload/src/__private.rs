@@ -9,6 +9,7 @@ pub use crate::device::print::print_fmt;
 #[cfg(target_arch = "nvptx64")]
 pub use crate::report::arg_panics::panic_format;
 pub use crate::report::panic_args::{FmtArg, FmtPlaceholder, FmtValue, PanicSite, TAG_BITS};
+pub use crate::report::panic_record::panic_unrecorded;
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use crate::{

@@ -111,7 +111,7 @@ pub use device::{
     shared::{dynamic_shared, sync_threads, SharedArray, SharedElem, SharedSlice},
     warp,
 };
-pub use report::panic_record::UNFORMATTED_PANIC_MESSAGE;
+pub use report::panic_record::{UNFORMATTED_PANIC_MESSAGE, UNRECORDED_PANIC_MESSAGE};
 
 /// The cudarc that offload uses, so that interop code names the same types
 /// (`offload::cudarc::driver::sys::CUstream`; docs/async.md, section 10).
@@ -242,12 +242,15 @@ pub use offload_macros::device_global;
 ///
 /// In optimized NVPTX builds (no debug assertions) the GPU does not run
 /// `core::fmt` (see [`UNFORMATTED_PANIC_MESSAGE`]); a kernel body's
-/// `panic!`, `assert!`, `assert_eq!`, `assert_ne!` and `unreachable!` with
-/// format arguments record their values instead, and the host formats the
-/// message. This attribute does the same in the function it marks (closures
-/// inside it included; nested items not): up to four arguments that are
-/// integers, `f32`, `f64`, `bool` or `char` (or references to them) are
-/// formatted, any other prints `{?}`. The location is the macro's, as in a
+/// `panic!`, `assert!`, `assert_eq!`, `assert_ne!`, `unreachable!`,
+/// `todo!` and `unimplemented!` with format arguments record their values
+/// instead, and the host formats the message. This attribute does the same
+/// in the function it marks (closures inside it included; nested items
+/// not): up to eight arguments that are integers, `f32`, `f64`, `bool`,
+/// `char` or `&str` (or references to them) are formatted, any other
+/// (a type with its own `Display` or `Debug`) prints `{?}`, followed by a
+/// note that says so; a width or precision taken from an argument gives
+/// [`UNRECORDED_PANIC_MESSAGE`]. The location is the macro's, as in a
 /// kernel. Nothing changes on the host fallback or in builds with debug
 /// assertions, where the macros run as written. It goes on a `fn` (free or
 /// a method), not a `const fn`.

@@ -1,7 +1,8 @@
 //! Panic messages with format arguments in a kernel body, for the device
 //! side: `panic!(fmt, args…)`, `assert!(cond, fmt, args…)`, `assert_eq!`
-//! and `assert_ne!` (with and without a message) and
-//! `unreachable!(fmt, args…)` become, in optimized NVPTX builds, a call of
+//! and `assert_ne!` (with and without a message), `unreachable!(fmt,
+//! args…)`, `todo!(fmt, args…)` and `unimplemented!(fmt, args…)` become,
+//! in optimized NVPTX builds, a call of
 //! `offload::__private::panic_format` with the message's format string and
 //! its argument values, which the host formats (see offload's
 //! `report::panic_args`); elsewhere (debug assertions, AMD GPUs) the macro
@@ -11,13 +12,17 @@
 //! The format string is made explicit ([`message`]): every `{…}` names its
 //! argument by index, and named arguments (`name = expr`) and captured
 //! variables (`{i}`) become arguments after the positional ones, as in
-//! `format_args!`. The messages of `assert_eq!`, `assert_ne!` and
-//! `unreachable!` are `core`'s (`core::panicking::assert_failed_inner`,
-//! `core::panic::unreachable_2021`) around the user's. A macro whose
-//! arguments this does not understand (a format string that is not a
-//! literal, a width or precision taken from an argument, `$` or `*`, a
-//! malformed string) is left alone: it panics as before (the placeholder
-//! message in optimized builds) or gets rustc's own error.
+//! `format_args!`. The messages of `assert_eq!`, `assert_ne!`,
+//! `unreachable!`, `todo!` and `unimplemented!` are `core`'s
+//! (`core::panicking::assert_failed_inner`, `core::panic::unreachable_2021`,
+//! `core::todo`, `core::unimplemented`) around the user's. A macro whose
+//! format string has a width or precision taken from an argument (`$` or
+//! `*`) panics in optimized NVPTX builds with
+//! `offload::UNRECORDED_PANIC_MESSAGE`, which says so (not the note that
+//! suggests `#[offload::record_panics]`, which cannot help there); one
+//! whose arguments this does not understand otherwise (a format string
+//! that is not a literal, a malformed string) is left alone: it panics as
+//! before or gets rustc's own error.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
@@ -28,7 +33,7 @@ use syn::{Expr, ExprLit, Ident, Lit, LitStr, Macro, Stmt, Token};
 
 /// How many argument values a record holds (offload's `panic_args::ARGS`;
 /// the generated array's type checks that they agree).
-const ARGS: usize = 4;
+const ARGS: usize = 8;
 
 /// `block` with its panicking macros rewritten for the device (see the module docs).
 pub(crate) fn rewrite(block: &syn::Block) -> syn::Block {
@@ -73,18 +78,20 @@ fn device_macro(mac: &Macro) -> Option<TokenStream> {
     let args = mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated).ok()?;
     let args: Vec<Expr> = args.into_iter().collect();
     let span = mac.path.span();
+    let prefix = match name.as_str() {
+        "unreachable" => "internal error: entered unreachable code: ",
+        "todo" => "not yet implemented: ",
+        "unimplemented" => "not implemented: ",
+        _ => "",
+    };
     let record = match (name.as_str(), args.as_slice()) {
-        ("panic", [fmt, rest @ ..]) if !rest.is_empty() || has_arguments(fmt) => {
-            let m = message(literal(fmt)?, rest, "")?;
-            record(span, &m)
-        }
-        ("unreachable", [fmt, rest @ ..]) if !rest.is_empty() || has_arguments(fmt) => {
-            let m = message(literal(fmt)?, rest, "internal error: entered unreachable code: ")?;
-            record(span, &m)
+        ("panic" | "unreachable" | "todo" | "unimplemented", [fmt, rest @ ..])
+            if !rest.is_empty() || has_arguments(fmt) =>
+        {
+            message_or_unrecorded(span, literal(fmt)?, rest, prefix)
         }
         ("assert", [cond, fmt, rest @ ..]) if !rest.is_empty() || has_arguments(fmt) => {
-            let m = message(literal(fmt)?, rest, "")?;
-            let r = record(span, &m);
+            let r = message_or_unrecorded(span, literal(fmt)?, rest, "");
             quote_spanned!(span=> if !(#cond) { #r })
         }
         ("assert_eq" | "assert_ne", [left, right, message_args @ ..]) => {
@@ -103,8 +110,8 @@ fn device_macro(mac: &Macro) -> Option<TokenStream> {
     })
 }
 
-/// `panic`, `assert`, `assert_eq`, `assert_ne` or `unreachable` when `path`
-/// names one (alone or under `core::`/`std::`).
+/// `panic`, `assert`, `assert_eq`, `assert_ne`, `unreachable`, `todo` or
+/// `unimplemented` when `path` names one (alone or under `core::`/`std::`).
 fn macro_name(path: &syn::Path) -> Option<String> {
     let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
     let name = match segs.as_slice() {
@@ -112,7 +119,20 @@ fn macro_name(path: &syn::Path) -> Option<String> {
         [krate, name] if krate == "core" || krate == "std" => name,
         _ => return None,
     };
-    ["panic", "assert", "assert_eq", "assert_ne", "unreachable"].contains(&name.as_str()).then(|| name.clone())
+    ["panic", "assert", "assert_eq", "assert_ne", "unreachable", "todo", "unimplemented"]
+        .contains(&name.as_str())
+        .then(|| name.clone())
+}
+
+/// The recorder call of the message of `fmt` with `rest` after `prefix`
+/// ([`message`], [`record`]); where `fmt` takes a width or precision from
+/// an argument (`$`, `*`), which the record cannot hold, the panic with
+/// `offload::UNRECORDED_PANIC_MESSAGE` at the macro's location.
+fn message_or_unrecorded(span: Span, fmt: &LitStr, rest: &[Expr], prefix: &str) -> TokenStream {
+    match message(fmt, rest, prefix) {
+        Some(m) => record(span, &m),
+        None => quote_spanned!(span=> ::offload::__private::panic_unrecorded()),
+    }
 }
 
 /// `assert_eq!(left, right[, fmt, args…])` / `assert_ne!`: `core`'s
@@ -121,16 +141,14 @@ fn macro_name(path: &syn::Path) -> Option<String> {
 fn compare(span: Span, name: &str, left: &Expr, right: &Expr, message_args: &[Expr]) -> Option<TokenStream> {
     let (op, test) = if name == "assert_eq" { ("==", quote!(==)) } else { ("!=", quote!(!=)) };
     let head = format!("assertion `left {op} right` failed");
-    let m = match message_args {
-        [] => Message { text: escape(&head), args: Vec::new() },
-        [fmt, rest @ ..] => message(literal(fmt)?, rest, &format!("{head}: "))?,
-    };
     let (l, r) = (Ident::new("__offload_left", Span::mixed_site()), Ident::new("__offload_right", Span::mixed_site()));
-    let n = m.args.len();
-    let text = format!("{}\n  left: {{{n}:?}}\n right: {{{}:?}}", m.text, n + 1);
-    let mut args = m.args;
-    args.extend([quote!(*#l), quote!(*#r)]);
-    let rec = record(span, &Message { text, args });
+    let rec = match message_args {
+        [] => compare_record(span, Message { text: escape(&head), args: Vec::new() }, &l, &r),
+        [fmt, rest @ ..] => match message(literal(fmt)?, rest, &format!("{head}: ")) {
+            Some(m) => compare_record(span, m, &l, &r),
+            None => quote_spanned!(span=> ::offload::__private::panic_unrecorded()),
+        },
+    };
     Some(quote_spanned! {span=>
         match (&(#left), &(#right)) {
             (#l, #r) => {
@@ -138,6 +156,16 @@ fn compare(span: Span, name: &str, left: &Expr, right: &Expr, message_args: &[Ex
             }
         }
     })
+}
+
+/// The recorder call of `assert_eq!`'s message `m` with `left` and
+/// `right` (`l`, `r`) after its arguments, formatted with `{:?}`.
+fn compare_record(span: Span, m: Message, l: &Ident, r: &Ident) -> TokenStream {
+    let n = m.args.len();
+    let text = format!("{}\n  left: {{{n}:?}}\n right: {{{}:?}}", m.text, n + 1);
+    let mut args = m.args;
+    args.extend([quote!(*#l), quote!(*#r)]);
+    record(span, &Message { text, args })
 }
 
 /// A message made explicit: the format string with every argument by
@@ -339,6 +367,9 @@ mod tests {
             "assert_eq!(a, b)",
             "assert_ne!(a, b, \"at {}\", i)",
             "unreachable!(\"{x:?}\")",
+            "todo!(\"{}\", i)",
+            "std::unimplemented!(\"{i}\")",
+            "panic!(\"{:>1$}\", i, w)",
         ] {
             assert!(rewritten(src), "{src}");
         }
@@ -349,7 +380,7 @@ mod tests {
             "assert!(c, \"literal {{}}\")",
             "panic!(MESSAGE, i)",
             "unreachable!()",
-            "todo!(\"{}\", i)",
+            "todo!()",
             "other::panic!(\"{}\", i)",
             "assert_eq!(a, b, MESSAGE)",
         ] {
@@ -397,5 +428,45 @@ mod tests {
             "{with}"
         );
         assert!(out("unreachable!(\"{}\", 3)").contains(r#""internal error: entered unreachable code: {0}""#));
+    }
+
+    /// The messages of `unreachable!`, `todo!` and `unimplemented!` with
+    /// arguments are `core`'s: the explicit format string with the values
+    /// put in reads as the host's panic message.
+    #[test]
+    fn core_prefixes_are_cores() {
+        let host = |f: fn()| -> String {
+            let payload = std::panic::catch_unwind(f).expect_err("panics");
+            // `&str` where rustc folded the literal values into the message.
+            let text = payload.downcast_ref::<String>().cloned();
+            text.or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).expect("a message")
+        };
+        let cases: [(&str, fn()); 3] = [
+            ("unreachable!(\"at {} of {}\", 3, 7)", || unreachable!("at {} of {}", 3, 7)),
+            ("todo!(\"at {} of {}\", 3, 7)", || todo!("at {} of {}", 3, 7)),
+            ("unimplemented!(\"at {} of {}\", 3, 7)", || unimplemented!("at {} of {}", 3, 7)),
+        ];
+        for (src, f) in cases {
+            let out = device_macro(&syn::parse_str::<Macro>(src).unwrap()).unwrap().to_string();
+            // The site's format string: the first string literal of the call.
+            let text = out.split("PanicSite :: new (\"").nth(1).and_then(|t| t.split("\" ,").next()).expect("a site");
+            assert_eq!(text.replace("{0}", "3").replace("{1}", "7"), host(f), "{src}");
+        }
+    }
+
+    /// A width or precision from an argument: the device panics with
+    /// offload's `UNRECORDED_PANIC_MESSAGE` (not the note that names
+    /// `#[offload::record_panics]`), the host keeps the user's macro.
+    #[test]
+    fn widths_from_arguments_panic_with_the_unrecorded_message() {
+        for src in [
+            "panic!(\"{:>1$}\", i, w)",
+            "assert!(c, \"{:.*}\", 2, x)",
+            "assert_eq!(a, b, \"{:w$}\", i, w = 3)",
+            "todo!(\"{:1$}\", i, w)",
+        ] {
+            let out = device_macro(&syn::parse_str::<Macro>(src).unwrap()).unwrap().to_string();
+            assert!(out.contains("panic_unrecorded ()") && !out.contains("panic_format"), "{src}: {out}");
+        }
     }
 }

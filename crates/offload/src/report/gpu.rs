@@ -60,8 +60,8 @@ pub static __offload_global_panic_claim: AtomicU32 = AtomicU32::new(EMPTY);
 /// `assert_eq!`, `assert_ne!` and `unreachable!` with format arguments
 /// written in a kernel body, which the kernel macro sends to
 /// [`arg_panics`](crate::report::arg_panics) in optimized builds (see
-/// [`panic_args`](crate::report::panic_args): up to four values that are
-/// integers, floats, `bool` or `char`; `{?}` for the others). Both record
+/// [`panic_args`](crate::report::panic_args): up to eight values that are
+/// integers, floats, `bool`, `char` or `&str`; `{?}` for the others). Both record
 /// values for the host to format, never calling `core::fmt`. The note is
 /// left for messages with arguments outside kernel bodies (in functions a
 /// kernel calls, `Result::unwrap`'s error).

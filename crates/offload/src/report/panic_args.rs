@@ -16,32 +16,61 @@
 //! the user's macro.
 //!
 //! Which arguments are recorded: integers of every width (`i128`/`u128`
-//! only when the value fits in 64 bits), `f32`, `f64`, `bool`, `char`, and
-//! references to them; the first [`ARGS`]. Any other argument (a `&str`
-//! that is not part of the format string, a type with its own `Display`,
+//! only when the value fits in 64 bits), `f32`, `f64`, `bool`, `char`,
+//! `str` ([`T_STR`]: its address and length; the recorder copies its bytes
+//! into the record, see [`str_bytes`]), and references to them; the first
+//! [`ARGS`]. Any other argument (a type with its own `Display` or `Debug`,
 //! an argument of a generic kernel's type parameter, arguments past
-//! [`ARGS`]) is written [`PLACEHOLDER`] in the message. The choice is made
-//! per argument type at compile time by autoref specialization: the
-//! generated code calls `(&FmtArg(&value)).__offload_fmt_arg()`, which
-//! resolves to [`FmtValue`] when the type is a [`PanicValue`] (the method
-//! takes `&FmtArg`, found first) and to [`FmtPlaceholder`] otherwise (it
-//! takes `&&FmtArg`, found after the compiler adds a reference).
+//! [`ARGS`]) is written [`PLACEHOLDER`] in the message, which then ends
+//! with [`PLACEHOLDER_NOTE`] (which types are recorded, and what to do).
+//! The choice is made per argument type at compile time by autoref
+//! specialization: the generated code calls
+//! `(&FmtArg(&value)).__offload_fmt_arg()`, which resolves to
+//! [`FmtValue`] when the type is a [`PanicValue`] (the method takes
+//! `&FmtArg`, found first) and to [`FmtPlaceholder`] otherwise (it takes
+//! `&&FmtArg`, found after the compiler adds a reference).
+//!
+//! Why a user's type is not recorded: its `Display` or `Debug` runs on the
+//! device or not at all (the host has its code, but not the value: a
+//! device value's pointers mean nothing there), and on the device it
+//! needs `core::fmt`, whose calls through function pointers are what this
+//! module avoids. Copying the value's bytes and formatting a host copy
+//! with the type's own impl would be sound only for types without
+//! pointers or references (a `&T` field read on the host is a dangling
+//! reference), and `DeviceCopy` promises only that the bytes may be copied
+//! to the device, not that they are meaningful on the host; `bytemuck`'s
+//! `Pod` would, but the kernel macro cannot see an argument's type (it
+//! sees tokens; the choice is made by trait resolution), so a per-type
+//! host function would need a new opt-in trait and a registry of such
+//! functions in the device image, for the cost of one field access at the
+//! panic site. Format a field instead: `assert!(p.x < n, "x = {}", p.x)`.
 
-/// How many argument values a panic record holds. Four: a recorder's
-/// parameters are registers while it claims the record, and ptxas counts a
-/// kernel's registers over the functions it calls, so each value a panic
-/// site passes can raise the count of a kernel whose own code uses fewer.
-/// Measured with `ptxas -v` (sm_90) on a small kernel of 28 registers (24
-/// of its own): two values cost nothing, three or four 2 registers, six
-/// (one recorder with every value, before this limit) 4, with rustc 1.101
-/// (LLVM 23); with rustc 1.96 (LLVM 22) none of them cost a register.
-pub const ARGS: usize = 4;
+/// How many argument values a panic record holds: eight, [`TAG_BITS`]
+/// each in the 32 bits of the packed tags. A recorder's parameters are
+/// registers while it claims the record, and ptxas counts a kernel's
+/// registers over the functions it calls, so each value passed to the
+/// recorder that claims could raise the count of a kernel whose own code
+/// uses fewer (measured with `ptxas -v` (sm_90) on a small kernel of 28
+/// registers, 24 of its own, when one recorder claimed and took the
+/// values: two values cost nothing, three or four 2 registers, six 4, with
+/// rustc 1.101 (LLVM 23)). So the values go to a second recorder, after
+/// the one that claims with the site and the tags only (`arg_panics`);
+/// then two to eight values cost no register (the table in `arg_panics`'
+/// docs; `bench/results/2026-12-02-panicargs/`).
+pub const ARGS: usize = 8;
 /// Bits of one argument's tag in the packed tags (argument `k` at bit
 /// `k * TAG_BITS`): `ARGS * TAG_BITS <= 32`.
 pub const TAG_BITS: u32 = 4;
 
 /// The text written for an argument that was not recorded (see the module docs).
 pub const PLACEHOLDER: &str = "{?}";
+
+/// What the host appends to a message with a [`PLACEHOLDER`]: which
+/// arguments are recorded, and what to do about the others.
+pub const PLACEHOLDER_NOTE: &str = " [offload: {?} is an argument that optimized GPU builds do not record; they \
+     record integers (128-bit ones within 64 bits), floats, bool, char and &str, and references to them, eight \
+     arguments at most: pass one of those (a field of a struct, say), or run a dev-profile build or \
+     OFFLOAD_DEVICE=host to see the whole message]";
 
 /// Tag: not recorded (written [`PLACEHOLDER`]).
 pub const T_NONE: u32 = 0;
@@ -55,7 +84,10 @@ pub const T_U32: u32 = 3;
 pub const T_U64: u32 = 4;
 /// A `u128` below 2^64.
 pub const T_U128: u32 = 5;
-/// Tags of the signed integers; the value sign-extended.
+/// Tags of the signed integers: the value's bits, zero-extended (the host
+/// sign-extends them from the type's width): the upper half of a 32-bit
+/// value is then a constant 0, which a call's register pair need not keep
+/// (see `arg_panics`).
 pub const T_I8: u32 = 6;
 /// `i16`.
 pub const T_I16: u32 = 7;
@@ -73,6 +105,14 @@ pub const T_F64: u32 = 12;
 pub const T_BOOL: u32 = 13;
 /// `char`: its scalar value.
 pub const T_CHAR: u32 = 14;
+/// `str`: its address (low 48 bits) and length (high 16 bits, at most
+/// `0xffff`) at the panic site; the recorder copies the bytes into the
+/// record's message buffer (see [`str_bytes`]), the host reads them from
+/// there. A `str` at an address of 48 bits or more has bits 0 (no `str`
+/// has the null address) and is written [`PLACEHOLDER`]. Always this tag,
+/// never [`T_NONE`]: the tags must be constants at the panic site, where
+/// they choose the recorders.
+pub const T_STR: u32 = 15;
 
 /// A type whose values a panic record can hold: its tag and bits.
 pub trait PanicValue {
@@ -99,9 +139,9 @@ panic_values! {
     u64 => T_U64, |v| v;
     usize => T_U64, |v| v as u64;
     u128 => if v <= u64::MAX as u128 { T_U128 } else { T_NONE }, |v| v as u64;
-    i8 => T_I8, |v| v as i64 as u64;
-    i16 => T_I16, |v| v as i64 as u64;
-    i32 => T_I32, |v| v as i64 as u64;
+    i8 => T_I8, |v| v as u8 as u64;
+    i16 => T_I16, |v| v as u16 as u64;
+    i32 => T_I32, |v| v as u32 as u64;
     i64 => T_I64, |v| v as u64;
     isize => T_I64, |v| v as i64 as u64;
     i128 => if v as i64 as i128 == v { T_I128 } else { T_NONE }, |v| v as i64 as u64;
@@ -109,6 +149,38 @@ panic_values! {
     f64 => T_F64, |v| v.to_bits();
     bool => T_BOOL, |v| v as u64;
     char => T_CHAR, |v| v as u64;
+}
+
+impl PanicValue for str {
+    #[inline(always)]
+    fn panic_value(&self) -> (u32, u64) {
+        let (addr, len) = (self.as_ptr() as u64, self.len().min(0xffff) as u64);
+        (T_STR, if addr >> 48 == 0 { addr | len << 48 } else { 0 })
+    }
+}
+
+/// Where the bytes of the `str` arguments go in the record's `message`
+/// buffer of `capacity` bytes, the same on the device, which copies them
+/// there, and on the host, which reads them: in argument order, each right
+/// after the previous one, cut where the buffer ends. Calls `f(k, start,
+/// len, copied)` for each argument `k` whose tag is [`T_STR`] (`value(k)`
+/// its bits, `len` its length, `copied` the bytes that fit at `start`).
+#[inline(always)]
+pub fn str_bytes(
+    tags: u32,
+    capacity: usize,
+    value: impl Fn(usize) -> u64,
+    mut f: impl FnMut(usize, usize, usize, usize),
+) {
+    let mut start = 0;
+    for k in 0..ARGS {
+        if (tags >> (k as u32 * TAG_BITS)) & ((1 << TAG_BITS) - 1) == T_STR {
+            let len = (value(k) >> 48) as usize;
+            let copied = len.min(capacity - start);
+            f(k, start, len, copied);
+            start += copied;
+        }
+    }
 }
 
 impl<T: PanicValue + ?Sized> PanicValue for &T {
@@ -217,7 +289,8 @@ mod tests {
     /// references included, compile and pick the placeholder or their tag.
     #[test]
     fn arguments_pick_value_or_placeholder_by_type() {
-        assert_eq!(arg!(-3i8), (T_I8, (-3i64) as u64));
+        assert_eq!(arg!(-3i8), (T_I8, 0xfd));
+        assert_eq!(arg!(-3i32), (T_I32, 0xffff_fffd));
         assert_eq!(arg!(40 + 2), (T_I32, 42));
         assert_eq!(arg!(7usize), (T_U64, 7));
         assert_eq!(arg!(&&5u16), (T_U16, 5));
@@ -228,7 +301,9 @@ mod tests {
         assert_eq!(arg!(u128::MAX), (T_NONE, u64::MAX));
         assert_eq!(arg!(-5i128), (T_I128, (-5i64) as u64));
         assert_eq!(arg!(i128::MIN).0, T_NONE);
-        assert_eq!(arg!("text"), (T_NONE, 0));
+        let text = "text";
+        assert_eq!(arg!(text), (T_STR, text.as_ptr() as u64 | 4 << 48));
+        assert_eq!(arg!(&text), arg!(text));
         assert_eq!(arg!(std::string::String::from("s")), (T_NONE, 0));
         assert_eq!(arg!([1u32, 2]), (T_NONE, 0));
     }

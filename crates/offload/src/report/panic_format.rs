@@ -14,7 +14,11 @@
 //! default; `0` pads numbers after their sign and prefix and overrides
 //! fill and alignment). A spec this does not know (another type letter, a
 //! letter the type does not implement) prints the value with `{}`; an
-//! argument that was not recorded prints [`PLACEHOLDER`].
+//! argument that was not recorded prints [`PLACEHOLDER`], and the
+//! message then ends with [`PLACEHOLDER_NOTE`]. A `str`
+//! argument ([`T_STR`]) is read from the bytes the recorder copied into
+//! the record's message buffer (`str_bytes`); one cut where the buffer
+//! ends prints its whole UTF-8 characters that fit, then `…`.
 
 use std::fmt::{Binary, Debug, Display, LowerExp, LowerHex, Octal, UpperExp, UpperHex};
 use std::format;
@@ -24,7 +28,7 @@ use crate::report::panic_args::*;
 
 /// A recorded argument with its type.
 #[derive(Clone, Copy)]
-enum Value {
+enum Value<'a> {
     U8(u8),
     U16(u16),
     U32(u32),
@@ -39,11 +43,13 @@ enum Value {
     F64(f64),
     Bool(bool),
     Char(char),
+    Str(&'a str),
 }
 
-impl Value {
-    /// The value of `tag` with `bits` (see `panic_args`); `None`: not recorded.
-    fn new(tag: u32, bits: u64) -> Option<Value> {
+impl Value<'_> {
+    /// The value of `tag` with `bits` (see `panic_args`); `None`: not
+    /// recorded, or a `str` ([`T_STR`], whose text the caller has).
+    fn new(tag: u32, bits: u64) -> Option<Value<'static>> {
         Some(match tag {
             T_U8 => Value::U8(bits as u8),
             T_U16 => Value::U16(bits as u16),
@@ -86,9 +92,30 @@ struct Spec<'a> {
 }
 
 /// The message `fmt` (see the module docs) with argument `k` the value
-/// of tag `(tags >> (k * TAG_BITS)) & 0xf` and bits `values[k]`.
-pub(crate) fn format_message(fmt: &str, tags: u32, values: &[u64; ARGS]) -> String {
-    let mut out = String::new();
+/// of tag `(tags >> (k * TAG_BITS)) & 0xf` and bits `values[k]`; `text`:
+/// the record's message buffer, with the bytes of the `str` arguments.
+pub(crate) fn format_message(fmt: &str, tags: u32, values: &[u64; ARGS], text: &[u8]) -> String {
+    let mut strs: [Option<String>; ARGS] = Default::default();
+    str_bytes(
+        tags,
+        text.len(),
+        |k| values[k],
+        |k, start, len, copied| {
+            if values[k] == 0 {
+                // Not recorded (`T_STR`).
+                return;
+            }
+            let bytes = &text[start..start + copied];
+            let whole = match std::str::from_utf8(bytes) {
+                Ok(s) => s,
+                // SAFETY: `valid_up_to` bytes are valid UTF-8 (its docs).
+                Err(e) => unsafe { std::str::from_utf8_unchecked(&bytes[..e.valid_up_to()]) },
+            };
+            let cut = if copied < len { "…" } else { "" };
+            strs[k] = Some(format!("{whole}{cut}"));
+        },
+    );
+    let (mut out, mut placeholders) = (String::new(), false);
     let mut rest = fmt;
     while let Some(i) = rest.find(['{', '}']) {
         out.push_str(&rest[..i]);
@@ -104,27 +131,31 @@ pub(crate) fn format_message(fmt: &str, tags: u32, values: &[u64; ARGS]) -> Stri
             rest = after;
             continue;
         };
-        out.push_str(&argument(&after[..end], tags, values));
+        match argument(&after[..end], tags, values, &strs) {
+            Some(arg) => out.push_str(&arg),
+            None => (out, placeholders) = (out + PLACEHOLDER, true),
+        }
         rest = &after[end + 1..];
     }
     out.push_str(rest);
+    if placeholders {
+        out.push_str(PLACEHOLDER_NOTE);
+    }
     out
 }
 
-/// The text of one `{N:spec}` (`field` is what is between the braces).
-fn argument(field: &str, tags: u32, values: &[u64; ARGS]) -> String {
+/// The text of one `{N:spec}` (`field` is what is between the braces);
+/// `None` where the argument was not recorded.
+fn argument(field: &str, tags: u32, values: &[u64; ARGS], strs: &[Option<String>; ARGS]) -> Option<String> {
     let (index, spec) = field.split_once(':').unwrap_or((field, ""));
-    let value = index
-        .trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|&k| k < ARGS)
-        .and_then(|k| Value::new((tags >> (k as u32 * TAG_BITS)) & ((1 << TAG_BITS) - 1), values[k]));
-    let Some(value) = value else { return PLACEHOLDER.into() };
-    match parse_spec(spec) {
-        Some(spec) => render(value, &spec),
-        None => render(value, &parse_spec("").expect("the empty spec")),
-    }
+    let value = index.trim().parse::<usize>().ok().filter(|&k| k < ARGS).and_then(|k| match &strs[k] {
+        Some(s) => Some(Value::Str(s)),
+        None => Value::new((tags >> (k as u32 * TAG_BITS)) & ((1 << TAG_BITS) - 1), values[k]),
+    });
+    Some(match parse_spec(spec) {
+        Some(spec) => render(value?, &spec),
+        None => render(value?, &parse_spec("").expect("the empty spec")),
+    })
 }
 
 /// `[[fill]align][sign][#][0][width][.precision][type]`; `None` for
@@ -230,14 +261,15 @@ fn float<T: Display + Debug + LowerExp + UpperExp>(v: T, spec: &Spec<'_>) -> Str
     std_format!(v, spec, ["", "?", "e", "E"])
 }
 
-/// A `bool` or `char` with `spec` (no `0` flag: `std` pads them with the fill).
+/// A `bool`, `char` or `str` with `spec` (no `0` flag: `std` pads them
+/// with the fill; a precision cuts a `str` to that many `char`s).
 fn text<T: Display + Debug>(v: T, spec: &Spec<'_>) -> String {
     let spec = Spec { zero: false, ..*spec };
     std_format!(v, &spec, ["", "?"])
 }
 
 /// `value` with `spec`, padded as `core::fmt` pads it.
-fn render(value: Value, spec: &Spec<'_>) -> String {
+fn render(value: Value<'_>, spec: &Spec<'_>) -> String {
     let body = match value {
         Value::U8(v) => integer(v, spec),
         Value::U16(v) => integer(v, spec),
@@ -255,8 +287,10 @@ fn render(value: Value, spec: &Spec<'_>) -> String {
         // `char`'s `Debug` writes the quoted char without padding.
         Value::Char(v) if spec.ty == "?" => return format!("{v:?}"),
         Value::Char(v) => text(v, spec),
+        Value::Str(v) if spec.ty == "?" => return format!("{v:?}"),
+        Value::Str(v) => text(v, spec),
     };
-    let numeric = !matches!(value, Value::Bool(_) | Value::Char(_));
+    let numeric = !matches!(value, Value::Bool(_) | Value::Char(_) | Value::Str(_));
     if numeric && spec.zero {
         // `std` padded it (with zeros, after the sign and prefix).
         return body;

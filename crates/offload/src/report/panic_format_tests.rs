@@ -40,9 +40,9 @@ macro_rules! check {
         for v in vals {
             let (t0, b0) = v.panic_value();
             let (t1, b1) = 7u8.panic_value();
-            let values = [b0, b1, 0, 0];
+            let values = [b0, b1, 0, 0, 0, 0, 0, 0];
             $(
-                let got = format_message($f, t0 | t1 << TAG_BITS, &values);
+                let got = format_message($f, t0 | t1 << TAG_BITS, &values, &[]);
                 assert_eq!(got, format!($f, v), "format string {:?}, value {:?}", $f, v);
             )*
         }
@@ -196,25 +196,120 @@ fn several_arguments_format_as_format_does() {
         let (a, b, c, d) = (r.bits() as i16, f32::from_bits(r.next() as u32), r.next().is_multiple_of(2), r.bits());
         let recorded = [a.panic_value(), b.panic_value(), c.panic_value(), d.panic_value()];
         let tags = recorded.iter().enumerate().fold(0, |t, (k, r)| t | r.0 << (k as u32 * TAG_BITS));
-        let values = recorded.map(|r| r.1);
+        let values = [recorded[0].1, recorded[1].1, recorded[2].1, recorded[3].1, 0, 0, 0, 0];
         let fmt = "i = {0:>+6} x = {1:.3e} ok {2} d {3:#x} {0:?} {{}}";
         let want = format!("i = {0:>+6} x = {1:.3e} ok {2} d {3:#x} {0:?} {{}}", a, b, c, d);
-        assert_eq!(format_message(fmt, tags, &values), want);
+        assert_eq!(format_message(fmt, tags, &values, &[]), want);
     }
+}
+
+/// The tags and values of `recorded` (tag and bits of each argument).
+fn pack(recorded: &[(u32, u64)]) -> (u32, [u64; ARGS]) {
+    let mut values = [0; ARGS];
+    let mut tags = 0;
+    for (k, &(t, b)) in recorded.iter().enumerate() {
+        (tags, values[k]) = (tags | t << (k as u32 * TAG_BITS), b);
+    }
+    (tags, values)
+}
+
+/// The record's message buffer as the device's recorder fills it
+/// (`arg_panics::__offload_panic_format_end_str`): the bytes of each `str`
+/// argument, copied from its address, in `str_bytes`' places. The
+/// addresses are this process's, as they are the GPU thread's there.
+fn copy_strs(tags: u32, values: &[u64; ARGS]) -> [u8; crate::report::panic_record::MESSAGE_BYTES] {
+    let mut buf = [0u8; crate::report::panic_record::MESSAGE_BYTES];
+    let capacity = buf.len();
+    str_bytes(
+        tags,
+        capacity,
+        |k| values[k],
+        |k, start, _, copied| {
+            let from = (values[k] & ((1 << 48) - 1)) as *const u8;
+            // SAFETY: `from` is the address of a live `str` of the caller's, of
+            // at least `copied` bytes.
+            buf[start..start + copied].copy_from_slice(unsafe { std::slice::from_raw_parts(from, copied) });
+        },
+    );
+    buf
+}
+
+/// Eight arguments, the most a record holds, each with its own type and
+/// spec; a ninth index is a placeholder.
+#[test]
+fn eight_arguments_format_as_format_does() {
+    let mut r = Rng(13);
+    for _ in 0..ROUNDS {
+        let (a, b, c, d) = (r.bits() as i16, f32::from_bits(r.next() as u32), r.next().is_multiple_of(2), r.bits());
+        let (e, f, g, h) = (r.bits() as u8, f64::from_bits(r.next()), r.bits() as i64, char::from(r.next() as u8));
+        let (tags, values) = pack(&[
+            a.panic_value(),
+            b.panic_value(),
+            c.panic_value(),
+            d.panic_value(),
+            e.panic_value(),
+            f.panic_value(),
+            g.panic_value(),
+            h.panic_value(),
+        ]);
+        let fmt = "{0:>+6} {1:.3e} {2} {3:#x} {4:08b} {5:?} {6:+} {7:?} {0} {8}";
+        let want = format!("{0:>+6} {1:.3e} {2} {3:#x} {4:08b} {5:?} {6:+} {7:?} {0} {{?}}", a, b, c, d, e, f, g, h)
+            + PLACEHOLDER_NOTE;
+        assert_eq!(format_message(fmt, tags, &values, &[]), want);
+    }
+}
+
+/// `str` arguments, copied into the message buffer as the device copies
+/// them, with every spec of `str`, among other arguments.
+#[test]
+fn strs_format_as_format_does() {
+    let mut r = Rng(17);
+    let words = ["", "a", "even", "odd", "quote\"d", "tab\there", "é😀x", "\u{301}e", "{}", "longer words here"];
+    for _ in 0..ROUNDS {
+        let (s, t) = (words[r.next() as usize % words.len()], words[r.next() as usize % words.len()]);
+        let n = r.bits() as u32;
+        let (tags, values) = pack(&[s.panic_value(), n.panic_value(), t.panic_value()]);
+        let text = copy_strs(tags, &values);
+        let fmt = "{0} {0:?} {0:>8} {0:<7}| {0:^9} {0:*<6} {0:.2} {0:^9.3} {0:8?} {0:05} {1:x} {2} {2:-^12.4} {2:?}";
+        let want = format!(
+            "{0} {0:?} {0:>8} {0:<7}| {0:^9} {0:*<6} {0:.2} {0:^9.3} {0:8?} {0:05} {1:x} {2} {2:-^12.4} {2:?}",
+            s, n, t
+        );
+        assert_eq!(format_message(fmt, tags, &values, &text), want, "{s:?} {t:?}");
+    }
+}
+
+/// `str`s longer than the message buffer are cut at the last whole
+/// `char` that fits, then `…`; those after them, with no room left, are
+/// empty and cut.
+#[test]
+fn strs_past_the_buffer_are_cut_at_a_char() {
+    let first = "x".repeat(300);
+    // 2-byte chars from byte 300: 106 of them fit in the 212 bytes left,
+    // then one byte of the 107th, which is not printed.
+    let second = "é".repeat(150);
+    let third = "gone";
+    let (tags, values) = pack(&[first.as_str().panic_value(), second.as_str().panic_value(), third.panic_value()]);
+    let text = copy_strs(tags, &values);
+    let want = format!("{first}|{}…|…", "é".repeat(106));
+    assert_eq!(format_message("{0}|{1}|{2}", tags, &values, &text), want);
 }
 
 /// Arguments not recorded, indices past the record, specs beyond the
 /// supported ones, and text that is not from the kernel macro.
 #[test]
 fn what_is_not_recorded_is_a_placeholder_and_unknown_specs_print_display() {
-    let v = [42, 7, 0, 0];
+    let v = [42, 7, 0, 0, 0, 0, 0, 0];
     let tags = T_U32 | T_NONE << TAG_BITS;
-    assert_eq!(format_message("x={0} y={1}", tags, &v), "x=42 y={?}");
-    assert_eq!(format_message("{0} {4} {0}", tags, &v), "42 {?} 42");
-    assert_eq!(format_message("{0:p} {0:>1$} {0:.*}", tags, &v), "42 42 42");
-    assert_eq!(format_message("{0:>4}}} {{x}}", tags, &v), "  42} {x}");
-    assert_eq!(format_message("a } b { c", tags, &v), "a } b { c");
-    assert_eq!(format_message("{0", tags, &v), "{0");
+    let noted = |m: &str| format!("{m}{PLACEHOLDER_NOTE}");
+    assert_eq!(format_message("x={0} y={1}", tags, &v, &[]), noted("x=42 y={?}"));
+    assert_eq!(format_message("{0} {8} {0}", tags, &v, &[]), noted("42 {?} 42"));
+    assert_eq!(format_message("{0:p} {0:>1$} {0:.*}", tags, &v, &[]), "42 42 42");
+    assert_eq!(format_message("{0:>4}}} {{x}}", tags, &v, &[]), "  42} {x}");
+    assert_eq!(format_message("a } b { c", tags, &v, &[]), "a } b { c");
+    assert_eq!(format_message("{0", tags, &v, &[]), "{0");
     // An invalid `char` is not formatted as another.
-    assert_eq!(format_message("{0}", T_CHAR, &[0xd800, 0, 0, 0]), "{?}");
+    assert_eq!(format_message("{0}", T_CHAR, &[0xd800, 0, 0, 0, 0, 0, 0, 0], &[]), noted("{?}"));
+    // A `str` at an address the record cannot hold (bits 0).
+    assert_eq!(format_message("{0}|{1}", T_STR | T_U8 << TAG_BITS, &v.map(|x| x & 0), &[]), noted("{?}|0"));
 }

@@ -65,14 +65,42 @@ pub(crate) const DONE: u32 = 2;
 /// `Option::expect`'s message, messages with format arguments of
 /// `panic!`, `assert!`, `assert_eq!`, `assert_ne!` and `unreachable!` in a
 /// kernel body or in a function marked
-/// [`#[offload::record_panics]`](crate::record_panics) (recorded as values; arguments other than numbers, `bool`
-/// and `char`, and those past the fourth, print `{?}`), the location, the
+/// [`#[offload::record_panics]`](crate::record_panics) (recorded as values; arguments other than numbers, `bool`,
+/// `char` and `&str`, and those past the eighth, print `{?}`), the location, the
 /// block and the thread are always reported; builds with debug assertions
 /// and the host fallback format every message. Compare with it to tell
 /// this known limitation from a message.
 pub const UNFORMATTED_PANIC_MESSAGE: &str =
     "(a message with format arguments, not formatted on the GPU in optimized builds; a dev-profile build or \
-     OFFLOAD_DEVICE=host prints it, and so does #[offload::record_panics] on the function that panics)";
+     OFFLOAD_DEVICE=host prints it, and so does #[offload::record_panics] on the function whose panic!, assert! \
+     or similar macro it is)";
+
+/// The text of [`UNRECORDED_PANIC_MESSAGE`], a literal for `panic!`.
+macro_rules! unrecorded_panic_message {
+    () => {
+        "(a message whose format string takes a width or precision from an argument, `1$` or `.*` in a spec, \
+         which offload does not record on the GPU in optimized builds; a literal width or precision is \
+         recorded, and a dev-profile build or OFFLOAD_DEVICE=host prints the message)"
+    };
+}
+
+/// The message a GPU panic arrives with in optimized NVPTX builds when the
+/// `panic!`, `assert!`, `assert_eq!`, `assert_ne!`, `unreachable!`,
+/// `todo!` or `unimplemented!` of a kernel body or of a function marked
+/// [`#[offload::record_panics]`](crate::record_panics) takes a width or
+/// precision from an argument (`{:1$}`, `{:.*}`): the record holds the
+/// values of the arguments only, so such a message is not recorded. The
+/// location, block and thread are reported; the host fallback and builds
+/// with debug assertions format the message.
+pub const UNRECORDED_PANIC_MESSAGE: &str = unrecorded_panic_message!();
+
+/// Panics with [`UNRECORDED_PANIC_MESSAGE`] at the caller's location: what
+/// the kernel macro generates for such a message (see there).
+#[track_caller]
+#[inline(always)]
+pub fn panic_unrecorded() -> ! {
+    panic!(unrecorded_panic_message!())
+}
 
 /// [`PanicRecord::kind`]: the message is text (`message_addr` or `message`).
 #[cfg_attr(any(target_arch = "nvptx64", target_arch = "amdgpu"), allow(dead_code))]
@@ -201,5 +229,13 @@ mod tests {
         }
         assert_eq!(core_message(TEXT, [1, 2, 3]), None);
         assert_eq!(core_message(99, [1, 2, 3]), None);
+    }
+
+    /// `panic_unrecorded` panics with a literal message (what the GPU's
+    /// panic handler keeps in optimized builds), `UNRECORDED_PANIC_MESSAGE`.
+    #[test]
+    fn the_unrecorded_message_is_a_literal() {
+        let payload = std::panic::catch_unwind(|| panic_unrecorded()).expect_err("it panics");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&UNRECORDED_PANIC_MESSAGE));
     }
 }

@@ -385,7 +385,7 @@ fn format_record(r: &PanicRecord) -> Recorded {
     // addresses, only passed back to the driver.
     let site = unsafe { site.assume_init() };
     let fmt = device_string(site.fmt as u64, site.fmt_len as u32);
-    let message = format_message(&fmt, r.tags, &r.values);
+    let message = format_message(&fmt, r.tags, &r.values, &r.message);
     let file = device_string(site.file as u64, site.file_len as u32);
     Recorded { message, file, line: site.line, column: site.column, block, thread }
 }
