@@ -309,16 +309,8 @@ impl CliError {
             CacheSize { .. } => {
                 vec!["write a size such as `2G`, `500M` or `0` (K, M, G and T are powers of 1024)".into()]
             }
-            CacheDir { .. } => {
-                vec!["point OFFLOAD_CACHE_DIR at a directory (it is created if missing), or unset it to \
-                 use `$XDG_CACHE_HOME/offload` or `~/.cache/offload`"
-                    .into()]
-            }
-            StrippedBinary { .. } => {
-                vec!["the profile strips symbols (`strip = true` or `\"symbols\"`); use `strip = \"debuginfo\"` or \
-                 `false` with `cargo offload`"
-                    .into()]
-            }
+            CacheDir { .. } => vec![CACHE_DIR_HINT.into()],
+            StrippedBinary { .. } => vec![STRIPPED_HINT.into()],
             LinkerMissing { .. } => {
                 vec!["install both with `cargo install cargo-offload` (from a clone: `cargo install --path \
                  crates/cargo-offload`)"
@@ -416,6 +408,15 @@ impl CliError {
         eprintln!("{}", self.render(crate::status::error_prefix()));
     }
 }
+
+/// The hint of [`CliError::CacheDir`].
+const CACHE_DIR_HINT: &str = "point OFFLOAD_CACHE_DIR at a directory (it is created if missing), or unset it to use \
+     `$XDG_CACHE_HOME/offload` or `~/.cache/offload`";
+
+/// The hint of [`CliError::StrippedBinary`].
+const STRIPPED_HINT: &str =
+    "the profile strips symbols (`strip = true` or `\"symbols\"`); use `strip = \"debuginfo\"` \
+     or `false` with `cargo offload`";
 
 /// How to make `cargo offload` (version `own`) and the workspace's
 /// `offload` (versions `found`) agree: install the matching cargo offload,
