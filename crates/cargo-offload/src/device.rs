@@ -60,6 +60,8 @@ pub struct DevicePass<'a> {
     /// offload's own packages used by path and the hash of their files
     /// (`crate_cache::own_sources`), for the crate cache.
     pub own_sources: String,
+    /// The graph's library dependencies (`host_only::lib_deps`).
+    pub lib_deps: crate::host_only::LibDeps,
 }
 
 impl DevicePass<'_> {
@@ -340,6 +342,7 @@ impl DevicePass<'_> {
             ptx_feature: self.ptx_feature.as_deref(),
             known,
             host_only_dir: &host_only_dir,
+            lib_deps: &self.lib_deps,
             seen: Seen::default(),
         };
         reader.read(running.child.stdout.take().expect("piped"));

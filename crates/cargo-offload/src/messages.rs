@@ -80,6 +80,8 @@ pub struct Reader<'a> {
     pub known: &'a HashSet<String>,
     /// Where the wrapper marks the crates it replaced (`host_only`).
     pub host_only_dir: &'a Path,
+    /// The graph's library dependencies (`host_only::lib_deps`).
+    pub lib_deps: &'a host_only::LibDeps,
     pub seen: Seen,
 }
 
@@ -132,11 +134,11 @@ impl Reader<'_> {
         }
         if error {
             let markers = host_only::markers(self.host_only_dir);
-            if let Some(marker) = host_only::named(&m.message.message, &markers) {
-                if !self.seen.host_only_named.insert((m.target.name.clone(), marker.krate.clone())) {
+            if let Some(named) = host_only::named(&m.message.message, &markers, self.lib_deps) {
+                if !self.seen.host_only_named.insert((m.target.name.clone(), named.krate().to_string())) {
                     return;
                 }
-                host_only::rewrite(d, marker, self.triple);
+                host_only::rewrite(d, named, self.triple);
             }
         }
         if let Meaning::DeviceLinkFailed { said } = &meaning {

@@ -114,6 +114,7 @@ impl<'a> Plan<'a> {
                 fmad: dev.fmad,
                 generic_dir: generic_dir.clone(),
                 own_sources: own_sources.clone(),
+                lib_deps: ws.lib_deps.clone(),
             });
         }
         let images_dir = ws.target_dir.join("offload").join("images");

@@ -121,7 +121,8 @@ fn no_kernels_is_one_clear_error() {
 /// GPU, fail; the device pass compiles an empty crate in place of each, says
 /// so once, and the binary builds and runs. A kernel that names such a
 /// crate gets one error at that use, naming the crate and the fix, and none
-/// of rustc's `std` errors of the crate itself.
+/// of rustc's `std` errors of the crate itself; so does a kernel that names
+/// a crate that re-exports one (a facade, as `clap` of `clap_builder`).
 #[test]
 #[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn host_only_dependencies_stay_in_plain_dependencies() {
@@ -139,7 +140,7 @@ fn host_only_dependencies_stay_in_plain_dependencies() {
     assert!(!out.stderr.contains("error:") && !out.stderr.contains("error["), "{}", out.stderr);
     let run = f.run_exe("debug", "fixture_std_dep", &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
-    assert_eq!(run.stdout.trim(), "[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0] sum=8");
+    assert_eq!(run.stdout.trim(), "[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0] sum=8 half=4");
     let again = f.offload(&["build", "--arch", "sm_90"]);
     again.assert_success();
     assert!(!again.stderr.contains("note: "), "replaced once, then fresh: {}", again.stderr);
@@ -159,6 +160,21 @@ fn host_only_dependencies_stay_in_plain_dependencies() {
         out.stderr
     );
     for noise in ["can't find crate for `std`", "-Zbuild-std", "E0425", "E0463"] {
+        assert!(!out.stderr.contains(noise), "{noise}: {}", out.stderr);
+    }
+
+    // Through a facade that compiled for the GPU (`facade` re-exports
+    // `hostonly`, as `clap` does `clap_builder`): the same one error, naming both.
+    f.edit("src/main.rs", |s| s.replace("hostonly::half(v)", "facade::half(v) + facade::half(v)"));
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let error = "error: crate `facade` cannot be used in device code: it re-exports `hostonly`, which does not build \
+                 for nvptx64-nvidia-cuda (it needs `std`), so the device pass compiled an empty crate in its place\n \
+                 --> src/main.rs:4:";
+    assert_eq!(out.stderr.matches("error: crate `facade`").count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains(error), "{}", out.stderr);
+    assert!(out.stderr.contains("= help: use `facade` in host code only"), "{}", out.stderr);
+    for noise in ["cannot find", "E0425", "E0433"] {
         assert!(!out.stderr.contains(noise), "{noise}: {}", out.stderr);
     }
 }
