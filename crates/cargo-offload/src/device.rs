@@ -322,6 +322,15 @@ impl DevicePass<'_> {
     /// again; a pass whose errors were all among them fails quietly (the
     /// host pass has failed).
     pub fn run(&self, known: &HashSet<String>) -> Result<Vec<DeviceArtifact>> {
+        match self.run_keeping(known)? {
+            (_, Some(failed)) => Err(failed),
+            (built, None) => Ok(built),
+        }
+    }
+
+    /// [`run`](Self::run), with the device images cargo built before a
+    /// failure (`--keep-going`): the images, and the pass's error if it failed.
+    pub fn run_keeping(&self, known: &HashSet<String>) -> Result<(Vec<DeviceArtifact>, Option<CliError>)> {
         if self.verbose >= 1 {
             status::status("Running", format!("device pass:\n{}", self.render()));
         }
@@ -359,9 +368,10 @@ impl DevicePass<'_> {
         }
         self.report_done();
         if !status.success() && (seen.errors > 0 || seen.duplicates == 0) {
-            return Err(self.failure(&seen));
+            let failed = self.failure(&seen);
+            return Ok((seen.artifacts, Some(failed)));
         }
-        Ok(seen.artifacts)
+        Ok((seen.artifacts, None))
     }
 
     /// The `Device` status line (and with `-vv` the device link commands):

@@ -155,6 +155,7 @@ impl<'a> Plan<'a> {
             collect,
             target_dir: &self.target_dir,
             own_sources: &self.own_sources,
+            device_failed: None,
         }
     }
 

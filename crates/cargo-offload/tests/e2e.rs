@@ -241,6 +241,30 @@ fn device_only_errors_are_json_records_at_the_kernel() {
     assert_eq!(out.stderr.matches("= note: in the device pass").count(), 1, "the error only: {}", out.stderr);
 }
 
+/// `--keep-going` with two binaries, one of which has an error in device
+/// code only: as plain cargo, the other is built (its device image, then
+/// the host pass), and runs; the failed one is not linked (no binary
+/// without its kernels), the error says so, and the build fails.
+#[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
+fn keep_going_builds_the_binaries_whose_device_images_were_built() {
+    let f = Fixture::new("keep-going");
+    let out = f.offload(&["build", "--arch", "sm_90", "--keep-going"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(out.stderr.contains("cannot find function `twice` in this scope"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("error: `bad` was not linked: its device pass for nvptx64-nvidia-cuda sm_90 failed"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("the host pass built the binaries whose device images were built (bin `good`)"));
+    assert!(!f.host_exe("debug", "bad").exists(), "{}", out.stderr);
+    let run = f.run_exe("debug", "good", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    let want: Vec<f32> = (0..4).map(|i| (3 * i) as f32).collect();
+    assert_eq!(run.stdout.trim(), format!("{want:?}"));
+}
+
 #[test]
 #[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn immovable_argument_type_is_a_compile_error_on_the_argument() {
