@@ -66,6 +66,10 @@ pub struct Seen {
     /// (target, replaced crate) of each error at a use of a replaced crate
     /// shown: one per crate and target.
     host_only_named: HashSet<(String, String)>,
+    /// (target, file, byte offset) of the primary span of each error at a
+    /// kernel calling a kernel: rustc's E0061 at the call that holds it is
+    /// not shown.
+    kernel_calls: Vec<(String, String, u32)>,
 }
 
 /// Reads one device pass's records (see the module docs).
@@ -111,6 +115,21 @@ impl Reader<'_> {
         matches!(meaning, Meaning::UnstableTargetFeature { feature } if Some(feature.as_str()) == own)
     }
 
+    /// Records an error at a kernel calling a kernel; whether `m` is rustc's
+    /// E0061 at that call (the launcher's argument count), which follows it.
+    fn follows_kernel_call(&mut self, m: &cargo_metadata::CompilerMessage, meaning: &Meaning) -> bool {
+        let Some(span) = m.message.spans.iter().find(|s| s.is_primary) else { return false };
+        let target = &m.target.name;
+        if *meaning == Meaning::KernelCallsKernel {
+            self.seen.kernel_calls.push((target.clone(), span.file_name.clone(), span.byte_start));
+            return false;
+        }
+        m.message.code.as_ref().is_some_and(|c| c.code == "E0061")
+            && self.seen.kernel_calls.iter().any(|(t, file, at)| {
+                t == target && *file == span.file_name && (span.byte_start..span.byte_end).contains(at)
+            })
+    }
+
     /// One rustc diagnostic: `m` typed, `record` as cargo wrote it.
     fn diagnostic(&mut self, m: &cargo_metadata::CompilerMessage, mut record: Value) {
         let children: Vec<&str> = m.message.children.iter().map(|c| c.message.as_str()).collect();
@@ -125,6 +144,9 @@ impl Reader<'_> {
         let explains = m.message.level == DiagnosticLevel::FailureNote && m.message.message.contains("rustc --explain");
         if explains && self.seen.host_only_named.iter().any(|(target, _)| *target == m.target.name) {
             // rustc's codes there include those of the errors rewritten below.
+            return;
+        }
+        if self.follows_kernel_call(m, &meaning) {
             return;
         }
         let d = &mut record["message"];
@@ -246,6 +268,52 @@ pub fn hints_for(std_missing: &[StdUser]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A compiler-message record of the bin `app` (as cargo writes it), with
+    /// its primary span at `bytes` of src/main.rs.
+    fn record(message: &str, code: &str, bytes: (u32, u32)) -> String {
+        let span = serde_json::json!({"file_name": "src/main.rs", "byte_start": bytes.0, "byte_end": bytes.1,
+            "line_start": 26, "line_end": 26, "column_start": 5, "column_end": 17, "is_primary": true,
+            "text": [], "label": null, "suggested_replacement": null, "suggestion_applicability": null,
+            "expansion": null});
+        serde_json::json!({"reason": "compiler-message", "package_id": "path+file:///t/app#0.1.0",
+            "manifest_path": "/t/app/Cargo.toml",
+            "target": {"kind": ["bin"], "crate_types": ["bin"], "name": "app", "src_path": "/t/app/src/main.rs",
+                       "edition": "2021", "doc": true, "doctest": false, "test": true},
+            "message": {"$message_type": "diagnostic", "message": message,
+                        "code": {"code": code, "explanation": null}, "level": "error", "spans": [span],
+                        "children": [], "rendered": format!("error[{code}]: {message}\n\n")}})
+        .to_string()
+    }
+
+    /// rustc 1.101's errors at `wave(t, out);` in a kernel: offload's E0277
+    /// at the first argument, then E0061 at the call, which is not shown;
+    /// an E0061 elsewhere is.
+    #[test]
+    fn the_argument_count_error_after_a_kernel_call_is_left_out() {
+        let rule = "a kernel cannot call or launch another kernel, and a launcher's first argument is a launch \
+                    configuration: `f32` is not one";
+        let takes = "this function takes 3 arguments but 2 arguments were supplied";
+        let run = |lines: &[String]| {
+            let (known, dir, deps) = (HashSet::new(), std::path::PathBuf::from("/nonexistent"), Default::default());
+            let mut r = Reader {
+                format: MessageFormat::from_values(&["json".to_string()]),
+                triple: "nvptx64-nvidia-cuda",
+                arch: "sm_90",
+                ptx_feature: None,
+                known: &known,
+                host_only_dir: &dir,
+                lib_deps: &deps,
+                seen: Seen::default(),
+            };
+            r.read(lines.join("\n").as_bytes());
+            r.seen.errors
+        };
+        let (call, first_arg, elsewhere) = ((700, 712), (705, 706), (900, 912));
+        assert_eq!(run(&[record(rule, "E0277", first_arg), record(takes, "E0061", call)]), 1);
+        assert_eq!(run(&[record(rule, "E0277", first_arg), record(takes, "E0061", elsewhere)]), 2);
+        assert_eq!(run(&[record(takes, "E0061", call)]), 1, "no kernel call: shown");
+    }
 
     #[test]
     fn std_hint_names_the_crates() {
