@@ -70,6 +70,69 @@ pub struct Seen {
     /// kernel calling a kernel: rustc's E0061 at the call that holds it is
     /// not shown.
     kernel_calls: Vec<(String, String, u32)>,
+    /// The warnings left out (the PTX feature's, see `own_feature_warning`)
+    /// of each target ([`unit_key`]): cargo's summary lines count them
+    /// ([`recount`]).
+    pub hidden_warnings: std::collections::HashMap<String, usize>,
+}
+
+/// How a target is named in cargo's summary lines (`` `pkg` (lib) ``,
+/// `` `pkg` (bin "name") ``), as a key: `lib:<crate name>` for a library
+/// (whose name the line gives as its package's), else the target's name.
+fn unit_key(t: &cargo_metadata::Target) -> String {
+    if t.kind.iter().any(|k| matches!(k, TargetKind::Lib | TargetKind::RLib | TargetKind::ProcMacro)) {
+        format!("lib:{}", t.name.replace('-', "_"))
+    } else {
+        t.name.clone()
+    }
+}
+
+/// One of cargo's stderr lines with the warnings of `hidden` (per
+/// [`unit_key`]) taken out of its counts: `could not compile `pkg` (bin
+/// "x") due to 1 previous error; 1 warning emitted` → `… due to 1 previous
+/// error`, `warning: `pkg` (lib) generated 1 warning` → nothing (`None`);
+/// other lines as they are.
+pub fn recount(line: &str, hidden: &std::collections::HashMap<String, usize>) -> Option<String> {
+    let unit = || -> Option<String> {
+        let (_, rest) = line.split_once(" `")?;
+        let (package, rest) = rest.split_once("` (")?;
+        let (desc, _) = rest.split_once(')')?;
+        Some(match desc.split_once('"') {
+            Some((_, name)) => name.split('"').next()?.to_string(),
+            None => format!("lib:{}", package.replace('-', "_")),
+        })
+    };
+    let Some(n) = unit().and_then(|u| hidden.get(&u).copied()).filter(|n| *n > 0) else {
+        return Some(line.to_string());
+    };
+    // `<before><sep><count> warning<s><after>`
+    let count_after = |sep: &str| -> Option<(usize, usize, usize)> {
+        let start = line.find(sep)? + sep.len();
+        let digits = line[start..].find(|c: char| !c.is_ascii_digit())?;
+        let count: usize = line[start..start + digits].parse().ok()?;
+        let word = &line[start + digits..];
+        let len = [" warnings emitted", " warning emitted", " warnings", " warning"]
+            .iter()
+            .find(|w| word.starts_with(*w))?
+            .len();
+        Some((start - sep.len(), count, start + digits + len))
+    };
+    if let Some((from, count, to)) = count_after("; ") {
+        let rest = &line[to..];
+        return Some(match count.saturating_sub(n) {
+            0 => format!("{}{rest}", &line[..from]),
+            left => format!("{}; {left} warning{} emitted{rest}", &line[..from], if left == 1 { "" } else { "s" }),
+        });
+    }
+    if let Some((from, count, to)) = count_after(" generated ") {
+        let left = count.saturating_sub(n);
+        if left == 0 {
+            return None;
+        }
+        let s = if left == 1 { "" } else { "s" };
+        return Some(format!("{} generated {left} warning{s}{}", &line[..from], &line[to..]));
+    }
+    Some(line.to_string())
 }
 
 /// Reads one device pass's records (see the module docs).
@@ -137,7 +200,11 @@ impl Reader<'_> {
         if meaning == Meaning::Interrupted {
             crate::interrupt::set();
         }
-        if crate::interrupt::interrupted() || self.own_feature_warning(&meaning) {
+        if crate::interrupt::interrupted() {
+            return;
+        }
+        if self.own_feature_warning(&meaning) {
+            *self.seen.hidden_warnings.entry(unit_key(&m.target)).or_default() += 1;
             return;
         }
         let error = m.message.level == DiagnosticLevel::Error;
@@ -313,6 +380,36 @@ mod tests {
         assert_eq!(run(&[record(rule, "E0277", first_arg), record(takes, "E0061", call)]), 1);
         assert_eq!(run(&[record(rule, "E0277", first_arg), record(takes, "E0061", elsewhere)]), 2);
         assert_eq!(run(&[record(takes, "E0061", call)]), 1, "no kernel call: shown");
+    }
+
+    /// cargo's summary lines (cargo 1.96 and 1.101-nightly, rustc 1.96
+    /// warning that `+ptx78` is unstable) without the warnings left out.
+    #[test]
+    fn summary_lines_do_not_count_the_warnings_left_out() {
+        let hidden: std::collections::HashMap<String, usize> =
+            [("fixture_device_error".to_string(), 1), ("lib:my_lib".to_string(), 1), ("two".to_string(), 1)].into();
+        let table: &[(&str, Option<&str>)] = &[
+            (
+                "error: could not compile `fixture_device_error` (bin \"fixture_device_error\") due to 1 previous \
+                 error; 1 warning emitted",
+                Some("error: could not compile `fixture_device_error` (bin \"fixture_device_error\") due to 1 previous error"),
+            ),
+            (
+                "error: could not compile `my-lib` (lib) due to 2 previous errors; 3 warnings emitted",
+                Some("error: could not compile `my-lib` (lib) due to 2 previous errors; 2 warnings emitted"),
+            ),
+            ("warning: `my-lib` (lib) generated 1 warning", None),
+            ("warning: `app` (bin \"two\") generated 2 warnings", Some("warning: `app` (bin \"two\") generated 1 warning")),
+            // Units with no warning left out, and other lines, as they are.
+            (
+                "error: could not compile `other` (lib) due to 1 previous error; 1 warning emitted",
+                Some("error: could not compile `other` (lib) due to 1 previous error; 1 warning emitted"),
+            ),
+            ("warning: unused variable: `x`", Some("warning: unused variable: `x`")),
+        ];
+        for (line, want) in table {
+            assert_eq!(recount(line, &hidden).as_deref(), *want, "{line}");
+        }
     }
 
     #[test]
