@@ -241,6 +241,26 @@ fn device_only_errors_are_json_records_at_the_kernel() {
     assert_eq!(out.stderr.matches("= note: in the device pass").count(), 1, "the error only: {}", out.stderr);
 }
 
+/// rustc 1.96 (Debian's) warns that the PTX feature `cargo offload`
+/// enables is unstable; that warning is not shown, so cargo's summary does
+/// not count it: `due to 1 previous error`, not `…; 1 warning emitted`,
+/// in both message formats.
+#[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
+fn the_summary_counts_only_the_warnings_shown() {
+    let f = Fixture::renamed("device-error", "summary");
+    let debian = [("OFFLOAD_RUSTC", "/usr/bin/rustc")];
+    for format in ["human", "json"] {
+        let out = f.offload_env(&["build", "--arch", "sm_90", "--message-format", format], &debian);
+        assert_eq!(out.code, 4, "{}", out.stderr);
+        assert!(out.stderr.contains("rustc 1.96"), "Debian's rustc: {}", out.stderr);
+        let summary = format!("could not compile `{}` (bin \"{}\") due to 1 previous error\n", f.name, f.name);
+        assert!(out.stderr.contains(&summary), "{format}: {}", out.stderr);
+        assert!(!out.stderr.contains("warning"), "{format}: {}", out.stderr);
+        assert!(!out.stdout.contains("\"level\":\"warning\""), "{format}: {}", out.stdout);
+    }
+}
+
 /// `--keep-going` with two binaries, one of which has an error in device
 /// code only: as plain cargo, the other is built (its device image, then
 /// the host pass), and runs; the failed one is not linked (no binary
@@ -328,6 +348,13 @@ fn std_float_methods_and_kernels_calling_kernels_get_messages_that_name_the_fix(
     assert_eq!(out.code, 4, "{}", out.stderr);
     assert!(out.stderr.contains("error[E0277]: a kernel cannot call or launch another kernel"), "{}", out.stderr);
     assert!(!out.stderr.contains("From<f32>"), "{}", out.stderr);
+    // One error: not rustc's E0061 at the same call (the launcher's arguments).
+    assert!(!out.stderr.contains("E0061") && !out.stderr.contains("arguments were supplied"), "{}", out.stderr);
+    // The device pass's note on rustc's column (its `|` and `=`): as the line above it.
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    let at = lines.iter().position(|l| l.contains("= note: in the device pass for")).expect(&out.stderr);
+    let column = |l: &str| l.find(|c: char| c != ' ');
+    assert_eq!(column(lines[at]), column(lines[at - 1]), "{}\n{}", lines[at - 1], lines[at]);
     let host = f.cargo(&["build"]);
     assert!(host.stderr.contains("a kernel cannot call or launch another kernel"), "{}", host.stderr);
 }
