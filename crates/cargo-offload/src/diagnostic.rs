@@ -169,6 +169,12 @@ mod tests {
                 vec!["the trait `IntoLaunchConfig` is not implemented for `f32`"],
                 KernelCallsKernel,
             ),
+            // the device pass (1.101-nightly): offload's message for the GPU
+            (
+                "a kernel cannot call or launch another kernel",
+                vec!["the trait `offload::__private::KernelCannotLaunch` is not implemented for `f32`"],
+                KernelCallsKernel,
+            ),
             (
                 "unstable feature specified for `-Ctarget-feature`: `ptx70`",
                 vec!["this feature is not stably supported; its behavior can change in the future"],

@@ -66,10 +66,9 @@ pub struct Seen {
     /// (target, replaced crate) of each error at a use of a replaced crate
     /// shown: one per crate and target.
     host_only_named: HashSet<(String, String)>,
-    /// (target, file, byte offset) of the primary span of each error at a
-    /// kernel calling a kernel: rustc's E0061 at the call that holds it is
-    /// not shown.
-    kernel_calls: Vec<(String, String, u32)>,
+    /// (target, file, byte range) of the spans of each error at a kernel
+    /// calling a kernel: rustc's E0061 at one of them is not shown.
+    kernel_calls: Vec<(String, String, (u32, u32))>,
     /// The warnings left out (the PTX feature's, see `own_feature_warning`)
     /// of each target ([`unit_key`]): cargo's summary lines count them
     /// ([`recount`]).
@@ -180,16 +179,20 @@ impl Reader<'_> {
 
     /// Records an error at a kernel calling a kernel; whether `m` is rustc's
     /// E0061 at that call (the launcher's argument count), which follows it.
+    /// rustc's E0277 points at the first argument, its label `required by
+    /// a bound introduced by this call` at the callee; E0061 at the callee.
     fn follows_kernel_call(&mut self, m: &cargo_metadata::CompilerMessage, meaning: &Meaning) -> bool {
-        let Some(span) = m.message.spans.iter().find(|s| s.is_primary) else { return false };
         let target = &m.target.name;
         if *meaning == Meaning::KernelCallsKernel {
-            self.seen.kernel_calls.push((target.clone(), span.file_name.clone(), span.byte_start));
+            for s in &m.message.spans {
+                self.seen.kernel_calls.push((target.clone(), s.file_name.clone(), (s.byte_start, s.byte_end)));
+            }
             return false;
         }
+        let Some(span) = m.message.spans.iter().find(|s| s.is_primary) else { return false };
         m.message.code.as_ref().is_some_and(|c| c.code == "E0061")
-            && self.seen.kernel_calls.iter().any(|(t, file, at)| {
-                t == target && *file == span.file_name && (span.byte_start..span.byte_end).contains(at)
+            && self.seen.kernel_calls.iter().any(|(t, file, (start, end))| {
+                t == target && *file == span.file_name && span.byte_start < *end && *start < span.byte_end
             })
     }
 
@@ -337,29 +340,32 @@ mod tests {
     use super::*;
 
     /// A compiler-message record of the bin `app` (as cargo writes it), with
-    /// its primary span at `bytes` of src/main.rs.
-    fn record(message: &str, code: &str, bytes: (u32, u32)) -> String {
-        let span = serde_json::json!({"file_name": "src/main.rs", "byte_start": bytes.0, "byte_end": bytes.1,
-            "line_start": 26, "line_end": 26, "column_start": 5, "column_end": 17, "is_primary": true,
-            "text": [], "label": null, "suggested_replacement": null, "suggestion_applicability": null,
-            "expansion": null});
+    /// spans at `bytes` of src/main.rs, the first one primary.
+    fn record(message: &str, code: &str, bytes: &[(u32, u32)]) -> String {
+        let span = |(i, (start, end)): (usize, &(u32, u32))| {
+            serde_json::json!({"file_name": "src/main.rs", "byte_start": start, "byte_end": end,
+                "line_start": 26, "line_end": 26, "column_start": 5, "column_end": 17, "is_primary": i == 0,
+                "text": [], "label": null, "suggested_replacement": null, "suggestion_applicability": null,
+                "expansion": null})
+        };
+        let spans: Vec<serde_json::Value> = bytes.iter().enumerate().map(span).collect();
         serde_json::json!({"reason": "compiler-message", "package_id": "path+file:///t/app#0.1.0",
             "manifest_path": "/t/app/Cargo.toml",
             "target": {"kind": ["bin"], "crate_types": ["bin"], "name": "app", "src_path": "/t/app/src/main.rs",
                        "edition": "2021", "doc": true, "doctest": false, "test": true},
             "message": {"$message_type": "diagnostic", "message": message,
-                        "code": {"code": code, "explanation": null}, "level": "error", "spans": [span],
+                        "code": {"code": code, "explanation": null}, "level": "error", "spans": spans,
                         "children": [], "rendered": format!("error[{code}]: {message}\n\n")}})
         .to_string()
     }
 
     /// rustc 1.101's errors at `wave(t, out);` in a kernel: offload's E0277
-    /// at the first argument, then E0061 at the call, which is not shown;
+    /// at the first argument (`t`, its label `required by a bound introduced
+    /// by this call` at `wave`), then E0061 at `wave`, which is not shown;
     /// an E0061 elsewhere is.
     #[test]
     fn the_argument_count_error_after_a_kernel_call_is_left_out() {
-        let rule = "a kernel cannot call or launch another kernel, and a launcher's first argument is a launch \
-                    configuration: `f32` is not one";
+        let rule = "a kernel cannot call or launch another kernel";
         let takes = "this function takes 3 arguments but 2 arguments were supplied";
         let run = |lines: &[String]| {
             let (known, dir, deps) = (HashSet::new(), std::path::PathBuf::from("/nonexistent"), Default::default());
@@ -376,10 +382,11 @@ mod tests {
             r.read(lines.join("\n").as_bytes());
             r.seen.errors
         };
-        let (call, first_arg, elsewhere) = ((700, 712), (705, 706), (900, 912));
-        assert_eq!(run(&[record(rule, "E0277", first_arg), record(takes, "E0061", call)]), 1);
-        assert_eq!(run(&[record(rule, "E0277", first_arg), record(takes, "E0061", elsewhere)]), 2);
-        assert_eq!(run(&[record(takes, "E0061", call)]), 1, "no kernel call: shown");
+        let (callee, first_arg, elsewhere) = ((700, 704), (705, 706), (900, 904));
+        let e0277 = record(rule, "E0277", &[first_arg, callee]);
+        assert_eq!(run(&[e0277.clone(), record(takes, "E0061", &[callee, (704, 712)])]), 1);
+        assert_eq!(run(&[e0277, record(takes, "E0061", &[elsewhere])]), 2);
+        assert_eq!(run(&[record(takes, "E0061", &[callee])]), 1, "no kernel call: shown");
     }
 
     /// cargo's summary lines (cargo 1.96 and 1.101-nightly, rustc 1.96
