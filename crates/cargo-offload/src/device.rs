@@ -363,7 +363,7 @@ impl DevicePass<'_> {
             let _ = std::fs::remove_file(self.record_path("links"));
             return Err(CliError::Interrupted);
         }
-        for line in held.iter().filter_map(|l| crate::messages::recount(l, &seen.hidden_warnings)) {
+        for line in held.iter().filter_map(|l| crate::messages::recount(l, &seen.left_out)) {
             eprintln!("{line}");
         }
         self.report_done();

@@ -13,7 +13,7 @@
 //! out, it names the codes of the errors replaced), and in `check` a
 //! diagnostic the host pass already showed is not shown again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -24,6 +24,10 @@ use serde_json::Value;
 use crate::diagnostic::{classify, Meaning};
 use crate::output::{key, mark_device, MessageFormat};
 use crate::{host_only, status};
+
+mod recount;
+pub use recount::{recount, Left};
+use recount::{unit_key, Explain};
 
 /// A device image cargo reported for one final binary.
 #[derive(Debug, Clone)]
@@ -69,69 +73,15 @@ pub struct Seen {
     /// (target, file, byte range) of the spans of each error at a kernel
     /// calling a kernel: rustc's E0061 at one of them is not shown.
     kernel_calls: Vec<(String, String, (u32, u32))>,
-    /// The warnings left out (the PTX feature's, see `own_feature_warning`)
-    /// of each target ([`unit_key`]): cargo's summary lines count them
-    /// ([`recount`]).
-    pub hidden_warnings: std::collections::HashMap<String, usize>,
-}
-
-/// How a target is named in cargo's summary lines (`` `pkg` (lib) ``,
-/// `` `pkg` (bin "name") ``), as a key: `lib:<crate name>` for a library
-/// (whose name the line gives as its package's), else the target's name.
-fn unit_key(t: &cargo_metadata::Target) -> String {
-    if t.kind.iter().any(|k| matches!(k, TargetKind::Lib | TargetKind::RLib | TargetKind::ProcMacro)) {
-        format!("lib:{}", t.name.replace('-', "_"))
-    } else {
-        t.name.clone()
-    }
-}
-
-/// One of cargo's stderr lines with the warnings of `hidden` (per
-/// [`unit_key`]) taken out of its counts: `could not compile `pkg` (bin
-/// "x") due to 1 previous error; 1 warning emitted` → `… due to 1 previous
-/// error`, `warning: `pkg` (lib) generated 1 warning` → nothing (`None`);
-/// other lines as they are.
-pub fn recount(line: &str, hidden: &std::collections::HashMap<String, usize>) -> Option<String> {
-    let unit = || -> Option<String> {
-        let (_, rest) = line.split_once(" `")?;
-        let (package, rest) = rest.split_once("` (")?;
-        let (desc, _) = rest.split_once(')')?;
-        Some(match desc.split_once('"') {
-            Some((_, name)) => name.split('"').next()?.to_string(),
-            None => format!("lib:{}", package.replace('-', "_")),
-        })
-    };
-    let Some(n) = unit().and_then(|u| hidden.get(&u).copied()).filter(|n| *n > 0) else {
-        return Some(line.to_string());
-    };
-    // `<before><sep><count> warning<s><after>`
-    let count_after = |sep: &str| -> Option<(usize, usize, usize)> {
-        let start = line.find(sep)? + sep.len();
-        let digits = line[start..].find(|c: char| !c.is_ascii_digit())?;
-        let count: usize = line[start..start + digits].parse().ok()?;
-        let word = &line[start + digits..];
-        let len = [" warnings emitted", " warning emitted", " warnings", " warning"]
-            .iter()
-            .find(|w| word.starts_with(*w))?
-            .len();
-        Some((start - sep.len(), count, start + digits + len))
-    };
-    if let Some((from, count, to)) = count_after("; ") {
-        let rest = &line[to..];
-        return Some(match count.saturating_sub(n) {
-            0 => format!("{}{rest}", &line[..from]),
-            left => format!("{}; {left} warning{} emitted{rest}", &line[..from], if left == 1 { "" } else { "s" }),
-        });
-    }
-    if let Some((from, count, to)) = count_after(" generated ") {
-        let left = count.saturating_sub(n);
-        if left == 0 {
-            return None;
-        }
-        let s = if left == 1 { "" } else { "s" };
-        return Some(format!("{} generated {left} warning{s}{}", &line[..from], &line[to..]));
-    }
-    Some(line.to_string())
+    /// The diagnostics left out of each target ([`unit_key`]): the PTX
+    /// feature's warning (`own_feature_warning`), E0061 after a kernel
+    /// calling a kernel; cargo's summary lines count them ([`recount`]).
+    pub left_out: HashMap<String, Left>,
+    /// (target, code) of the errors left out, and of those shown.
+    codes_gone: HashSet<(String, String)>,
+    codes_shown: HashSet<(String, String)>,
+    /// rustc's `--explain` notes of each target, without the codes left out.
+    explain: HashMap<String, Explain>,
 }
 
 /// Reads one device pass's records (see the module docs).
@@ -196,6 +146,26 @@ impl Reader<'_> {
             })
     }
 
+    /// rustc's `--explain` note `d` of `target` without the codes of the
+    /// errors left out there (not shown there otherwise); false: say nothing.
+    fn without_codes_gone(&mut self, target: &str, d: &mut Value) -> bool {
+        let seen = &mut self.seen;
+        if !seen.codes_gone.iter().any(|(t, _)| t == target) {
+            return true;
+        }
+        let gone = |c: &str| {
+            let key = (target.to_string(), c.to_string());
+            seen.codes_gone.contains(&key) && !seen.codes_shown.contains(&key)
+        };
+        let message = d.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
+        let Some(text) = seen.explain.entry(target.to_string()).or_default().note(&message, gone) else {
+            return false;
+        };
+        d["rendered"] = Value::String(format!("{text}\n"));
+        d["message"] = Value::String(text);
+        true
+    }
+
     /// One rustc diagnostic: `m` typed, `record` as cargo wrote it.
     fn diagnostic(&mut self, m: &cargo_metadata::CompilerMessage, mut record: Value) {
         let children: Vec<&str> = m.message.children.iter().map(|c| c.message.as_str()).collect();
@@ -207,7 +177,7 @@ impl Reader<'_> {
             return;
         }
         if self.own_feature_warning(&meaning) {
-            *self.seen.hidden_warnings.entry(unit_key(&m.target)).or_default() += 1;
+            self.seen.left_out.entry(unit_key(&m.target)).or_default().warnings += 1;
             return;
         }
         let error = m.message.level == DiagnosticLevel::Error;
@@ -217,9 +187,14 @@ impl Reader<'_> {
             return;
         }
         if self.follows_kernel_call(m, &meaning) {
+            self.seen.left_out.entry(unit_key(&m.target)).or_default().errors += 1;
+            self.seen.codes_gone.insert((m.target.name.clone(), "E0061".into()));
             return;
         }
         let d = &mut record["message"];
+        if m.message.level == DiagnosticLevel::FailureNote && !self.without_codes_gone(&m.target.name, d) {
+            return;
+        }
         if self.known.contains(&key(d)) {
             self.seen.duplicates += usize::from(error);
             return;
@@ -251,6 +226,9 @@ impl Reader<'_> {
             return;
         }
         self.seen.errors += 1;
+        if let Some(code) = &m.message.code {
+            self.seen.codes_shown.insert((m.target.name.clone(), code.code.clone()));
+        }
         self.seen.duplicate_symbol |= meaning == Meaning::DuplicateKernelSymbol;
         if meaning == Meaning::NeedsStd {
             let final_target = m.target.kind.iter().any(|k| !matches!(k, TargetKind::Lib | TargetKind::RLib));
@@ -387,36 +365,6 @@ mod tests {
         assert_eq!(run(&[e0277.clone(), record(takes, "E0061", &[callee, (704, 712)])]), 1);
         assert_eq!(run(&[e0277, record(takes, "E0061", &[elsewhere])]), 2);
         assert_eq!(run(&[record(takes, "E0061", &[callee])]), 1, "no kernel call: shown");
-    }
-
-    /// cargo's summary lines (cargo 1.96 and 1.101-nightly, rustc 1.96
-    /// warning that `+ptx78` is unstable) without the warnings left out.
-    #[test]
-    fn summary_lines_do_not_count_the_warnings_left_out() {
-        let hidden: std::collections::HashMap<String, usize> =
-            [("fixture_device_error".to_string(), 1), ("lib:my_lib".to_string(), 1), ("two".to_string(), 1)].into();
-        let table: &[(&str, Option<&str>)] = &[
-            (
-                "error: could not compile `fixture_device_error` (bin \"fixture_device_error\") due to 1 previous \
-                 error; 1 warning emitted",
-                Some("error: could not compile `fixture_device_error` (bin \"fixture_device_error\") due to 1 previous error"),
-            ),
-            (
-                "error: could not compile `my-lib` (lib) due to 2 previous errors; 3 warnings emitted",
-                Some("error: could not compile `my-lib` (lib) due to 2 previous errors; 2 warnings emitted"),
-            ),
-            ("warning: `my-lib` (lib) generated 1 warning", None),
-            ("warning: `app` (bin \"two\") generated 2 warnings", Some("warning: `app` (bin \"two\") generated 1 warning")),
-            // Units with no warning left out, and other lines, as they are.
-            (
-                "error: could not compile `other` (lib) due to 1 previous error; 1 warning emitted",
-                Some("error: could not compile `other` (lib) due to 1 previous error; 1 warning emitted"),
-            ),
-            ("warning: unused variable: `x`", Some("warning: unused variable: `x`")),
-        ];
-        for (line, want) in table {
-            assert_eq!(recount(line, &hidden).as_deref(), *want, "{line}");
-        }
     }
 
     #[test]

@@ -348,8 +348,11 @@ fn std_float_methods_and_kernels_calling_kernels_get_messages_that_name_the_fix(
     assert_eq!(out.code, 4, "{}", out.stderr);
     assert!(out.stderr.contains("error[E0277]: a kernel cannot call or launch another kernel"), "{}", out.stderr);
     assert!(!out.stderr.contains("From<f32>"), "{}", out.stderr);
-    // One error: not rustc's E0061 at the same call (the launcher's arguments).
+    // One error: not rustc's E0061 at the same call (the launcher's
+    // arguments), nor in rustc's `--explain` notes and cargo's count.
     assert!(!out.stderr.contains("E0061") && !out.stderr.contains("arguments were supplied"), "{}", out.stderr);
+    assert!(out.stderr.contains("try `rustc --explain E0277`"), "{}", out.stderr);
+    assert!(out.stderr.contains("(bin \"fixture_device_messages\") due to 1 previous error\n"), "{}", out.stderr);
     // The device pass's note on rustc's column (its `|` and `=`): as the line above it.
     let lines: Vec<&str> = out.stderr.lines().collect();
     let at = lines.iter().position(|l| l.contains("= note: in the device pass for")).expect(&out.stderr);
