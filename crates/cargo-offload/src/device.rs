@@ -64,6 +64,8 @@ pub struct DevicePass<'a> {
     /// offload's own packages used by path and the hash of their files
     /// (`crate_cache::own_sources`), for the crate cache.
     pub own_sources: String,
+    /// The graph's library dependencies (`host_only::lib_deps`).
+    pub lib_deps: crate::host_only::LibDeps,
 }
 
 impl DevicePass<'_> {
@@ -325,6 +327,15 @@ impl DevicePass<'_> {
     /// again; a pass whose errors were all among them fails quietly (the
     /// host pass has failed).
     pub fn run(&self, known: &HashSet<String>) -> Result<Vec<DeviceArtifact>> {
+        match self.run_keeping(known)? {
+            (_, Some(failed)) => Err(failed),
+            (built, None) => Ok(built),
+        }
+    }
+
+    /// [`run`](Self::run), with the device images cargo built before a
+    /// failure (`--keep-going`): the images, and the pass's error if it failed.
+    pub fn run_keeping(&self, known: &HashSet<String>) -> Result<(Vec<DeviceArtifact>, Option<CliError>)> {
         if self.verbose >= 1 {
             status::status("Running", format!("device pass:\n{}", self.render()));
         }
@@ -345,6 +356,7 @@ impl DevicePass<'_> {
             ptx_feature: self.ptx_feature.as_deref(),
             known,
             host_only_dir: &host_only_dir,
+            lib_deps: &self.lib_deps,
             seen: Seen::default(),
         };
         reader.read(running.child.stdout.take().expect("piped"));
@@ -356,14 +368,15 @@ impl DevicePass<'_> {
             let _ = std::fs::remove_file(self.record_path("links"));
             return Err(CliError::Interrupted);
         }
-        for line in held {
+        for line in held.iter().filter_map(|l| crate::messages::recount(l, &seen.left_out)) {
             eprintln!("{line}");
         }
         self.report_done();
         if !status.success() && (seen.errors > 0 || seen.duplicates == 0) {
-            return Err(self.failure(&seen));
+            let failed = self.failure(&seen);
+            return Ok((seen.artifacts, Some(failed)));
         }
-        Ok(seen.artifacts)
+        Ok((seen.artifacts, None))
     }
 
     /// The `Device` status line (and with `-vv` the device link commands):

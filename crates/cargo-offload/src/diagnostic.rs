@@ -28,6 +28,11 @@ pub enum Meaning {
     NeedsStd,
     /// Two kernels got the same symbol.
     DuplicateKernelSymbol,
+    /// offload's error at a kernel that calls another kernel (its
+    /// `#[diagnostic::on_unimplemented]` message); rustc follows it with an
+    /// E0061 at the same call (the launcher takes a launch configuration
+    /// first), which says nothing more.
+    KernelCallsKernel,
     /// rustc before 1.101 warns that a `ptxNN` target feature is unstable;
     /// `feature` is its name (`ptx78`).
     UnstableTargetFeature { feature: String },
@@ -70,6 +75,9 @@ pub fn classify(message: &str, children: &[&str]) -> Meaning {
     }
     if m.contains("is already defined") && m.contains(offload_linker::KERNEL_PREFIX) {
         return Meaning::DuplicateKernelSymbol;
+    }
+    if m.starts_with("a kernel cannot call or launch another kernel") {
+        return Meaning::KernelCallsKernel;
     }
     if let Some(f) = m.strip_prefix("unstable feature specified for `-Ctarget-feature`: `") {
         return Meaning::UnstableTargetFeature { feature: f.trim_end_matches('`').to_string() };
@@ -155,6 +163,18 @@ mod tests {
             ("aborting due to 7 previous errors; 1 warning emitted", vec![], Other),
             ("symbol `__offload_kernel_a_k_1` is already defined", vec![], DuplicateKernelSymbol),
             ("symbol `helper` is already defined", vec![], Other),
+            (
+                "a kernel cannot call or launch another kernel, and a launcher's first argument is a launch \
+                 configuration: `f32` is not one",
+                vec!["the trait `IntoLaunchConfig` is not implemented for `f32`"],
+                KernelCallsKernel,
+            ),
+            // the device pass (1.101-nightly): offload's message for the GPU
+            (
+                "a kernel cannot call or launch another kernel",
+                vec!["the trait `offload::__private::KernelCannotLaunch` is not implemented for `f32`"],
+                KernelCallsKernel,
+            ),
             (
                 "unstable feature specified for `-Ctarget-feature`: `ptx70`",
                 vec!["this feature is not stably supported; its behavior can change in the future"],

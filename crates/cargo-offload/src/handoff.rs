@@ -22,6 +22,11 @@ pub const INNER_VAR: &str = "__OFFLOAD_INNER_WRAPPER";
 pub const COMPILE_LOG_VAR: &str = "__OFFLOAD_COMPILE_LOG";
 /// Where the instantiation lists of generic kernels live (both passes).
 pub const GENERIC_DIR_VAR: &str = "__OFFLOAD_GENERIC_DIR";
+/// Set on the host pass after a device pass failed under `--keep-going`
+/// (its value: for which device, `nvptx64-nvidia-cuda sm_90`): the host
+/// phase refuses to link a final binary that has no device image, rather
+/// than link it without its kernels.
+pub const DEVICE_FAILED_VAR: &str = "__OFFLOAD_DEVICE_FAILED";
 /// The file to which the host phase logs the generic kernel instantiations
 /// of each final binary (collect round only).
 pub const COLLECT_VAR: &str = "__OFFLOAD_GENERIC_COLLECT";

@@ -75,6 +75,10 @@ pub struct HostPass<'a> {
     /// offload's own packages used by path and the hash of their files
     /// (`crate_cache::own_sources`), for the crate cache.
     pub own_sources: &'a str,
+    /// A device pass failed under `--keep-going` (for which device): final
+    /// binaries without a device image are not linked
+    /// (`handoff::DEVICE_FAILED_VAR`).
+    pub device_failed: Option<String>,
 }
 
 /// The cargo that ran `cargo offload` (`$CARGO`), else `cargo`.
@@ -157,6 +161,13 @@ impl HostPass<'_> {
                 COLLECT_VAR,
                 log.display().to_string(),
                 "collect the generic kernel instantiations the binaries use",
+            ));
+        }
+        if let Some(why) = &self.device_failed {
+            e.push(EnvChange::set(
+                crate::handoff::DEVICE_FAILED_VAR,
+                why.clone(),
+                "a device pass failed (--keep-going): binaries without a device image are not linked",
             ));
         }
         if let Some(w) = std::env::var_os("RUSTC_WORKSPACE_WRAPPER").filter(|w| !w.is_empty()) {

@@ -26,8 +26,13 @@
 //! Then device code that names the crate fails to compile: the cargo phase
 //! turns the first such error of each crate into one error at that use,
 //! naming the crate, why it does not build for the GPU, and what to do
-//! ([`rewrite`]), and leaves out the others naming it.
+//! ([`rewrite`]), and leaves out the others naming it. A crate that builds
+//! for the GPU because it only re-exports a replaced one (a facade: `clap`
+//! of `clap_builder`) is empty too in effect: an error naming it is
+//! rewritten the same way, naming both ([`named`], from the dependency graph
+//! of `cargo metadata`, [`lib_deps`]).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -251,27 +256,94 @@ pub fn markers(dir: &Path) -> Vec<Marker> {
     out
 }
 
+/// The direct library dependencies of each library crate of the graph
+/// that does not depend on `offload` (crate names, `-` as `_`; from `cargo
+/// metadata`'s resolve graph): how an error naming a crate that the device
+/// pass compiled (a facade, `clap`) is tied to the replaced crate it
+/// re-exports (`clap_builder`).
+pub type LibDeps = BTreeMap<String, BTreeSet<String>>;
+
+/// [`LibDeps`] of a `cargo metadata` with its resolve graph (empty without one).
+pub fn lib_deps(meta: &cargo_metadata::Metadata) -> LibDeps {
+    let lib_of = |id: &cargo_metadata::PackageId| {
+        meta.packages
+            .iter()
+            .find(|p| p.id == *id)?
+            .targets
+            .iter()
+            .find(|t| t.is_lib() || t.is_rlib() || t.is_proc_macro())
+            .map(|t| t.name.replace('-', "_"))
+    };
+    let mut out = LibDeps::new();
+    for node in meta.resolve.iter().flat_map(|r| &r.nodes) {
+        let Some(krate) = lib_of(&node.id) else { continue };
+        let deps: BTreeSet<String> = node
+            .deps
+            .iter()
+            .filter(|d| d.dep_kinds.iter().any(|k| k.kind == cargo_metadata::DependencyKind::Normal))
+            .filter_map(|d| lib_of(&d.pkg))
+            .collect();
+        if !deps.contains("offload") && krate != "offload" {
+            out.entry(krate).or_default().extend(deps);
+        }
+    }
+    out
+}
+
+/// What an error at a use of a replaced crate names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Named<'m> {
+    /// The crate the device pass replaced.
+    pub marker: &'m Marker,
+    /// The crate the code names, if not that one: a crate that compiled for
+    /// the GPU and depends on it (a facade re-exporting it: `clap` of
+    /// `clap_builder`).
+    pub facade: Option<&'m str>,
+}
+
+impl<'m> Named<'m> {
+    /// The crate the code names.
+    pub fn krate(&self) -> &'m str {
+        self.facade.unwrap_or(&self.marker.krate)
+    }
+}
+
 /// The replaced crate an error message names, if any: as a path
-/// (`` `rayon::prelude` ``), or as `` crate `x` `` or `` in `x` ``.
-pub fn named<'m>(message: &str, markers: &'m [Marker]) -> Option<&'m Marker> {
-    markers.iter().find(|m| {
-        let k = &m.krate;
+/// (`` `rayon::prelude` ``), or as `` crate `x` `` or `` in `x` ``; else
+/// through a crate of `deps` that depends on one (a facade: `` cannot find
+/// `ColorChoice` in `clap` `` when `clap_builder` was replaced).
+pub fn named<'m>(message: &str, markers: &'m [Marker], deps: &'m LibDeps) -> Option<Named<'m>> {
+    let mentions = |k: &str| {
         [format!("`{k}::"), format!("`::{k}::"), format!("crate `{k}`"), format!("in `{k}`")]
             .iter()
             .any(|p| message.contains(p.as_str()))
+    };
+    if let Some(marker) = markers.iter().find(|m| mentions(&m.krate)) {
+        return Some(Named { marker, facade: None });
+    }
+    deps.iter().filter(|(k, _)| mentions(k)).find_map(|(k, ds)| {
+        let marker = markers.iter().find(|m| ds.contains(&m.krate))?;
+        Some(Named { marker, facade: Some(k.as_str()) })
     })
 }
 
 /// The error at a use of a replaced crate, in place of rustc's (`d`: the
 /// diagnostic of a `compiler-message` record): the crate, why it does not
 /// build for `triple`, and what to do; at rustc's spans.
-pub fn rewrite(d: &mut Value, m: &Marker, triple: &str) {
-    let k = &m.krate;
+pub fn rewrite(d: &mut Value, named: Named<'_>, triple: &str) {
+    let (m, k) = (named.marker, named.krate());
     let why = if m.std { "it needs `std`".to_string() } else { format!("its first error: {}", m.first) };
-    let message = format!(
-        "crate `{k}` cannot be used in device code: it does not build for {triple} ({why}), so the device pass \
-         compiled an empty crate in its place"
-    );
+    let message = match named.facade {
+        None => format!(
+            "crate `{k}` cannot be used in device code: it does not build for {triple} ({why}), so the device pass \
+             compiled an empty crate in its place"
+        ),
+        Some(_) => format!(
+            "crate `{k}` cannot be used in device code: it re-exports `{}`, which does not build for {triple} \
+             ({why}), so the device pass compiled an empty crate in its place",
+            m.krate
+        ),
+    };
     let help = format!(
         "use `{k}` in host code only: mark the item that names it here `#[offload::host]` or \
          `#[cfg(not(offload_device))]`; device code can use only crates that build for the GPU (`no_std`)"

@@ -13,7 +13,7 @@
 //! out, it names the codes of the errors replaced), and in `check` a
 //! diagnostic the host pass already showed is not shown again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -24,6 +24,10 @@ use serde_json::Value;
 use crate::diagnostic::{classify, Meaning};
 use crate::output::{key, mark_device, MessageFormat};
 use crate::{host_only, status};
+
+mod recount;
+pub use recount::{recount, Left};
+use recount::{unit_key, Explain};
 
 /// A device image cargo reported for one final binary.
 #[derive(Debug, Clone)]
@@ -66,6 +70,18 @@ pub struct Seen {
     /// (target, replaced crate) of each error at a use of a replaced crate
     /// shown: one per crate and target.
     host_only_named: HashSet<(String, String)>,
+    /// (target, file, byte range) of the spans of each error at a kernel
+    /// calling a kernel: rustc's E0061 at one of them is not shown.
+    kernel_calls: Vec<(String, String, (u32, u32))>,
+    /// The diagnostics left out of each target ([`unit_key`]): the PTX
+    /// feature's warning (`own_feature_warning`), E0061 after a kernel
+    /// calling a kernel; cargo's summary lines count them ([`recount`]).
+    pub left_out: HashMap<String, Left>,
+    /// (target, code) of the errors left out, and of those shown.
+    codes_gone: HashSet<(String, String)>,
+    codes_shown: HashSet<(String, String)>,
+    /// rustc's `--explain` notes of each target, without the codes left out.
+    explain: HashMap<String, Explain>,
 }
 
 /// Reads one device pass's records (see the module docs).
@@ -80,6 +96,8 @@ pub struct Reader<'a> {
     pub known: &'a HashSet<String>,
     /// Where the wrapper marks the crates it replaced (`host_only`).
     pub host_only_dir: &'a Path,
+    /// The graph's library dependencies (`host_only::lib_deps`).
+    pub lib_deps: &'a host_only::LibDeps,
     pub seen: Seen,
 }
 
@@ -109,6 +127,45 @@ impl Reader<'_> {
         matches!(meaning, Meaning::UnstableTargetFeature { feature } if Some(feature.as_str()) == own)
     }
 
+    /// Records an error at a kernel calling a kernel; whether `m` is rustc's
+    /// E0061 at that call (the launcher's argument count), which follows it.
+    /// rustc's E0277 points at the first argument, its label `required by
+    /// a bound introduced by this call` at the callee; E0061 at the callee.
+    fn follows_kernel_call(&mut self, m: &cargo_metadata::CompilerMessage, meaning: &Meaning) -> bool {
+        let target = &m.target.name;
+        if *meaning == Meaning::KernelCallsKernel {
+            for s in &m.message.spans {
+                self.seen.kernel_calls.push((target.clone(), s.file_name.clone(), (s.byte_start, s.byte_end)));
+            }
+            return false;
+        }
+        let Some(span) = m.message.spans.iter().find(|s| s.is_primary) else { return false };
+        m.message.code.as_ref().is_some_and(|c| c.code == "E0061")
+            && self.seen.kernel_calls.iter().any(|(t, file, (start, end))| {
+                t == target && *file == span.file_name && span.byte_start < *end && *start < span.byte_end
+            })
+    }
+
+    /// rustc's `--explain` note `d` of `target` without the codes of the
+    /// errors left out there (not shown there otherwise); false: say nothing.
+    fn without_codes_gone(&mut self, target: &str, d: &mut Value) -> bool {
+        let seen = &mut self.seen;
+        if !seen.codes_gone.iter().any(|(t, _)| t == target) {
+            return true;
+        }
+        let gone = |c: &str| {
+            let key = (target.to_string(), c.to_string());
+            seen.codes_gone.contains(&key) && !seen.codes_shown.contains(&key)
+        };
+        let message = d.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
+        let Some(text) = seen.explain.entry(target.to_string()).or_default().note(&message, gone) else {
+            return false;
+        };
+        d["rendered"] = Value::String(format!("{text}\n"));
+        d["message"] = Value::String(text);
+        true
+    }
+
     /// One rustc diagnostic: `m` typed, `record` as cargo wrote it.
     fn diagnostic(&mut self, m: &cargo_metadata::CompilerMessage, mut record: Value) {
         let children: Vec<&str> = m.message.children.iter().map(|c| c.message.as_str()).collect();
@@ -116,7 +173,11 @@ impl Reader<'_> {
         if meaning == Meaning::Interrupted {
             crate::interrupt::set();
         }
-        if crate::interrupt::interrupted() || self.own_feature_warning(&meaning) {
+        if crate::interrupt::interrupted() {
+            return;
+        }
+        if self.own_feature_warning(&meaning) {
+            self.seen.left_out.entry(unit_key(&m.target)).or_default().warnings += 1;
             return;
         }
         let error = m.message.level == DiagnosticLevel::Error;
@@ -125,18 +186,26 @@ impl Reader<'_> {
             // rustc's codes there include those of the errors rewritten below.
             return;
         }
+        if self.follows_kernel_call(m, &meaning) {
+            self.seen.left_out.entry(unit_key(&m.target)).or_default().errors += 1;
+            self.seen.codes_gone.insert((m.target.name.clone(), "E0061".into()));
+            return;
+        }
         let d = &mut record["message"];
+        if m.message.level == DiagnosticLevel::FailureNote && !self.without_codes_gone(&m.target.name, d) {
+            return;
+        }
         if self.known.contains(&key(d)) {
             self.seen.duplicates += usize::from(error);
             return;
         }
         if error {
             let markers = host_only::markers(self.host_only_dir);
-            if let Some(marker) = host_only::named(&m.message.message, &markers) {
-                if !self.seen.host_only_named.insert((m.target.name.clone(), marker.krate.clone())) {
+            if let Some(named) = host_only::named(&m.message.message, &markers, self.lib_deps) {
+                if !self.seen.host_only_named.insert((m.target.name.clone(), named.krate().to_string())) {
                     return;
                 }
-                host_only::rewrite(d, marker, self.triple);
+                host_only::rewrite(d, named, self.triple);
             }
         }
         if let Meaning::DeviceLinkFailed { said } = &meaning {
@@ -157,6 +226,9 @@ impl Reader<'_> {
             return;
         }
         self.seen.errors += 1;
+        if let Some(code) = &m.message.code {
+            self.seen.codes_shown.insert((m.target.name.clone(), code.code.clone()));
+        }
         self.seen.duplicate_symbol |= meaning == Meaning::DuplicateKernelSymbol;
         if meaning == Meaning::NeedsStd {
             let final_target = m.target.kind.iter().any(|k| !matches!(k, TargetKind::Lib | TargetKind::RLib));
@@ -244,6 +316,56 @@ pub fn hints_for(std_missing: &[StdUser]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A compiler-message record of the bin `app` (as cargo writes it), with
+    /// spans at `bytes` of src/main.rs, the first one primary.
+    fn record(message: &str, code: &str, bytes: &[(u32, u32)]) -> String {
+        let span = |(i, (start, end)): (usize, &(u32, u32))| {
+            serde_json::json!({"file_name": "src/main.rs", "byte_start": start, "byte_end": end,
+                "line_start": 26, "line_end": 26, "column_start": 5, "column_end": 17, "is_primary": i == 0,
+                "text": [], "label": null, "suggested_replacement": null, "suggestion_applicability": null,
+                "expansion": null})
+        };
+        let spans: Vec<serde_json::Value> = bytes.iter().enumerate().map(span).collect();
+        serde_json::json!({"reason": "compiler-message", "package_id": "path+file:///t/app#0.1.0",
+            "manifest_path": "/t/app/Cargo.toml",
+            "target": {"kind": ["bin"], "crate_types": ["bin"], "name": "app", "src_path": "/t/app/src/main.rs",
+                       "edition": "2021", "doc": true, "doctest": false, "test": true},
+            "message": {"$message_type": "diagnostic", "message": message,
+                        "code": {"code": code, "explanation": null}, "level": "error", "spans": spans,
+                        "children": [], "rendered": format!("error[{code}]: {message}\n\n")}})
+        .to_string()
+    }
+
+    /// rustc 1.101's errors at `wave(t, out);` in a kernel: offload's E0277
+    /// at the first argument (`t`, its label `required by a bound introduced
+    /// by this call` at `wave`), then E0061 at `wave`, which is not shown;
+    /// an E0061 elsewhere is.
+    #[test]
+    fn the_argument_count_error_after_a_kernel_call_is_left_out() {
+        let rule = "a kernel cannot call or launch another kernel";
+        let takes = "this function takes 3 arguments but 2 arguments were supplied";
+        let run = |lines: &[String]| {
+            let (known, dir, deps) = (HashSet::new(), std::path::PathBuf::from("/nonexistent"), Default::default());
+            let mut r = Reader {
+                format: MessageFormat::from_values(&["json".to_string()]),
+                triple: "nvptx64-nvidia-cuda",
+                arch: "sm_90",
+                ptx_feature: None,
+                known: &known,
+                host_only_dir: &dir,
+                lib_deps: &deps,
+                seen: Seen::default(),
+            };
+            r.read(lines.join("\n").as_bytes());
+            r.seen.errors
+        };
+        let (callee, first_arg, elsewhere) = ((700, 704), (705, 706), (900, 904));
+        let e0277 = record(rule, "E0277", &[first_arg, callee]);
+        assert_eq!(run(&[e0277.clone(), record(takes, "E0061", &[callee, (704, 712)])]), 1);
+        assert_eq!(run(&[e0277, record(takes, "E0061", &[elsewhere])]), 2);
+        assert_eq!(run(&[record(takes, "E0061", &[callee])]), 1, "no kernel call: shown");
+    }
 
     #[test]
     fn std_hint_names_the_crates() {

@@ -178,13 +178,16 @@ pub fn mark_device(diagnostic: &mut Value, note: &str) {
 
 /// `rendered` with a `= <kind>: <text>` line (rustc's `= note:`, `=
 /// help:`) after its last line: indented as the gutter of its last line
-/// (`   |`, ` 4 |`), else by two spaces; the blank line that ends it kept.
+/// (`   |`, ` 4 |`) or as its last `= …` line, else by two spaces; the
+/// blank line that ends it kept.
 pub fn with_line(rendered: &str, kind: &str, text: &str) -> String {
     let body = rendered.trim_end_matches('\n');
     let ending = &rendered[body.len()..];
     let last = strip_ansi(body.lines().last().unwrap_or_default());
-    let indent = match last.split_once('|') {
-        Some((gutter, _)) if gutter.chars().all(|c| c == ' ' || c.is_ascii_digit()) => " ".repeat(gutter.len()),
+    let equals = last.trim_start().starts_with("= ").then(|| last.len() - last.trim_start().len());
+    let indent = match (equals, last.split_once('|')) {
+        (Some(n), _) => " ".repeat(n),
+        (None, Some((gutter, _))) if gutter.chars().all(|c| c == ' ' || c.is_ascii_digit()) => " ".repeat(gutter.len()),
         _ => "  ".to_string(),
     };
     format!("{body}\n{indent}= {kind}: {text}{}", if ending.is_empty() { "\n" } else { ending })
@@ -380,6 +383,13 @@ mod tests {
         assert_eq!(with_line("error: x\n   |\n", "note", "n"), "error: x\n   |\n   = note: n\n");
         assert_eq!(with_line("e\n10 |    ^^^^^\n\n", "note", "n"), "e\n10 |    ^^^^^\n   = note: n\n\n");
         assert_eq!(with_line("warning: y\n", "note", "n"), "warning: y\n  = note: n\n");
+        // After rustc's own `= note:` (a kernel calling a kernel, gutter of 4).
+        let e =
+            "error[E0277]: k\n   --> src/main.rs:26:10\n    |\n  6 | #[kernel]\n    = note: this error originates\n\n";
+        assert_eq!(
+            with_line(e, "note", "n"),
+            "error[E0277]: k\n   --> src/main.rs:26:10\n    |\n  6 | #[kernel]\n    = note: this error originates\n    = note: n\n\n"
+        );
         assert_eq!(with_line("src/main.rs:4:15: error: x", "help", "n"), "src/main.rs:4:15: error: x\n  = help: n\n");
         assert_eq!(
             with_line("e\n\x1b[1m\x1b[94m  |\x1b[0m\n\n", "note", "n"),

@@ -118,6 +118,7 @@ impl<'a> Plan<'a> {
                 fmad: dev.fmad,
                 generic_dir: generic_dir.clone(),
                 own_sources: own_sources.clone(),
+                lib_deps: ws.lib_deps.clone(),
             });
         }
         let images_dir = ws.target_dir.join("offload").join("images");
@@ -158,6 +159,7 @@ impl<'a> Plan<'a> {
             collect,
             target_dir: &self.target_dir,
             own_sources: &self.own_sources,
+            device_failed: None,
         }
     }
 

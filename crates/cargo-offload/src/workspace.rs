@@ -18,6 +18,8 @@ pub struct Workspace {
     /// this workspace, for the crate cache
     /// (`crate_cache::own_sources`).
     pub own_packages: Vec<PathBuf>,
+    /// The library dependencies of the graph's crates (`host_only::lib_deps`).
+    pub lib_deps: crate::host_only::LibDeps,
 }
 
 /// Settings from `Cargo.toml`. Precedence, highest first: the command line,
@@ -123,7 +125,8 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
         .filter(|p| !meta.workspace_members.contains(&p.id))
         .filter_map(|p| p.manifest_path.parent().map(|d| d.to_path_buf().into_std_path_buf()))
         .collect();
-    Ok(Workspace { target_dir, root: meta.workspace_root.into_std_path_buf(), config, own_packages })
+    let lib_deps = crate::host_only::lib_deps(&meta);
+    Ok(Workspace { target_dir, root: meta.workspace_root.into_std_path_buf(), config, own_packages, lib_deps })
 }
 
 /// Refuses `--package`/`--bin`/`--example`/`--test`/`--bench` names that

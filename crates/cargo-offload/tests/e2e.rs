@@ -121,7 +121,8 @@ fn no_kernels_is_one_clear_error() {
 /// GPU, fail; the device pass compiles an empty crate in place of each, says
 /// so once, and the binary builds and runs. A kernel that names such a
 /// crate gets one error at that use, naming the crate and the fix, and none
-/// of rustc's `std` errors of the crate itself.
+/// of rustc's `std` errors of the crate itself; so does a kernel that names
+/// a crate that re-exports one (a facade, as `clap` of `clap_builder`).
 #[test]
 #[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn host_only_dependencies_stay_in_plain_dependencies() {
@@ -139,7 +140,7 @@ fn host_only_dependencies_stay_in_plain_dependencies() {
     assert!(!out.stderr.contains("error:") && !out.stderr.contains("error["), "{}", out.stderr);
     let run = f.run_exe("debug", "fixture_std_dep", &[("OFFLOAD_DEVICE", "host")]);
     run.assert_success();
-    assert_eq!(run.stdout.trim(), "[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0] sum=8");
+    assert_eq!(run.stdout.trim(), "[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0] sum=8 half=4");
     let again = f.offload(&["build", "--arch", "sm_90"]);
     again.assert_success();
     assert!(!again.stderr.contains("note: "), "replaced once, then fresh: {}", again.stderr);
@@ -159,6 +160,21 @@ fn host_only_dependencies_stay_in_plain_dependencies() {
         out.stderr
     );
     for noise in ["can't find crate for `std`", "-Zbuild-std", "E0425", "E0463"] {
+        assert!(!out.stderr.contains(noise), "{noise}: {}", out.stderr);
+    }
+
+    // Through a facade that compiled for the GPU (`facade` re-exports
+    // `hostonly`, as `clap` does `clap_builder`): the same one error, naming both.
+    f.edit("src/main.rs", |s| s.replace("hostonly::half(v)", "facade::half(v) + facade::half(v)"));
+    let out = f.offload(&["build", "--arch", "sm_90"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let error = "error: crate `facade` cannot be used in device code: it re-exports `hostonly`, which does not build \
+                 for nvptx64-nvidia-cuda (it needs `std`), so the device pass compiled an empty crate in its place\n \
+                 --> src/main.rs:4:";
+    assert_eq!(out.stderr.matches("error: crate `facade`").count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains(error), "{}", out.stderr);
+    assert!(out.stderr.contains("= help: use `facade` in host code only"), "{}", out.stderr);
+    for noise in ["cannot find", "E0425", "E0433"] {
         assert!(!out.stderr.contains(noise), "{noise}: {}", out.stderr);
     }
 }
@@ -225,6 +241,50 @@ fn device_only_errors_are_json_records_at_the_kernel() {
     assert_eq!(out.stderr.matches("= note: in the device pass").count(), 1, "the error only: {}", out.stderr);
 }
 
+/// rustc 1.96 (Debian's) warns that the PTX feature `cargo offload`
+/// enables is unstable; that warning is not shown, so cargo's summary does
+/// not count it: `due to 1 previous error`, not `…; 1 warning emitted`,
+/// in both message formats.
+#[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
+fn the_summary_counts_only_the_warnings_shown() {
+    let f = Fixture::renamed("device-error", "summary");
+    let debian = [("OFFLOAD_RUSTC", "/usr/bin/rustc")];
+    for format in ["human", "json"] {
+        let out = f.offload_env(&["build", "--arch", "sm_90", "--message-format", format], &debian);
+        assert_eq!(out.code, 4, "{}", out.stderr);
+        assert!(out.stderr.contains("rustc 1.96"), "Debian's rustc: {}", out.stderr);
+        let summary = format!("could not compile `{}` (bin \"{}\") due to 1 previous error\n", f.name, f.name);
+        assert!(out.stderr.contains(&summary), "{format}: {}", out.stderr);
+        assert!(!out.stderr.contains("warning"), "{format}: {}", out.stderr);
+        assert!(!out.stdout.contains("\"level\":\"warning\""), "{format}: {}", out.stdout);
+    }
+}
+
+/// `--keep-going` with two binaries, one of which has an error in device
+/// code only: as plain cargo, the other is built (its device image, then
+/// the host pass), and runs; the failed one is not linked (no binary
+/// without its kernels), the error says so, and the build fails.
+#[test]
+#[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
+fn keep_going_builds_the_binaries_whose_device_images_were_built() {
+    let f = Fixture::new("keep-going");
+    let out = f.offload(&["build", "--arch", "sm_90", "--keep-going"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(out.stderr.contains("cannot find function `twice` in this scope"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("error: `bad` was not linked: its device pass for nvptx64-nvidia-cuda sm_90 failed"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("the host pass built the binaries whose device images were built (bin `good`)"));
+    assert!(!f.host_exe("debug", "bad").exists(), "{}", out.stderr);
+    let run = f.run_exe("debug", "good", &[("OFFLOAD_DEVICE", "host")]);
+    run.assert_success();
+    let want: Vec<f32> = (0..4).map(|i| (3 * i) as f32).collect();
+    assert_eq!(run.stdout.trim(), format!("{want:?}"));
+}
+
 #[test]
 #[ignore = "builds device code (minutes): `cargo test -p cargo-offload --test e2e -- --include-ignored`"]
 fn immovable_argument_type_is_a_compile_error_on_the_argument() {
@@ -288,6 +348,16 @@ fn std_float_methods_and_kernels_calling_kernels_get_messages_that_name_the_fix(
     assert_eq!(out.code, 4, "{}", out.stderr);
     assert!(out.stderr.contains("error[E0277]: a kernel cannot call or launch another kernel"), "{}", out.stderr);
     assert!(!out.stderr.contains("From<f32>"), "{}", out.stderr);
+    // One error: not rustc's E0061 at the same call (the launcher's
+    // arguments), nor in rustc's `--explain` notes and cargo's count.
+    assert!(!out.stderr.contains("E0061") && !out.stderr.contains("arguments were supplied"), "{}", out.stderr);
+    assert!(out.stderr.contains("try `rustc --explain E0277`"), "{}", out.stderr);
+    assert!(out.stderr.contains("(bin \"fixture_device_messages\") due to 1 previous error\n"), "{}", out.stderr);
+    // The device pass's note on rustc's column (its `|` and `=`): as the line above it.
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    let at = lines.iter().position(|l| l.contains("= note: in the device pass for")).expect(&out.stderr);
+    let column = |l: &str| l.find(|c: char| c != ' ');
+    assert_eq!(column(lines[at]), column(lines[at - 1]), "{}\n{}", lines[at - 1], lines[at]);
     let host = f.cargo(&["build"]);
     assert!(host.stderr.contains("a kernel cannot call or launch another kernel"), "{}", host.stderr);
 }

@@ -59,7 +59,42 @@ fn uses_of_replaced_crates_are_recognized() {
         ("no method named `par_iter` found for reference `&[f32]` in the current scope", None),
     ];
     for (message, want) in table {
-        assert_eq!(named(message, &m).map(|m| m.krate.as_str()), *want, "{message}");
+        assert_eq!(named(message, &m, &LibDeps::new()).map(|n| n.marker.krate.as_str()), *want, "{message}");
+    }
+}
+
+/// A crate that compiled for the GPU but only re-exports a replaced one (a
+/// facade): rustc's messages name the facade (rustc 1.96 and 1.101-nightly,
+/// an empty `clap_builder` under a `clap` of `pub use clap_builder::*;`);
+/// the dependency graph ties it to the replaced crate.
+#[test]
+fn uses_of_a_facade_of_a_replaced_crate_are_recognized() {
+    let m = markers_of(&[("clap_builder", true, "can't find crate for `std`"), ("rayon", true, "x")]);
+    let deps: LibDeps = [
+        ("clap", &["clap_builder", "clap_derive"][..]),
+        ("clap_builder", &["clap_lex", "anstream"][..]),
+        ("either", &[][..]),
+        ("app_lib", &["either"][..]),
+    ]
+    .iter()
+    .map(|(k, ds)| (k.to_string(), ds.iter().map(|d| d.to_string()).collect()))
+    .collect();
+    let table: &[(&str, Option<(&str, &str)>)] = &[
+        ("cannot find `ColorChoice` in `clap`", Some(("clap", "clap_builder"))),
+        ("unresolved import `clap::Parser`", Some(("clap", "clap_builder"))),
+        ("cannot find type `Command` in crate `clap`", Some(("clap", "clap_builder"))),
+        // The replaced crate itself, named directly.
+        ("cannot find `Arg` in `clap_builder`", Some(("clap_builder", "clap_builder"))),
+        ("unresolved import `rayon::prelude`", Some(("rayon", "rayon"))),
+        // Crates that depend on no replaced crate, and names that are not crates.
+        ("cannot find `Left` in `either`", None),
+        ("cannot find function `f` in `app_lib`", None),
+        ("cannot find value `clap` in this scope", None),
+        ("cannot find `ColorChoice` in `clap_extra`", None),
+    ];
+    for (message, want) in table {
+        let got = named(message, &m, &deps).map(|n| (n.krate(), n.marker.krate.as_str()));
+        assert_eq!(got, *want, "{message}");
     }
 }
 
@@ -81,7 +116,7 @@ fn the_use_gets_one_error_with_the_fix() {
         "rendered": "error[E0425]: cannot find function `describe` in crate `hostonly`\n --> src/main.rs:4:25\n  |\n4 |         *yi = hostonly::describe(1);\n  |                         ^^^^^^^^ not found in `hostonly`\n\n"
     });
     let m = markers_of(&[("hostonly", true, "can't find crate for `std`")]);
-    rewrite(&mut d, &m[0], "nvptx64-nvidia-cuda");
+    rewrite(&mut d, Named { marker: &m[0], facade: None }, "nvptx64-nvidia-cuda");
     let message = "crate `hostonly` cannot be used in device code: it does not build for nvptx64-nvidia-cuda (it \
                    needs `std`), so the device pass compiled an empty crate in its place";
     assert_eq!(d["message"], message);
@@ -93,8 +128,33 @@ fn the_use_gets_one_error_with_the_fix() {
     assert!(r.starts_with(&format!("error: {message}\n --> src/main.rs:4:25\n")), "{r}");
     assert!(r.ends_with(&format!("  = help: {help}\n\n")), "{r}");
     let other = markers_of(&[("simd_adler32", false, "mismatched types")]);
-    rewrite(&mut d, &other[0], "nvptx64-nvidia-cuda");
+    rewrite(&mut d, Named { marker: &other[0], facade: None }, "nvptx64-nvidia-cuda");
     assert!(d["message"].as_str().unwrap().contains("(its first error: mismatched types)"), "{}", d["message"]);
+}
+
+/// The error at the use of a facade names it, the replaced crate it
+/// re-exports, why that does not build, and the fix for the facade.
+#[test]
+fn a_facade_use_gets_one_error_naming_both_crates() {
+    let mut d = serde_json::json!({
+        "$message_type": "diagnostic",
+        "message": "cannot find `ColorChoice` in `clap`",
+        "code": {"code": "E0433", "explanation": null},
+        "level": "error",
+        "spans": [],
+        "children": [],
+        "rendered": "error[E0433]: cannot find `ColorChoice` in `clap`\n --> src/main.rs:4:23\n  |\n"
+    });
+    let m = markers_of(&[("clap_builder", true, "can't find crate for `std`")]);
+    rewrite(&mut d, Named { marker: &m[0], facade: Some("clap") }, "nvptx64-nvidia-cuda");
+    let message = "crate `clap` cannot be used in device code: it re-exports `clap_builder`, which does not build for \
+                   nvptx64-nvidia-cuda (it needs `std`), so the device pass compiled an empty crate in its place";
+    assert_eq!(d["message"], message);
+    assert_eq!(d["code"], serde_json::Value::Null);
+    let help = d["children"][0]["message"].as_str().unwrap();
+    assert!(help.starts_with("use `clap` in host code only: mark the item that names it here `#[offload::host]`"));
+    let r = d["rendered"].as_str().unwrap();
+    assert!(r.starts_with(&format!("error: {message}\n --> src/main.rs:4:23\n")), "{r}");
 }
 
 #[test]

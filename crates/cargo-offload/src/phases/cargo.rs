@@ -28,6 +28,7 @@ use crate::cmd::{CommandSpec, EnvChange};
 use crate::errors::{exit, finish, CliError, Result};
 use crate::handoff::{write_map, ImageMapEntry};
 use crate::host::Action;
+use crate::messages::DeviceArtifact;
 use crate::output::MessageFormat;
 use crate::phases::embed;
 use crate::plan::{Executables, Plan};
@@ -126,6 +127,9 @@ fn passes(plan: &Plan) -> Result<i32> {
         }
     }
     let mut built = device_round(plan)?;
+    if let Some((error, device)) = built.failed {
+        return keep_going(plan, error, device, &built.binaries, built.map.is_empty());
+    }
     if !collected_first && generic::any_generic(&plan.generic_dir) {
         if let Some(code) = collect_round(plan)? {
             return Ok(code);
@@ -139,6 +143,33 @@ fn passes(plan: &Plan) -> Result<i32> {
         return Err(CliError::Interrupted);
     }
     plan.host(None).run()
+}
+
+/// After a device pass failed under `--keep-going` (`error`, for `device`):
+/// the host pass for the binaries whose device images were built
+/// (`binaries`; the others are not linked, see `rustc_host::unlinked`),
+/// as plain cargo builds what does not depend on the failure; then the
+/// device pass's error, whatever the host pass did.
+fn keep_going(plan: &Plan, error: CliError, device: String, binaries: &str, none: bool) -> Result<i32> {
+    if interrupt::interrupted() {
+        return Err(CliError::Interrupted);
+    }
+    if none {
+        return Err(error);
+    }
+    let mut host = plan.host(None);
+    host.device_failed = Some(device);
+    host.run()?;
+    Err(match error {
+        CliError::DeviceBuild { what, mut hints } => {
+            hints.push(format!(
+                "with `--keep-going`, the host pass built the binaries whose device images were built ({binaries}); \
+                 the others were not linked"
+            ));
+            CliError::DeviceBuild { what, hints }
+        }
+        other => other,
+    })
 }
 
 /// `check` and `clippy`: the host pass, its messages relayed; then, if it
@@ -206,25 +237,46 @@ fn doc_check_cfg(mut args: Vec<String>, var: impl Fn(&str) -> Option<String>) ->
 struct Built {
     map: Vec<ImageMapEntry>,
     binaries: String,
+    /// The first failed pass's error and device (`nvptx64-nvidia-cuda
+    /// sm_90`), under `--keep-going` (without it, the round fails).
+    failed: Option<(CliError, String)>,
 }
 
-/// The device passes, then the embed phase; writes the image map.
+/// The device passes, then the embed phase; writes the image map. Under
+/// `--keep-going` every pass runs, and the map holds the binaries that
+/// every pass built an image of.
 fn device_round(plan: &Plan) -> Result<Built> {
     let mut artifacts = Vec::new();
-    for (pass, sel) in plan.passes.iter().zip(plan.sels) {
-        for a in pass.run(&Default::default())? {
+    let mut failed = None;
+    let mut passes_of = std::collections::HashMap::<_, std::collections::HashSet<usize>>::new();
+    for (i, (pass, sel)) in plan.passes.iter().zip(plan.sels).enumerate() {
+        let (built, error) = pass.run_keeping(&Default::default())?;
+        match error {
+            Some(e) if pass.cargo.keep_going && matches!(e, CliError::DeviceBuild { .. }) => {
+                failed = failed.or(Some((e, format!("{} {}", sel.triple, sel.arch))));
+            }
+            Some(e) => return Err(e),
+            None => {}
+        }
+        for a in built {
+            passes_of.entry((a.crate_name.clone(), a.src_path.clone(), a.test)).or_default().insert(i);
             artifacts.push(embed::Built { artifact: a, triple: sel.triple.clone(), arch: sel.arch.clone() });
         }
     }
     if interrupt::interrupted() {
         return Err(CliError::Interrupted);
     }
+    if failed.is_some() {
+        // A binary needs the image of every selected device.
+        let key = |a: &DeviceArtifact| (a.crate_name.clone(), a.src_path.clone(), a.test);
+        artifacts.retain(|b| passes_of[&key(&b.artifact)].len() == plan.passes.len());
+    }
     let ptxas = plan.tc.ptxas.as_deref();
     let map = embed::embed(&artifacts, ptxas, &plan.images_dir, &plan.objects_dir, status::status)?;
     write_map(&plan.map.0, &map).map_err(CliError::io("could not write", &plan.map.0))?;
     let mut names: Vec<String> = artifacts.iter().map(|a| a.artifact.describe()).collect();
     names.dedup();
-    Ok(Built { map, binaries: names.join(", ") })
+    Ok(Built { map, binaries: names.join(", "), failed })
 }
 
 /// A collect round: a host build that logs the generic kernel

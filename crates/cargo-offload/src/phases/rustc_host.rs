@@ -10,14 +10,18 @@
 //!   added to the first rule of rustc's dep-info file, so cargo relinks the
 //!   binary when the image changes; then the binary's kernel records and
 //!   generic instantiations are checked against the image (or, in the
-//!   collect round, the instantiations are logged).
+//!   collect round, the instantiations are logged);
+//! - after a device pass failed under `--keep-going`, a final binary with
+//!   no image in the map is not linked ([`unlinked`]): linked without its
+//!   kernels, it would fail at its first launch, or run them on the host
+//!   fallback where a GPU is present.
 
 use std::path::{Path, PathBuf};
 
 use crate::arg::Args;
 use crate::binary::{kernel_records, location_of};
 use crate::errors::{CliError, Result};
-use crate::handoff::{read_map, ImageMapEntry, COLLECT_VAR, MAP_VAR};
+use crate::handoff::{read_map, ImageMapEntry, COLLECT_VAR, DEVICE_FAILED_VAR, MAP_VAR};
 use crate::phases::rustc;
 
 /// The host phase: runs rustc with [`host_args`]; after a successful link
@@ -26,6 +30,11 @@ use crate::phases::rustc;
 pub fn run(rustc: &str, args: Args) -> Result<i32> {
     let map = std::env::var_os(MAP_VAR).and_then(|p| read_map(Path::new(&p))).unwrap_or_default();
     let (new_args, image) = host_args(&args, &map);
+    let failed = std::env::var(DEVICE_FAILED_VAR).ok();
+    if let Some(error) = failed.and_then(|why| unlinked(&args, image.is_some(), &why)) {
+        eprintln!("{error}");
+        return Ok(1);
+    }
     let code = rustc::run(rustc, &new_args)?;
     if code != 0 {
         return Ok(code);
@@ -60,6 +69,30 @@ pub fn run(rustc: &str, args: Args) -> Result<i32> {
         _ => {}
     }
     Ok(code)
+}
+
+/// The error (as rustc would print it: JSON under `--error-format=json`)
+/// in place of linking a final binary that has no device image (`image`:
+/// whether it has one) after a device pass failed for `device`; `None` for
+/// any other crate.
+pub fn unlinked(args: &Args, image: bool, device: &str) -> Option<String> {
+    let name = args.crate_name()?;
+    if image || binary_key(args).is_none() || name.starts_with("build_script_") {
+        return None;
+    }
+    let message = format!(
+        "`{name}` was not linked: its device pass for {device} failed (its errors are above), so it has no device \
+         image; with `--keep-going` the host pass links only the binaries whose device images were built"
+    );
+    let rendered = format!("error: {message}\n\n");
+    if !args.as_slice().iter().any(|a| a == "--error-format=json") {
+        return Some(rendered.trim_end().to_string());
+    }
+    let d = serde_json::json!({
+        "$message_type": "diagnostic", "message": message, "code": null, "level": "error",
+        "spans": [], "children": [], "rendered": rendered,
+    });
+    Some(d.to_string())
 }
 
 /// The host phase's rewrite; returns the image this binary links (its
@@ -188,6 +221,29 @@ pub fn check_kernels(exe: &Path, entry: &ImageMapEntry) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After a failed device pass (`--keep-going`): a final binary without
+    /// an image gets an error naming it in place of its link, in rustc's
+    /// JSON when cargo asks for JSON; libraries, build scripts and binaries
+    /// with an image are compiled as always.
+    #[test]
+    fn binaries_without_an_image_are_not_linked_after_a_failed_device_pass() {
+        let a = |s: &str| Args::new(s.split_whitespace().map(String::from).collect());
+        let dev = "nvptx64-nvidia-cuda sm_90";
+        let bad = a("--crate-name bad --edition=2021 src/bin/bad.rs --error-format=json --crate-type bin");
+        let json: serde_json::Value = serde_json::from_str(&unlinked(&bad, false, dev).unwrap()).unwrap();
+        let message = "`bad` was not linked: its device pass for nvptx64-nvidia-cuda sm_90 failed (its errors are \
+                       above), so it has no device image; with `--keep-going` the host pass links only the binaries \
+                       whose device images were built";
+        assert_eq!((json["level"].as_str(), json["message"].as_str()), (Some("error"), Some(message)));
+        assert_eq!(json["$message_type"], "diagnostic");
+        assert_eq!(json["rendered"], format!("error: {message}\n\n"));
+        let plain = a("--crate-name bad src/bin/bad.rs --crate-type bin");
+        assert_eq!(unlinked(&plain, false, dev), Some(format!("error: {message}")));
+        assert_eq!(unlinked(&bad, true, dev), None, "it has an image");
+        assert_eq!(unlinked(&a("--crate-name good src/lib.rs --crate-type lib"), false, dev), None);
+        assert_eq!(unlinked(&a("--crate-name build_script_build build.rs --crate-type bin"), false, dev), None);
+    }
 
     #[test]
     fn host_adds_the_image_of_final_crates_only() {
