@@ -75,13 +75,7 @@ impl<'a> Plan<'a> {
         let tests = matches!(action, Action::Test { .. } | Action::Bench { .. });
         let benches = matches!(action, Action::Bench { .. });
         let format = crate::output::MessageFormat::from_values(&cargo.message_format);
-        let mode = if dev.fast_math {
-            "-fast-math"
-        } else if dev.fmad {
-            "-fmad"
-        } else {
-            ""
-        };
+        let mode = [(dev.fast_math, "-fast-math"), (dev.fmad, "-fmad")].iter().find(|m| m.0).map_or("", |m| m.1);
         // One directory of instantiation lists per workspace that uses this
         // target directory: another workspace's lists say nothing about this one.
         let root_hash = offload_image::hash::hash32(&[&ws.root.display().to_string()]);

@@ -88,10 +88,11 @@ pub fn workspace(cargo: &CargoOpts) -> Result<Workspace> {
     let meta = cargo_metadata::MetadataCommand::parse(json).map_err(CliError::Metadata)?;
     check_offload_version(
         meta.packages.iter().filter(|p| p.name.as_str() == "offload").map(|p| {
-            // A path dependency (no source): its checkout's cargo-offload.
+            // A path dependency (no source): its checkout's cargo-offload, if it has one.
             let installer =
                 p.source.is_none().then(|| p.manifest_path.as_std_path().with_file_name("../cargo-offload"));
-            (p.version.to_string(), installer.map(|d| crate::crate_cache::lexical(&d)))
+            let installer = installer.map(|d| crate::crate_cache::lexical(&d));
+            (p.version.to_string(), installer.filter(|d| d.join("Cargo.toml").is_file()))
         }),
         env!("CARGO_PKG_VERSION"),
     )?;

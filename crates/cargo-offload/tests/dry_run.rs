@@ -1027,14 +1027,17 @@ fn another_offload_version_is_refused() {
         std::fs::write(base.join(dir).join(file), if dir == "app" { "fn main() {}\n" } else { "" }).unwrap();
     }
     let target = base.join("target");
-    let out = Command::new(env!("CARGO_BIN_EXE_cargo-offload"))
-        .args(["offload", "build", "--arch", "sm_90", "--dry-run", "--target-dir"])
-        .arg(&target)
-        .current_dir(base.join("app"))
-        .env("CARGO_TERM_COLOR", "never")
-        .env_remove("__OFFLOAD_PHASE")
-        .output()
-        .unwrap();
+    let build = || {
+        Command::new(env!("CARGO_BIN_EXE_cargo-offload"))
+            .args(["offload", "build", "--arch", "sm_90", "--dry-run", "--target-dir"])
+            .arg(&target)
+            .current_dir(base.join("app"))
+            .env("CARGO_TERM_COLOR", "never")
+            .env_remove("__OFFLOAD_PHASE")
+            .output()
+            .unwrap()
+    };
+    let out = build();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
@@ -1046,6 +1049,20 @@ fn another_offload_version_is_refused() {
     assert!(stderr.contains("`cargo install cargo-offload --version 0.0.1`"), "{stderr}");
     assert!(stderr.contains(&format!("`cargo update -p offload --precise {own}`")), "{stderr}");
     assert!(!target.exists(), "nothing built");
+    // The `offload` of a clone (a `cargo-offload` beside it): that clone's
+    // cargo offload, installed by path.
+    let installer = base.join("cargo-offload");
+    std::fs::create_dir_all(&installer).unwrap();
+    std::fs::write(installer.join("Cargo.toml"), "[package]\nname = \"cargo-offload\"\n").unwrap();
+    let out = build();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let want = format!(
+        "offload 0.0.1 comes from a checkout: install its cargo offload with `cargo install --path {}`",
+        installer.display()
+    );
+    assert!(stderr.contains(&want), "{stderr}");
+    assert!(!stderr.contains("--precise"), "{stderr}");
     let _ = std::fs::remove_dir_all(&base);
 }
 
