@@ -89,11 +89,14 @@ run() { # dir
         an_allocation_gets_the_memory_that_drops_left_in_the_pool
     one "an event and a future that outlive their queue report its panic" \
         an_event_that_outlives_its_queue_reports_the_queues_panic
+    one "the warning of an uncollected error prints once, where nothing can report it" \
+        the_uncollected_error_warning_prints_once_where_nothing_can_report_it
     local panicking=(--skip a_panic_in_a_queued_launch_arrives_at_synchronize_and_the_queue_goes_on
         --skip a_scope_returns_the_closures_error_or_the_queues --skip futures_complete_on_tokio
         --skip a_panic_is_reported_on_its_own_queue_while_another_queue_runs
         --skip a_blocking_launchs_panic_found_by_a_queue_while_it_runs_stays_its_own
-        --skip an_event_that_outlives_its_queue_reports_the_queues_panic)
+        --skip an_event_that_outlives_its_queue_reports_the_queues_panic
+        --skip the_uncollected_error_warning_prints_once_where_nothing_can_report_it)
     # Timing properties (a queued launch returns before its kernel ends, an
     # event's wait ends before later work) on parallel threads: another
     # test's DeviceBuffer allocation or free (cuMemAlloc, cuMemFree) on

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::capture::refuse_in_capture;
 use super::handle::Queue;
-use super::inner::{Imp, QueueInner};
+use super::inner::{Imp, Waiter};
 use crate::runtime::cuda::queue::{elapsed_ms, Fence, TimedEvent};
 use crate::runtime::error::{Error, Result};
 
@@ -36,7 +36,7 @@ impl Queue {
             }
             Imp::Cuda(c) => Timing::Cuda(c.record_timed()?),
         };
-        Ok(Event { queue: self.inner.clone(), seq: *seq, timing })
+        Ok(Event { queue: Waiter::new(&self.inner), seq: *seq, timing })
     }
 
     /// Makes the work enqueued on this queue from now on wait until
@@ -66,7 +66,7 @@ impl Queue {
 /// `Send + Sync`; [`Queue::wait`] on any queue, any number of times.
 /// `.await` it (see [`Wait`](crate::Wait)), or [`synchronize`](Self::synchronize).
 pub struct Event {
-    pub(crate) queue: Arc<QueueInner>,
+    pub(crate) queue: Waiter,
     pub(crate) seq: u64,
     timing: Timing,
 }

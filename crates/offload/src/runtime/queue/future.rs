@@ -16,6 +16,7 @@ use core::task::{Context, Poll, Waker};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::vec::Vec;
 
+use super::inner::Waiter;
 use super::{Event, Imp, Queue, QueueInner};
 use crate::runtime::cuda::queue::Fence;
 use crate::runtime::error::Result;
@@ -26,7 +27,7 @@ use crate::runtime::error::Result;
 /// `Send + 'static`: spawn it on any executor.
 #[must_use = "a future does nothing unless awaited"]
 pub struct Wait {
-    queue: Arc<QueueInner>,
+    queue: Waiter,
     seq: u64,
     /// CUDA: the event that completes after `(queue, seq)`, which the
     /// future polls.
@@ -50,7 +51,7 @@ impl Queue {
     /// the future of an [`Event`] (`event.await`).
     pub fn synchronize_async(&self) -> Wait {
         let seq = *self.inner.lock_submit();
-        Wait::new(self.inner.clone(), seq, None)
+        Wait::new(Waiter::new(&self.inner), seq, None)
     }
 }
 
@@ -73,7 +74,7 @@ impl IntoFuture for &Event {
 
 impl Wait {
     /// A future of `(queue, seq)`; `fence`: an event's own event (CUDA).
-    fn new(queue: Arc<QueueInner>, seq: u64, fence: Option<Arc<Fence>>) -> Wait {
+    fn new(queue: Waiter, seq: u64, fence: Option<Arc<Fence>>) -> Wait {
         // As `Queue::synchronize`: no waiting inside a capture, nor on a
         // queue another thread is capturing (reported at the first poll).
         if let Err(e) = super::capture::refuse_in_capture(&queue, "wait for a queue's future") {
@@ -115,7 +116,7 @@ impl Future for Wait {
                 }
                 Imp::Cuda(_) => {
                     poller().add(Pending {
-                        queue: self.queue.clone(),
+                        queue: Arc::clone(&self.queue),
                         seq: self.seq,
                         fence: self.fence.clone(),
                         waker: cx.waker().clone(),

@@ -2,8 +2,8 @@
 //! dropped. Its shared state is `inner`'s; events (`event`), copies
 //! (`copy`), captures (`graph`) and interoperation (`interop`) add methods.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use super::capture::refuse_in_capture;
 use super::inner::{Imp, QueueInner};
@@ -29,10 +29,10 @@ use crate::runtime::select::current_device;
 /// `docs/async.md`, section 3). Errors of the work arrive at the next
 /// [`synchronize`](Self::synchronize) (section 5).
 ///
-/// Dropping a queue waits for its pending work. An error of that work is
-/// kept for an event or future of the queue that is still alive (its wait
-/// reports it); one that no wait reported is printed to stderr as one
-/// warning line when the last of them goes.
+/// Dropping a queue waits for its pending work. An error of that work
+/// that no wait reported is printed to stderr as one warning line, then,
+/// or, while an event or future of the queue is alive (its wait reports
+/// the error), when the last of them is dropped if none did.
 pub struct Queue {
     pub(crate) inner: Arc<QueueInner>,
 }
@@ -66,14 +66,7 @@ impl Queue {
             Concrete::Host(_) => Imp::Host(HostQueue::new(id, progress.clone())?),
             Concrete::Cuda(c) => Imp::Cuda(CudaQueue::new(c)?),
         };
-        let inner = Arc::new(QueueInner {
-            id,
-            device,
-            submit: Mutex::new(0),
-            progress,
-            imp,
-            capturing: AtomicBool::new(false),
-        });
+        let inner = Arc::new(QueueInner::new(id, device, progress, imp));
         super::inner::register_queue(&inner);
         Ok(Queue { inner })
     }
@@ -132,10 +125,8 @@ impl Drop for Queue {
     fn drop(&mut self) {
         let seq = *self.inner.lock_submit();
         self.inner.wait_host(seq);
-        // The error stays for an event or future of this queue that is
-        // still alive (their wait reports it); `QueueInner`'s drop warns
-        // if nothing did.
         self.inner.collect_errors();
+        self.inner.handle_dropped();
         if let Imp::Host(h) = &self.inner.imp {
             h.stop();
         }

@@ -4,7 +4,7 @@
 //! (`track`) refers to, so it sits below them and below captures (`capture`),
 //! which hold buffers; the public [`Queue`](crate::Queue) is `handle`'s.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::vec::Vec;
 
@@ -29,6 +29,11 @@ pub(crate) struct QueueInner {
     /// what it has collected is `capture`'s. Set with the submit lock held,
     /// which enqueueing holds while it reads it.
     pub(crate) capturing: AtomicBool,
+    /// Events and futures of the queue alive now ([`Waiter`]s): a wait of
+    /// theirs may still report the queue's error after the queue is gone.
+    waiters: AtomicUsize,
+    /// Whether the [`Queue`](crate::Queue) handle has been dropped.
+    handle_dropped: AtomicBool,
 }
 
 /// Where a queue's operations run.
@@ -123,13 +128,71 @@ impl QueueInner {
     }
 }
 
-impl Drop for QueueInner {
-    /// The last holder (the queue, or an event, future or buffer that
-    /// outlived it) is gone: an error of the queue's work that no wait
-    /// reported is printed, so that it is not lost.
-    fn drop(&mut self) {
+impl QueueInner {
+    /// The shared state of a new queue (`Queue::new`'s).
+    pub(crate) fn new(id: u64, device: Device, progress: Arc<Progress>, imp: Imp) -> QueueInner {
+        QueueInner {
+            id,
+            device,
+            submit: Mutex::new(0),
+            progress,
+            imp,
+            capturing: AtomicBool::new(false),
+            waiters: AtomicUsize::new(0),
+            handle_dropped: AtomicBool::new(false),
+        }
+    }
+
+    /// The queue's handle is being dropped (its work waited for and its
+    /// errors collected): the error no wait reported is printed now, unless
+    /// an event or future of the queue is alive, whose wait may still
+    /// report it (then the last of them to go prints it if none did).
+    pub(crate) fn handle_dropped(&self) {
+        self.handle_dropped.store(true, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) == 0 {
+            self.warn_uncollected();
+        }
+    }
+
+    /// Prints the queue's pending error, if any, as one warning line
+    /// (taking it: a race of the handle's drop and the last waiter's prints
+    /// it once).
+    fn warn_uncollected(&self) {
         if let Err(e) = self.progress.take_error() {
             std::eprintln!("offload: warning: a queue was dropped with an error nobody collected: {e}");
+        }
+    }
+}
+
+/// What an [`Event`](crate::Event) or a future holds of its queue: the
+/// shared state, counted among the queue's waiters (see
+/// [`QueueInner::handle_dropped`]).
+pub(crate) struct Waiter(Arc<QueueInner>);
+
+impl Waiter {
+    pub(crate) fn new(queue: &Arc<QueueInner>) -> Waiter {
+        queue.waiters.fetch_add(1, Ordering::SeqCst);
+        Waiter(queue.clone())
+    }
+}
+
+impl Clone for Waiter {
+    fn clone(&self) -> Waiter {
+        Waiter::new(&self.0)
+    }
+}
+
+impl core::ops::Deref for Waiter {
+    type Target = Arc<QueueInner>;
+    fn deref(&self) -> &Arc<QueueInner> {
+        &self.0
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if self.0.waiters.fetch_sub(1, Ordering::SeqCst) == 1 && self.0.handle_dropped.load(Ordering::SeqCst) {
+            self.0.warn_uncollected();
         }
     }
 }
