@@ -502,6 +502,25 @@ fn plural_list(names: &[&str], one: &str, many: &str) -> String {
 
 /// What a device pass did, for its status line: `compiled` crates, `cached`
 /// crates taken from the crate cache, the offload-linker `links` records
+/// The lint levels of the device pass: those of the host's rustflags from
+/// the environment (`CARGO_ENCODED_RUSTFLAGS`, else `RUSTFLAGS`, as cargo
+/// reads them), which the device pass otherwise replaces with its own,
+/// then those after `cargo offload clippy --`. So `RUSTFLAGS="-D
+/// warnings"` fails on a warning of device-only code as of host code.
+/// (`[build] rustflags` of cargo's configuration files are not read.)
+pub fn device_lint_levels(action: &crate::host::Action) -> Vec<String> {
+    let host: Vec<String> = match (std::env::var("CARGO_ENCODED_RUSTFLAGS"), std::env::var("RUSTFLAGS")) {
+        (Ok(f), _) => f.split('\x1f').filter(|a| !a.is_empty()).map(String::from).collect(),
+        (_, Ok(f)) => f.split_whitespace().map(String::from).collect(),
+        _ => Vec::new(),
+    };
+    let mut levels = lint_levels(&host);
+    if let crate::host::Action::Clippy { args } = action {
+        levels.extend(lint_levels(args));
+    }
+    levels
+}
+
 /// The lint-level flags among `args` (clippy's, after `--`), as rustc
 /// takes them: `-D`/`-W`/`-A`/`-F` and `--deny`/`--warn`/`--allow`/
 /// `--forbid`, joined or followed by their lint (`-Dwarnings`, `-D

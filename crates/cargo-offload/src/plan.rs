@@ -98,10 +98,7 @@ impl<'a> Plan<'a> {
                 tests,
                 benches,
                 check: action.checks(),
-                lint_levels: match action {
-                    Action::Clippy { args } => crate::device::lint_levels(args),
-                    _ => Vec::new(),
-                },
+                lint_levels: crate::device::device_lint_levels(action),
                 format,
                 target_dir: device_target_dir(&ws.target_dir, &sel.triple, &format!("{}{mode}", sel.arch)),
                 wrapper: exes.wrapper.clone(),

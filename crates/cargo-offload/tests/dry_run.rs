@@ -473,6 +473,12 @@ fn check_clippy_and_doc() {
     assert!(flags.iter().any(|f| f == "-Wclippy::pedantic") && !flags.iter().any(|f| f == "--no-deps"), "{flags:?}");
     let d = f.dry_run(&["check", "--arch", "sm_90"], &[]);
     assert!(!d.devices[0].rustflags().iter().any(|f| f == "-D"), "check has no lint levels");
+    // The lint levels of the host's RUSTFLAGS too, in every command, and
+    // nothing else of them.
+    let d = f.dry_run(&["build", "--arch", "sm_90"], &[("RUSTFLAGS", "-D warnings --cfg host_only -Wunused")]);
+    let flags = d.devices[0].rustflags();
+    assert!(flags.windows(2).any(|w| w == ["-D", "warnings"]) && flags.iter().any(|f| f == "-Wunused"), "{flags:?}");
+    assert!(!flags.iter().any(|f| f == "host_only"), "{flags:?}");
     let (code, stdout, stderr) = f.offload(&["doc", "--no-deps", "-p", "fixture_bin_only", "--dry-run"], &[]);
     assert_eq!(code, 0, "{stderr}");
     let (devices, _, host) = parse(&stdout);
