@@ -98,15 +98,19 @@ pub fn limit() -> Result<u64> {
 }
 
 /// The cache directory, refused if something other than a directory is
-/// there (a file named by `OFFLOAD_CACHE_DIR`, say); `None` where no cache
+/// there or above it (a file named by `OFFLOAD_CACHE_DIR`, say, or one of
+/// its parents); `None` where no cache
 /// directory is known (neither `OFFLOAD_CACHE_DIR` nor `HOME` is set).
 ///
 /// # Errors
 /// [`CliError::CacheDir`] if the path exists and is not a directory.
 pub fn root() -> Result<Option<PathBuf>> {
-    match offload_image::probe::cache_root() {
-        Some(path) if path.exists() && !path.is_dir() => Err(CliError::CacheDir { path }),
-        root => Ok(root),
+    let Some(root) = offload_image::probe::cache_root() else { return Ok(None) };
+    // The nearest of the path and its parents that exists must be a
+    // directory (a file there makes every directory below it impossible).
+    match root.ancestors().find(|p| p.exists()) {
+        Some(p) if !p.is_dir() => Err(CliError::CacheDir { path: p.to_path_buf() }),
+        _ => Ok(Some(root)),
     }
 }
 

@@ -97,6 +97,15 @@ fn a_cache_dir_that_is_a_file_is_a_usage_error() {
         );
         assert!(out.stderr.contains("point OFFLOAD_CACHE_DIR at a directory"), "{}", out.stderr);
     }
+    // A file above it: the same error, naming the file.
+    let below = file.join("sub");
+    let out = offload_cmd(&dir, &["build", "--dry-run"], &[(CACHE_VAR, below.to_str().unwrap())]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("the offload cache `{}` is not a directory", file.display())),
+        "{}",
+        out.stderr
+    );
     assert_eq!(std::fs::read(&file).unwrap(), b"mine", "the file is left as it was");
     let _ = std::fs::remove_dir_all(&dir);
 }
