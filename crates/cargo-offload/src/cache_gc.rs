@@ -10,7 +10,7 @@
 //! entry is written and again on every use ([`touch`]: one `futimens` per
 //! hit; access times are not kept by `noatime`/`relatime` mounts).
 //!
-//! After every `cargo offload` build (`phases/cargo.rs`) the cache is
+//! After every `cargo offload` build that was not interrupted (`phases/cargo.rs`) the cache is
 //! pruned to [`SIZE_VAR`] (default [`DEFAULT_LIMIT`]) when it is over:
 //! entries least recently used first, never one this command used (its
 //! last use is after the command started), never one in use ([`prune`]).

@@ -113,7 +113,11 @@ fn build(dev: &DeviceOpts, cargo: &CargoOpts, action: Action) -> Result<i32> {
     if !action.checks() && matches!(&result, Err(e) if !matches!(e, CliError::Interrupted)) {
         format.finished(false);
     }
-    crate::cache_gc::after_build(started);
+    // An interrupted build ends at once: no pruning (which may take a
+    // while, and would print after the "interrupted" the user expects last).
+    if !matches!(&result, Err(CliError::Interrupted)) && !interrupt::interrupted() {
+        crate::cache_gc::after_build(started);
+    }
     result
 }
 
