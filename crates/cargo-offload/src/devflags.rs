@@ -128,6 +128,48 @@ pub fn check(flags: &[String], triple: &str, arch: &str) -> Result<(), FlagError
     Ok(())
 }
 
+/// The lint levels of the device pass: those of the host's rustflags from
+/// the environment (`CARGO_ENCODED_RUSTFLAGS`, else `RUSTFLAGS`, as cargo
+/// reads them), which the device pass otherwise replaces with its own,
+/// then those after `cargo offload clippy --`. So `RUSTFLAGS="-D
+/// warnings"` fails on a warning of device-only code as of host code.
+/// (`[build] rustflags` of cargo's configuration files are not read.)
+pub fn device_lint_levels(clippy_args: &[String]) -> Vec<String> {
+    let host: Vec<String> = match (std::env::var("CARGO_ENCODED_RUSTFLAGS"), std::env::var("RUSTFLAGS")) {
+        (Ok(f), _) => f.split('\x1f').filter(|a| !a.is_empty()).map(String::from).collect(),
+        (_, Ok(f)) => f.split_whitespace().map(String::from).collect(),
+        _ => Vec::new(),
+    };
+    let mut levels = lint_levels(&host);
+    levels.extend(lint_levels(clippy_args));
+    levels
+}
+
+/// The lint-level flags among `args` (clippy's, after `--`), as rustc
+/// takes them: `-D`/`-W`/`-A`/`-F` and `--deny`/`--warn`/`--allow`/
+/// `--forbid`, joined or followed by their lint (`-Dwarnings`, `-D
+/// warnings`, `--deny=warnings`), and `--cap-lints`. rustc reads
+/// `clippy::` lints too, as lints of a tool it does not run (rustc book,
+/// "Lint levels" and "Lint Groups"), so every level is passed on: the
+/// device pass gets rustc's lints at those levels, not clippy's.
+pub fn lint_levels(args: &[String]) -> Vec<String> {
+    const SHORT: [&str; 4] = ["-D", "-W", "-A", "-F"];
+    const LONG: [&str; 5] = ["--deny", "--warn", "--allow", "--forbid", "--cap-lints"];
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let takes_next = SHORT.contains(&a.as_str()) || LONG.contains(&a.as_str());
+        if takes_next {
+            if let Some(v) = it.next() {
+                out.extend([a.clone(), v.clone()]);
+            }
+        } else if SHORT.iter().any(|f| a.starts_with(f)) || LONG.iter().any(|f| a.starts_with(&format!("{f}="))) {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,8 +41,9 @@ pub struct DevicePass<'a> {
     /// `cargo check`: no code generation (`cargo offload check` and `clippy`).
     pub check: bool,
     /// Lint levels for the pass's rustc (`-D warnings`, …): those of
-    /// `cargo offload clippy -- ARGS` ([`lint_levels`]), so that `-D warnings`
-    /// also fails on warnings of device code.
+    /// `RUSTFLAGS` and of `cargo offload clippy -- ARGS`
+    /// ([`crate::devflags::device_lint_levels`]), so that `-D warnings` also
+    /// fails on warnings of device code.
     pub lint_levels: Vec<String>,
     /// How the pass's diagnostics are shown (the user's `--message-format`).
     pub format: MessageFormat,
@@ -502,50 +503,6 @@ fn plural_list(names: &[&str], one: &str, many: &str) -> String {
 
 /// What a device pass did, for its status line: `compiled` crates, `cached`
 /// crates taken from the crate cache, the offload-linker `links` records
-/// The lint levels of the device pass: those of the host's rustflags from
-/// the environment (`CARGO_ENCODED_RUSTFLAGS`, else `RUSTFLAGS`, as cargo
-/// reads them), which the device pass otherwise replaces with its own,
-/// then those after `cargo offload clippy --`. So `RUSTFLAGS="-D
-/// warnings"` fails on a warning of device-only code as of host code.
-/// (`[build] rustflags` of cargo's configuration files are not read.)
-pub fn device_lint_levels(action: &crate::host::Action) -> Vec<String> {
-    let host: Vec<String> = match (std::env::var("CARGO_ENCODED_RUSTFLAGS"), std::env::var("RUSTFLAGS")) {
-        (Ok(f), _) => f.split('\x1f').filter(|a| !a.is_empty()).map(String::from).collect(),
-        (_, Ok(f)) => f.split_whitespace().map(String::from).collect(),
-        _ => Vec::new(),
-    };
-    let mut levels = lint_levels(&host);
-    if let crate::host::Action::Clippy { args } = action {
-        levels.extend(lint_levels(args));
-    }
-    levels
-}
-
-/// The lint-level flags among `args` (clippy's, after `--`), as rustc
-/// takes them: `-D`/`-W`/`-A`/`-F` and `--deny`/`--warn`/`--allow`/
-/// `--forbid`, joined or followed by their lint (`-Dwarnings`, `-D
-/// warnings`, `--deny=warnings`), and `--cap-lints`. rustc reads
-/// `clippy::` lints too, as lints of a tool it does not run (rustc book,
-/// "Lint levels" and "Lint Groups"), so every level is passed on: the
-/// device pass gets rustc's lints at those levels, not clippy's.
-pub fn lint_levels(args: &[String]) -> Vec<String> {
-    const SHORT: [&str; 4] = ["-D", "-W", "-A", "-F"];
-    const LONG: [&str; 5] = ["--deny", "--warn", "--allow", "--forbid", "--cap-lints"];
-    let mut out = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let takes_next = SHORT.contains(&a.as_str()) || LONG.contains(&a.as_str());
-        if takes_next {
-            if let Some(v) = it.next() {
-                out.extend([a.clone(), v.clone()]);
-            }
-        } else if SHORT.iter().any(|f| a.starts_with(f)) || LONG.iter().any(|f| a.starts_with(&format!("{f}="))) {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
 /// (`linked …`, else reused from the cache), in `check` (no code
 /// generation) or a build.
 pub fn summary(compiled: usize, cached: usize, links: &[String], check: bool) -> String {

@@ -98,7 +98,10 @@ impl<'a> Plan<'a> {
                 tests,
                 benches,
                 check: action.checks(),
-                lint_levels: crate::device::device_lint_levels(action),
+                lint_levels: crate::devflags::device_lint_levels(match action {
+                    Action::Clippy { args } => args,
+                    _ => &[],
+                }),
                 format,
                 target_dir: device_target_dir(&ws.target_dir, &sel.triple, &format!("{}{mode}", sel.arch)),
                 wrapper: exes.wrapper.clone(),
