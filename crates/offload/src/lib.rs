@@ -14,7 +14,7 @@
 //! fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
 //!     // `y` is a `DisjointSlice` here: each thread reaches only its own element.
 //!     if let Some((i, yi)) = y.at_thread() {
-//!         *yi = a * x[i] + *yi;
+//!         *yi += a * x[i];
 //!     }
 //! }
 //!

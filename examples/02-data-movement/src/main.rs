@@ -33,7 +33,7 @@ use offload::prelude::*;
 #[kernel]
 fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
     if let Some((i, yi)) = y.at_thread() {
-        *yi = a * x[i] + *yi;
+        *yi += a * x[i];
     }
 }
 
