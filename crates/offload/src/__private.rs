@@ -170,58 +170,7 @@ where
 pub use crate::hostsim::phases::{Barrier, Step, StepCounter};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-pub use crate::hostsim::awaits::{CallWith, Collective};
-
-/// The warp collectives of [`crate::warp`] that the kernel macro makes
-/// awaits of a [`Collective`] in a body with barriers, by name.
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-#[derive(Clone, Copy)]
-pub enum WarpFn {
-    ShuffleIdx,
-    ShuffleUp,
-    ShuffleDown,
-    ShuffleXor,
-    All,
-    Any,
-    Ballot,
-    SyncWarp,
-    ReduceSum,
-    ReduceMax,
-    ReduceMin,
-}
-
-/// Whether `f`, the function a kernel's body calls by the name of warp
-/// collective `which`, is offload's (and not a function of the user's of
-/// that name), as [`is_sync_threads`] tells; for a generic one, any
-/// instance. The names of function item types are constants, which the
-/// optimizer compares at compile time.
-#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
-#[inline(always)]
-pub fn is_warp_fn<F>(f: &F, which: WarpFn) -> bool {
-    use crate::warp;
-    use core::any::type_name_of_val as name;
-    // A generic function's instance for `u32`, which its name ends with.
-    let (theirs, generic) = match which {
-        WarpFn::ShuffleIdx => (name(&warp::shuffle_idx::<u32>), true),
-        WarpFn::ShuffleUp => (name(&warp::shuffle_up::<u32>), true),
-        WarpFn::ShuffleDown => (name(&warp::shuffle_down::<u32>), true),
-        WarpFn::ShuffleXor => (name(&warp::shuffle_xor::<u32>), true),
-        WarpFn::All => (name(&warp::all), false),
-        WarpFn::Any => (name(&warp::any), false),
-        WarpFn::Ballot => (name(&warp::ballot), false),
-        WarpFn::SyncWarp => (name(&warp::sync_warp), false),
-        WarpFn::ReduceSum => (name(&warp::reduce_sum::<u32>), true),
-        WarpFn::ReduceMax => (name(&warp::reduce_max::<u32>), true),
-        WarpFn::ReduceMin => (name(&warp::reduce_min::<u32>), true),
-    };
-    let ours = name(f).as_bytes();
-    if !generic {
-        return ours == theirs.as_bytes();
-    }
-    // `path<u32>` against `path<T>`: the same path, then `<`.
-    let path = &theirs.as_bytes()[..theirs.len() - "u32>".len()];
-    ours.len() > path.len() && &ours[..path.len()] == path
-}
+pub use crate::hostsim::awaits::{is_warp_fn, CallWith, Collective, WarpFn};
 
 /// Whether `f`, the function a kernel's body calls as `sync_threads()`, is
 /// [`crate::sync_threads`] (and not a function of the user's of that

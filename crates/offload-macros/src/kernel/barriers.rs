@@ -94,18 +94,12 @@ fn warp_call(call: &ExprCall) -> Option<&'static str> {
 /// temporaries alive to the end), then awaited.
 fn collective(call: &ExprCall, variant: &str) -> TokenStream {
     let (func, args) = (&call.func, call.args.iter());
-    let (f, a, o) = (
-        Ident::new("__offload_warp_fn", Span::mixed_site()),
-        Ident::new("__offload_warp_args", Span::mixed_site()),
-        Ident::new("__offload_warp_ours", Span::mixed_site()),
-    );
+    let (f, a) =
+        (Ident::new("__offload_warp_fn", Span::mixed_site()), Ident::new("__offload_warp_args", Span::mixed_site()));
     let v = Ident::new(variant, call.span());
     quote_spanned! {call.span()=>
         match (#func, (#(#args,)*)) {
-            (#f, #a) => {
-                let #o = ::offload::__private::is_warp_fn(&#f, ::offload::__private::WarpFn::#v);
-                ::offload::__private::Collective::new(#f, #a, #o).await
-            }
+            (#f, #a) => ::offload::__private::Collective::new(#f, #a, ::offload::__private::WarpFn::#v).await,
         }
     }
 }

@@ -94,6 +94,66 @@ impl<F: FnOnce(A0, A1) -> R, A0, A1, R> CallWith<(A0, A1)> for F {
     }
 }
 
+/// The warp collectives of [`crate::warp`] that the kernel macro makes
+/// awaits of a [`Collective`] in a body with barriers, by name.
+#[derive(Clone, Copy)]
+pub enum WarpFn {
+    /// [`crate::warp::shuffle_idx`].
+    ShuffleIdx,
+    /// [`crate::warp::shuffle_up`].
+    ShuffleUp,
+    /// [`crate::warp::shuffle_down`].
+    ShuffleDown,
+    /// [`crate::warp::shuffle_xor`].
+    ShuffleXor,
+    /// [`crate::warp::all`].
+    All,
+    /// [`crate::warp::any`].
+    Any,
+    /// [`crate::warp::ballot`].
+    Ballot,
+    /// [`crate::warp::sync_warp`].
+    SyncWarp,
+    /// [`crate::warp::reduce_sum`].
+    ReduceSum,
+    /// [`crate::warp::reduce_max`].
+    ReduceMax,
+    /// [`crate::warp::reduce_min`].
+    ReduceMin,
+}
+
+/// Whether `f`, the function a kernel's body calls by the name of warp
+/// collective `which`, is offload's (and not a function of the user's of
+/// that name), as `__private::is_sync_threads` tells; for a generic one, any
+/// instance. The names of function item types are constants, which the
+/// optimizer compares at compile time.
+#[inline(always)]
+pub fn is_warp_fn<F>(f: &F, which: WarpFn) -> bool {
+    use crate::warp;
+    use core::any::type_name_of_val as name;
+    // A generic function's instance for `u32`, which its name ends with.
+    let (theirs, generic) = match which {
+        WarpFn::ShuffleIdx => (name(&warp::shuffle_idx::<u32>), true),
+        WarpFn::ShuffleUp => (name(&warp::shuffle_up::<u32>), true),
+        WarpFn::ShuffleDown => (name(&warp::shuffle_down::<u32>), true),
+        WarpFn::ShuffleXor => (name(&warp::shuffle_xor::<u32>), true),
+        WarpFn::All => (name(&warp::all), false),
+        WarpFn::Any => (name(&warp::any), false),
+        WarpFn::Ballot => (name(&warp::ballot), false),
+        WarpFn::SyncWarp => (name(&warp::sync_warp), false),
+        WarpFn::ReduceSum => (name(&warp::reduce_sum::<u32>), true),
+        WarpFn::ReduceMax => (name(&warp::reduce_max::<u32>), true),
+        WarpFn::ReduceMin => (name(&warp::reduce_min::<u32>), true),
+    };
+    let ours = name(f).as_bytes();
+    if !generic {
+        return ours == theirs.as_bytes();
+    }
+    // `path<u32>` against `path<T>`: the same path, then `<`.
+    let path = &theirs.as_bytes()[..theirs.len() - "u32>".len()];
+    ours.len() > path.len() && &ours[..path.len()] == path
+}
+
 /// A warp collective of a kernel's body on the host (what the macro makes
 /// of a call of one; see the module docs): the callee `F`, its arguments
 /// `A`, and the results of the meetings with the warp so far.
@@ -112,11 +172,14 @@ pub struct Collective<F, A> {
 impl<F, A> Unpin for Collective<F, A> {}
 
 impl<F: CallWith<A>, A> Collective<F, A> {
-    /// The collective `f(a…)`; `offload` tells whether `f` is offload's
-    /// function of that name (`__private::is_warp_fn`), whose arguments are
-    /// all `Copy` values (`WarpValue`s, `u32`, `bool`).
+    /// The collective `f(a…)`, called by the name of `which`: replayed if
+    /// `f` is offload's function of that name ([`is_warp_fn`], decided here
+    /// so that no caller can claim it for another function), whose
+    /// arguments are all `Copy` values (`WarpValue`s, `u32`, `bool`); else
+    /// called once, as written.
     #[inline(always)]
-    pub fn new(f: F, a: A, offload: bool) -> Self {
+    pub fn new(f: F, a: A, which: WarpFn) -> Self {
+        let offload = is_warp_fn(&f, which);
         Collective { call: Some((f, a)), offload, waiting: false, known: 0, results: [0; MAX_MEETS] }
     }
 
@@ -151,8 +214,8 @@ impl<F: CallWith<A>, A> Future for Collective<F, A> {
         let (f, a) = this.call.as_ref().expect("a collective is polled after it completed");
         b.replay.set(Replay { results: this.results.as_mut_ptr(), known: this.known, used: 0, recorded: false });
         let end = EndReplay(b);
-        // SAFETY: `offload`: `F` is a function item of offload's (zero-sized,
-        // `Copy`) and its arguments are `Copy` values, so the copies are
+        // SAFETY: `offload` (set by `new` from `F`'s type): `F` is a function
+        // item of offload's (zero-sized, `Copy`) and its arguments are `Copy` values, so the copies are
         // values of their own; the originals stay in `call` for the next
         // replay and are dropped (a no-op) with it.
         let r = unsafe { core::ptr::read(f).call_with(core::ptr::read(a)) };
