@@ -259,8 +259,7 @@ fn release(b: &Block, w: usize, lanes: Range<usize>) {
         // The poll returns to the loop of this runner, which goes on: it
         // polls the warp again at once, while the lanes' futures are in
         // the cache.
-        let m = b.warp_arrived[w].replace(0);
-        b.phase_warp.set(b.phase_warp.get() - m);
+        take_arrived(b, w);
         b.rewind.set(first);
         // The loop's test after each thread, that the runner still holds
         // the sequence, finds the rewind (`threads`).
@@ -275,9 +274,16 @@ fn release(b: &Block, w: usize, lanes: Range<usize>) {
 /// The lanes of warp `w` that waited at a collective of the body run on in
 /// the phase's next pass (they were released).
 pub(super) fn released_in_body(b: &Block, w: usize) {
+    let m = take_arrived(b, w);
+    b.phase_stepped.set(b.phase_stepped.get() + m);
+}
+
+/// Forgets the lanes of warp `w` counted as waiting at a collective of the
+/// body (it was released); returns how many there were.
+fn take_arrived(b: &Block, w: usize) -> u32 {
     let m = b.warp_arrived[w].replace(0);
     b.phase_warp.set(b.phase_warp.get() - m);
-    b.phase_stepped.set(b.phase_stepped.get() + m);
+    m
 }
 
 /// The results of the collective at which every lane of warp `w` (threads
