@@ -187,25 +187,40 @@ unsafe fn write_values<const N: usize>(values: [u64; N]) -> *mut PanicRecord {
     }
 }
 
+/// Writes `values` and the thread's ids, publishes the record and ends the
+/// thread.
+///
+/// # Safety
+/// As [`claimed`].
+#[inline(always)]
+unsafe fn end_plain<const N: usize>(values: [u64; N]) -> ! {
+    // SAFETY: the caller's contract: the record is this thread's.
+    unsafe { publish(write_values(values)) };
+    exit_thread()
+}
+
+/// The second recorders of the chain (see the module docs), one per number
+/// of values, each `$end` of its values (`end_plain`, `end_str`).
 macro_rules! ends {
-    ($($name:ident($($v:ident),*);)*) => {$(
-        /// The second of the two chained recorders (see the module docs):
-        /// writes these values, publishes the record and ends the thread.
-        ///
-        /// # Safety
-        /// This thread called `__offload_panic_format_begin`, which returned.
+    ($doc:literal, $end:ident: $($name:ident($($v:ident),*);)*) => {$(
+        #[doc = $doc]
         #[unsafe(no_mangle)]
         #[cold]
         #[inline(never)]
         pub unsafe extern "C" fn $name($($v: u64),*) -> ! {
             // SAFETY: the contract of this function.
-            unsafe { publish(write_values([$($v),*])) };
-            exit_thread()
+            unsafe { $end([$($v),*]) }
         }
     )*};
 }
 
 ends! {
+    "The second of the two chained recorders (see the module docs): writes
+these values, publishes the record and ends the thread.
+
+# Safety
+This thread called `__offload_panic_format_begin`, which returned.",
+    end_plain:
     __offload_panic_format_end_1(a);
     __offload_panic_format_end_2(a, b);
     __offload_panic_format_end_3(a, b, c);
@@ -251,26 +266,15 @@ unsafe fn end_str<const N: usize>(values: [u64; N]) -> ! {
     exit_thread()
 }
 
-macro_rules! ends_str {
-    ($($name:ident($($v:ident),*);)*) => {$(
-        /// The second of the two chained recorders for a site with `str`
-        /// arguments: writes these values, copies the `str` arguments'
-        /// bytes into the record, publishes it and ends the thread.
-        ///
-        /// # Safety
-        /// This thread called `__offload_panic_format_begin`, which
-        /// returned, at a site whose `str` arguments are live.
-        #[unsafe(no_mangle)]
-        #[cold]
-        #[inline(never)]
-        pub unsafe extern "C" fn $name($($v: u64),*) -> ! {
-            // SAFETY: the contract of this function.
-            unsafe { end_str([$($v),*]) }
-        }
-    )*};
-}
+ends! {
+    "The second of the two chained recorders for a site with `str`
+arguments: writes these values, copies the `str` arguments' bytes into the
+record, publishes it and ends the thread.
 
-ends_str! {
+# Safety
+This thread called `__offload_panic_format_begin`, which returned, at a site
+whose `str` arguments are live.",
+    end_str:
     __offload_panic_format_end_str_1(a);
     __offload_panic_format_end_str_2(a, b);
     __offload_panic_format_end_str_3(a, b, c);
