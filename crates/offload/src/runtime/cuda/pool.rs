@@ -217,10 +217,10 @@ fn supported(dev: sys::CUdevice) -> bool {
 /// value): `0`/`false`/`no`/`off` turn it off, unset or `1`/`true`/`yes`/`on`
 /// is the default; anything else keeps the default with a warning.
 fn parse_setting(raw: &str) -> (bool, Option<String>) {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "0" | "false" | "no" | "off" => (false, None),
-        "" | "1" | "true" | "yes" | "on" => (true, None),
-        _ => (
+    match super::switch(raw) {
+        Some(on) => (on, None),
+        None if raw.trim().is_empty() => (true, None),
+        None => (
             true,
             Some(format!(
                 "OFFLOAD_CUDA_MEMPOOL={raw:?} is not one of 0 or 1; stream-ordered allocation stays on (its default)"

@@ -235,11 +235,13 @@ impl Transfers {
 /// from the first large copy on, unset or `1`/`true`/`yes`/`on` is the
 /// default; anything else keeps the default with a warning.
 fn parse_setting(raw: &str) -> (bool, bool, Option<std::string::String>) {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "0" | "false" | "no" | "off" => (false, false, None),
-        "eager" => (true, true, None),
-        "" | "1" | "true" | "yes" | "on" => (true, false, None),
-        _ => (
+    if raw.trim().eq_ignore_ascii_case("eager") {
+        return (true, true, None);
+    }
+    match super::switch(raw) {
+        Some(on) => (on, false, None),
+        None if raw.trim().is_empty() => (true, false, None),
+        None => (
             true,
             false,
             Some(std::format!(
