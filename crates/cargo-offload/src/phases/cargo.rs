@@ -252,6 +252,8 @@ struct Built {
 fn device_round(plan: &Plan) -> Result<Built> {
     let mut artifacts = Vec::new();
     let mut failed = None;
+    // Which passes built an image of each binary (`key`).
+    let key = |a: &DeviceArtifact| (a.crate_name.clone(), a.src_path.clone(), a.test);
     let mut passes_of = std::collections::HashMap::<_, std::collections::HashSet<usize>>::new();
     for (i, (pass, sel)) in plan.passes.iter().zip(plan.sels).enumerate() {
         let (built, error) = pass.run_keeping(&Default::default())?;
@@ -263,7 +265,7 @@ fn device_round(plan: &Plan) -> Result<Built> {
             None => {}
         }
         for a in built {
-            passes_of.entry((a.crate_name.clone(), a.src_path.clone(), a.test)).or_default().insert(i);
+            passes_of.entry(key(&a)).or_default().insert(i);
             artifacts.push(embed::Built { artifact: a, triple: sel.triple.clone(), arch: sel.arch.clone() });
         }
     }
@@ -272,7 +274,6 @@ fn device_round(plan: &Plan) -> Result<Built> {
     }
     if failed.is_some() {
         // A binary needs the image of every selected device.
-        let key = |a: &DeviceArtifact| (a.crate_name.clone(), a.src_path.clone(), a.test);
         artifacts.retain(|b| passes_of[&key(&b.artifact)].len() == plan.passes.len());
     }
     let ptxas = plan.tc.ptxas.as_deref();
