@@ -237,7 +237,7 @@ impl<F: CallWith<A>, A> Future for Collective<F, A> {
 pub(super) fn arrive(b: &Block, t: usize) {
     b.phase_warp.set(b.phase_warp.get() + 1);
     let w = t / WARP as usize;
-    let lanes = (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize);
+    let lanes = b.lanes(w);
     let arrived = b.warp_arrived[w].get() + 1;
     b.warp_arrived[w].set(arrived);
     if arrived as usize == lanes.len() {

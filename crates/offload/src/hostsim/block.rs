@@ -422,7 +422,7 @@ impl Executor {
         q.at_warp += 1;
         let w = t / WARP as usize;
         q.warp_waiting[w] += 1;
-        if q.warp_waiting[w] as usize == lanes_of(b, w).len() {
+        if q.warp_waiting[w] as usize == b.lanes(w).len() {
             self.release(b, w)?;
         }
         Ok(())
@@ -433,7 +433,7 @@ impl Executor {
     /// the former run next, lane 0 first, the latter in the phase's next
     /// pass.
     fn release(&mut self, b: &Block, w: usize) -> Result<(), BlockFailure> {
-        let lanes = lanes_of(b, w);
+        let lanes = b.lanes(w);
         awaits::results(b, w, lanes.clone()).map_err(|reason| BlockFailure::Divergence { reason })?;
         let q = &mut self.q;
         let mut on_coroutines = 0;
@@ -457,18 +457,13 @@ impl Executor {
         let warps = (b.n as usize).div_ceil(WARP as usize);
         let Some(w) = (0..warps).find(|&w| {
             let waiting = self.q.warp_waiting[w] + b.warp_arrived[w].get();
-            self.q.warp_waiting[w] > 0 && waiting as usize == lanes_of(b, w).len()
+            self.q.warp_waiting[w] > 0 && waiting as usize == b.lanes(w).len()
         }) else {
             return Ok(false);
         };
         self.release(b, w)?;
         Ok(true)
     }
-}
-
-/// The threads of warp `w` of block `b` (linear indices).
-fn lanes_of(b: &Block, w: usize) -> core::ops::Range<usize> {
-    (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize)
 }
 
 impl Drop for Executor {

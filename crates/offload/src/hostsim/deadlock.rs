@@ -18,7 +18,7 @@ pub(super) fn diagnose(b: &Block) -> String {
     let count = |want: Wait| b.wait.iter().filter(|w| w.get() == want).count();
     let (at_barrier, at_warp) = (count(Wait::Barrier), count(Wait::Warp));
     for w in 0..n.div_ceil(WARP as usize) {
-        let lanes = (w * WARP as usize)..n.min((w + 1) * WARP as usize);
+        let lanes = b.lanes(w);
         let waiting: Vec<usize> =
             lanes.clone().filter(|&t| b.wait[t].get() == Wait::Warp).map(|t| t - lanes.start).collect();
         if waiting.is_empty() || waiting.len() == lanes.len() {

@@ -86,7 +86,7 @@ pub(crate) fn start(op: WarpOp, value: u64, arg: u32, key: u64) -> (u64, Option<
     if b.uniform[w].get() != key || b.replay.get().recorded {
         return (r, None);
     }
-    let lanes = (w * WARP as usize)..(b.n as usize).min((w + 1) * WARP as usize);
+    let lanes = b.lanes(w);
     (r, Some(WarpValues { values: &b.lanes[lanes.clone()], results: &b.reduced[lanes], state: &b.reduced_state[w] }))
 }
 

@@ -9,7 +9,7 @@ use std::vec::Vec;
 use corosensei::Yielder;
 
 use super::arena::Arena;
-use super::collective::WarpOp;
+use super::collective::{WarpOp, WARP};
 use super::failure::PanicRecord;
 use crate::device::dim::Dim3;
 use crate::device::thread::ThreadCtx;
@@ -103,6 +103,14 @@ pub(crate) struct Block {
     /// thread's `shared_array!` finds without borrowing the arena
     /// (`entry::shared_alloc`). Cleared with the arena for every block.
     pub(super) sites: [Cell<(usize, usize, usize)>; SITE_CACHE],
+}
+
+impl Block {
+    /// The threads of warp `w` (linear indices): 32, fewer in a partial
+    /// last warp.
+    pub(super) fn lanes(&self, w: usize) -> core::ops::Range<usize> {
+        (w * WARP as usize)..(self.n as usize).min((w + 1) * WARP as usize)
+    }
 }
 
 /// The replay of a collective's function in progress on this block (`awaits`): `results` of its first `known` meetings; `used` of
