@@ -490,11 +490,6 @@ pub fn device_target_dir(host_target_dir: &Path, triple: &str, tag: &str) -> Pat
     host_target_dir.join("offload").join(format!("{triple}-{tag}"))
 }
 
-/// `1 crate`, `2 crates`.
-fn count(n: usize, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
-}
-
 /// `` `a` does ``, `` `a`, `b` do ``.
 fn plural_list(names: &[&str], one: &str, many: &str) -> String {
     let list: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
@@ -511,18 +506,19 @@ pub fn summary(compiled: usize, cached: usize, links: &[String], check: bool) ->
     if compiled == 0 && cached == 0 && links.is_empty() {
         return "up to date: nothing to compile".into();
     }
-    let mut parts = vec![format!("{} {}", if check { "checked" } else { "compiled" }, count(compiled, "crate"))];
+    let mut parts =
+        vec![format!("{} {}", if check { "checked" } else { "compiled" }, status::count(compiled, "crate"))];
     if cached > 0 {
-        parts.push(format!("took {} from the crate cache", count(cached, "crate")));
+        parts.push(format!("took {} from the crate cache", status::count(cached, "crate")));
     }
     if check {
         return parts.join(", ");
     }
     if linked > 0 {
-        parts.push(format!("linked {}", count(linked, "device image")));
+        parts.push(format!("linked {}", status::count(linked, "device image")));
     }
     if reused > 0 {
-        parts.push(format!("reused {} from the link cache", count(reused, "device image")));
+        parts.push(format!("reused {} from the link cache", status::count(reused, "device image")));
     }
     parts.join(", ")
 }

@@ -51,6 +51,11 @@ fn line(verb: &str, msg: &str, code: &str) -> String {
     }
 }
 
+/// `1 crate`, `2 crates`: `n` and `what`, plural with an `s` unless `n` is 1.
+pub fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// `   Compiling …`-style progress (green).
 pub fn status(verb: &str, msg: impl std::fmt::Display) {
     if !QUIET.load(Ordering::Relaxed) {

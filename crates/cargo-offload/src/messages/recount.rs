@@ -57,10 +57,6 @@ fn replace_count(line: &str, sep: &str, words: &[&str], f: impl Fn(usize) -> Opt
     None
 }
 
-fn plural(n: usize, one: &str) -> String {
-    format!("{n} {one}{}", if n == 1 { "" } else { "s" })
-}
-
 /// One of cargo's stderr lines without the diagnostics of `left` (per
 /// [`unit_key`]) in its counts: `could not compile `pkg` (bin "x") due to 2
 /// previous errors; 1 warning emitted` → `… due to 1 previous error`,
@@ -71,16 +67,22 @@ pub fn recount(line: &str, left: &HashMap<String, Left>) -> Option<String> {
     let mut line = line.to_string();
     if out.errors > 0 {
         let words = [" previous errors", " previous error"];
-        let f = |n: usize| Some(format!(" due to {}", plural(n.saturating_sub(out.errors).max(1), "previous error")));
+        let f = |n: usize| {
+            Some(format!(" due to {}", crate::status::count(n.saturating_sub(out.errors).max(1), "previous error")))
+        };
         line = replace_count(&line, " due to ", &words, f).unwrap_or(line);
     }
     if out.warnings > 0 {
         let emitted = [" warnings emitted", " warning emitted"];
-        let f = |n: usize| (n > out.warnings).then(|| format!("; {} emitted", plural(n - out.warnings, "warning")));
+        let f = |n: usize| {
+            (n > out.warnings).then(|| format!("; {} emitted", crate::status::count(n - out.warnings, "warning")))
+        };
         if let Some(l) = replace_count(&line, "; ", &emitted, f) {
             return Some(l);
         }
-        let f = |n: usize| (n > out.warnings).then(|| format!(" generated {}", plural(n - out.warnings, "warning")));
+        let f = |n: usize| {
+            (n > out.warnings).then(|| format!(" generated {}", crate::status::count(n - out.warnings, "warning")))
+        };
         if let Some(l) = replace_count(&line, " generated ", &[" warnings", " warning"], f) {
             return l.contains(" generated ").then_some(l);
         }
