@@ -22,6 +22,7 @@
 //! | `memory` | device memory of mapped arguments, cached between launches |
 //! | `pool` | where device memory comes from: the default memory pool, allocated and freed in stream order |
 //! | `staging` | pinned staging of large copies from and to pageable memory |
+//! | `setting` | the on/off words of the backend's environment settings |
 //! | `recover` | what happens around a kernel that fails: panic records, stack floor, atomic copy-back |
 //! | `panics` | the panic record and its attribution behind their own lock, the blocking launch in flight |
 //! | `peer_support` | whether one GPU can reach another's memory (before either starts) |
@@ -49,19 +50,8 @@ mod pool;
 pub(crate) mod probe;
 pub(crate) mod queue;
 pub(crate) mod recover;
+mod setting;
 mod staging;
 
 pub(crate) use context::Cuda;
 
-/// An on/off setting of the backend's (`OFFLOAD_CUDA_STAGING`,
-/// `OFFLOAD_CUDA_MEMPOOL`), any case, blanks around it ignored:
-/// `Some(false)` for `0`, `false`, `no`, `off`; `Some(true)` for `1`,
-/// `true`, `yes`, `on`; `None` for anything else (the empty value
-/// included: each setting says what that means).
-fn switch(raw: &str) -> Option<bool> {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "0" | "false" | "no" | "off" => Some(false),
-        "1" | "true" | "yes" | "on" => Some(true),
-        _ => None,
-    }
-}

@@ -217,7 +217,7 @@ fn supported(dev: sys::CUdevice) -> bool {
 /// value): `0`/`false`/`no`/`off` turn it off, unset or `1`/`true`/`yes`/`on`
 /// is the default; anything else keeps the default with a warning.
 fn parse_setting(raw: &str) -> (bool, Option<String>) {
-    match super::switch(raw) {
+    match super::setting::switch(raw) {
         Some(on) => (on, None),
         None if raw.trim().is_empty() => (true, None),
         None => (

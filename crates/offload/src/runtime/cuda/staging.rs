@@ -238,7 +238,7 @@ fn parse_setting(raw: &str) -> (bool, bool, Option<std::string::String>) {
     if raw.trim().eq_ignore_ascii_case("eager") {
         return (true, true, None);
     }
-    match super::switch(raw) {
+    match super::setting::switch(raw) {
         Some(on) => (on, false, None),
         None if raw.trim().is_empty() => (true, false, None),
         None => (
