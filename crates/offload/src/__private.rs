@@ -167,6 +167,8 @@ where
 }
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub use crate::hostsim::lockstep::{lockstep, Lockstep};
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use crate::hostsim::phases::{Barrier, Step, StepCounter};
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]

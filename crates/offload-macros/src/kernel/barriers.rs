@@ -24,8 +24,9 @@
 //! function of the user's of that name is called once, as written
 //! (`__private::is_warp_fn`).
 //!
-//! In such a body, each grid-stride loop (`for … in grid_stride(n)` or
-//! `for … in x.grid_stride()`) also awaits `__private::StepCounter::tick`
+//! In such a body, a grid-stride loop (`for … in grid_stride(n)` or
+//! `for … in x.grid_stride()`) whose iterations cannot leave it or wait
+//! runs in lockstep (`lockstep`); any other also awaits `__private::StepCounter::tick`
 //! at the top of every iteration: every few iterations its thread pauses
 //! and the block's other threads take their turn, so that the threads of
 //! a block walk the arrays together instead of one after another
@@ -39,18 +40,22 @@ use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{Expr, ExprCall, Ident};
 
+use super::lockstep;
+
 /// `block` with its barriers awaited, or `None` if it has none that the
 /// macro sees (the host body then stays a plain function).
 pub(super) fn rewrite(block: &syn::Block) -> Option<syn::Block> {
-    let mut v = Awaits { found: 0 };
+    let mut v = Awaits { found: 0, awaits: 0 };
     let mut block = block.clone();
     v.visit_block_mut(&mut block);
     (v.found > 0).then_some(block)
 }
 
-/// The rewriting visitor; `found` counts the barriers it rewrote.
+/// The rewriting visitor; `found` counts the barriers it rewrote,
+/// `awaits` every await it made (barriers, collectives, grid-stride loops).
 struct Awaits {
     found: usize,
+    awaits: usize,
 }
 
 /// Whether `call` is `sync_threads()` (any path whose last segment is
@@ -153,17 +158,25 @@ impl VisitMut for Awaits {
                 let new = awaited(call);
                 *e = syn::parse2(new).expect("the rewritten barrier is an expression");
                 self.found += 1;
+                self.awaits += 1;
             }
             Expr::Call(call) if warp_call(call).is_some() => {
                 visit_mut::visit_expr_call_mut(self, call);
                 let new = collective(call, warp_call(call).expect("matched"));
                 *e = syn::parse2(new).expect("the awaited collective is an expression");
+                self.awaits += 1;
             }
             Expr::ForLoop(f) => {
+                let before = self.awaits;
                 visit_mut::visit_expr_for_loop_mut(self, f);
                 if is_grid_stride(&f.expr) {
-                    let new = stepped(f.clone());
-                    *e = syn::parse2(new).expect("the stepped loop is an expression");
+                    let new = if self.awaits == before && lockstep::fits(f) {
+                        lockstep::lockstepped(f.clone())
+                    } else {
+                        stepped(f.clone())
+                    };
+                    *e = syn::parse2(new).expect("the rewritten grid-stride loop is an expression");
+                    self.awaits += 1;
                 }
             }
             // The body is an `async fn` on the host only: a user's `.await`
@@ -203,16 +216,24 @@ mod tests {
     }
 
     #[test]
-    fn grid_stride_loops_of_a_body_with_barriers_step() {
+    fn grid_stride_loops_of_a_body_with_barriers_step_or_run_in_lockstep() {
         let out = rewritten(
             "{ for i in offload::grid_stride(n) { s += a[i]; } sync_threads(); \
              'o: for (i, x) in out.grid_stride() { for j in 0..4 { continue 'o; } } \
+             for i in grid_stride(n) { s += f(a[i]); } \
+             'p: for i in grid_stride(n) { if a[i] > 0.0 { break 'p; } } \
              for i in 0..n {} let f = || for i in grid_stride(n) {}; }",
         )
         .unwrap();
+        assert_eq!(out.matches("__private :: lockstep (").count(), 2, "{out}");
         assert_eq!(out.matches("__offload_step . tick () . await").count(), 2, "{out}");
-        assert_eq!(out.matches(". await").count(), 3, "{out}");
-        assert!(out.contains("'o : for (i , x) in out . grid_stride () { __offload_step . tick () . await ;"), "{out}");
+        assert_eq!(out.matches(". await").count(), 5, "{out}");
+        assert!(
+            out.contains("lockstep (out . grid_stride () , | (i , x) | { for j in 0 .. 4 { return ; } }) . await"),
+            "{out}"
+        );
+        assert!(out.contains("'p : for i in grid_stride (n) { __offload_step . tick () . await ;"), "{out}");
+        assert!(out.contains("| | for i in grid_stride (n) { }"), "a closure's loop stays: {out}");
         assert_eq!(rewritten("{ for i in grid_stride(n) { s += a[i]; } }"), None, "no barrier: a plain function");
     }
 

@@ -30,6 +30,7 @@ mod check;
 mod entry;
 mod instances;
 mod launcher;
+mod lockstep;
 pub(crate) mod panics;
 mod param;
 mod types;

@@ -140,6 +140,7 @@ impl Executor {
             replay: Cell::new(Replay::NONE),
             rewind: Cell::new(NO_REWIND),
             suspended: Cell::new(false),
+            lockstep: RefCell::new(Vec::new()),
             arena: RefCell::new(Arena::checkout()),
             shared_limit: 0,
             sites: Default::default(),

@@ -9,6 +9,7 @@
 //! | `threads` | the plain loop over a block's threads that a runner executes, the kernel's body inlined |
 //! | `phases` | a block of a kernel whose barriers are `.await`s: its threads' futures polled phase by phase |
 //! | `awaits` | the warp collectives of such a kernel's body as `.await`s, met in its phases |
+//! | `lockstep` | such a kernel's grid-stride loops, run one iteration of every thread at a time |
 //! | `state` | the block state that the scheduler and the threads share, and the thread-locals that find it |
 //! | `deadlock` | why a block whose threads all wait cannot proceed (divergence) |
 //! | `entry` | what the device API calls on the host: `sync_threads`, warp collectives, shared memory |
@@ -35,6 +36,7 @@ pub(crate) mod block;
 pub(crate) mod collective;
 mod deadlock;
 pub(crate) mod entry;
+pub(crate) mod lockstep;
 pub(crate) mod failure;
 pub(crate) mod phases;
 pub(crate) mod reduce;

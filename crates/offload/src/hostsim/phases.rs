@@ -263,6 +263,8 @@ struct Clear<'a>(&'a Block);
 impl Drop for Clear<'_> {
     fn drop(&mut self) {
         self.0.phases.set(None);
+        // The registered loops point into the futures, dropped after this.
+        self.0.lockstep.borrow_mut().clear();
     }
 }
 
@@ -301,6 +303,14 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
                 // rest: wait until none can run (the scheduler has them poll
                 // the threads that paused at a step: `Block::phase_stepped`).
                 wait_phase_end();
+            }
+            if !b.lockstep.borrow().is_empty() {
+                super::lockstep::run(b);
+                if b.sequencer.get() != b.current.get() {
+                    // A thread waited on this runner's coroutine during the
+                    // rounds (see `lockstep::run`).
+                    wait_phase_end();
+                }
             }
             if b.phase_stepped.get() == 0 {
                 break;

@@ -96,6 +96,9 @@ pub(crate) struct Block {
     /// barrier or warp collective the macro does not see, `entry`): the
     /// pass's `Step`s no longer pause (see `phases`).
     pub(super) suspended: Cell<bool>,
+    /// The grid-stride loops that threads of the current pass of a phase
+    /// registered to run in lockstep after it (`lockstep`).
+    pub(super) lockstep: RefCell<Vec<Entry>>,
     /// Bytes of shared memory, static and dynamic, one block may use.
     pub(super) shared_limit: usize,
     /// The `shared_array!` sites the block has allocated, `(site, size,
@@ -111,6 +114,19 @@ impl Block {
     pub(super) fn lanes(&self, w: usize) -> core::ops::Range<usize> {
         (w * WARP as usize)..(self.n as usize).min((w + 1) * WARP as usize)
     }
+}
+
+/// A thread's grid-stride loop registered with its block to run in
+/// lockstep (`lockstep`).
+#[derive(Clone, Copy)]
+pub(crate) struct Entry {
+    /// The thread's linear index and `threadIdx`.
+    pub(super) t: u32,
+    pub(super) idx: Dim3,
+    /// The thread's `lockstep::Lockstep`, pinned in its future.
+    pub(super) data: *mut (),
+    /// `lockstep::rounds` for the loop's iterator and closure types.
+    pub(super) rounds: unsafe fn(&Block, &mut [Entry]) -> Option<u32>,
 }
 
 /// The replay of a collective's function in progress on this block (`awaits`): `results` of its first `known` meetings; `used` of
