@@ -7,6 +7,9 @@
 //! `shared_array!` sites. Every output is compared with
 //! the block simulated here, step by step, on the host.
 
+#[path = "phases/lockstep.rs"]
+mod lockstep;
+
 use offload::prelude::*;
 #[offload::host]
 use offload::Error;

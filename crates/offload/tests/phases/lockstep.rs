@@ -1,3 +1,5 @@
+//! (A module of the `phases` tests: one test binary less to link.)
+//!
 //! Grid-stride loops that the host fallback runs in lockstep (a kernel
 //! whose barriers are in the body; `hostsim::lockstep`: one iteration of
 //! every thread of the block at a time): per-thread sums carried into the
