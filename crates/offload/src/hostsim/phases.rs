@@ -20,7 +20,10 @@
 //! barrier or has returned. The block's threads so walk the arrays
 //! together (per pass a few lines of each region the block strides
 //! through) instead of one after another (each a line per element, all
-//! in one cache set).
+//! in one cache set). A grid-stride loop whose iterations can neither
+//! leave it nor wait runs in lockstep instead (`lockstep`): its threads
+//! register at their first poll, pause, and after the pass the block runs
+//! one iteration of each at a time; the next pass polls them past it.
 //!
 //! The meaning is the scheduler's (`block`): the block's threads run one
 //! after another, each to its next barrier (or pause); all are released
