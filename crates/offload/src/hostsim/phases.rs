@@ -47,7 +47,9 @@ use std::vec::Vec;
 
 use super::awaits::{arrive, unreleased};
 use super::state::{Block, Paused, PollThread, Wait, BLOCK, PHASE_END, YIELDER};
-use super::threads::{run_phased, ThreadBody};
+use super::threads::{run_phased, step, ThreadBody};
+use crate::device::dim::Dim3;
+use crate::device::thread::set_thread_idx;
 
 /// A barrier of a kernel's body on the host (what `sync_threads()` becomes
 /// in the body's `async fn`): pending at its first poll, when the thread
@@ -146,20 +148,20 @@ impl StepCounter {
 /// What the loop of a runner over the block's threads runs in a pass of a
 /// phase: a poll of each thread whose `wait` is not in `skip` (a set of
 /// [`Wait::bit`]s).
-struct Pass<'a, M, Fut> {
-    phases: Phases<'a, M, Fut>,
+struct Pass<'a, Fut> {
+    phases: Phases<'a, Fut>,
     skip: u8,
 }
 
-impl<M, Fut> Clone for Pass<'_, M, Fut> {
+impl<Fut> Clone for Pass<'_, Fut> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<M, Fut> Copy for Pass<'_, M, Fut> {}
+impl<Fut> Copy for Pass<'_, Fut> {}
 
-impl<M: Fn() -> Fut, Fut: Future<Output = ()>> ThreadBody for Pass<'_, M, Fut> {
+impl<Fut: Future<Output = ()>> ThreadBody for Pass<'_, Fut> {
     #[inline(always)]
     fn run(&self, t: u32) {
         self.phases.poll(t, self.skip)
@@ -167,26 +169,27 @@ impl<M: Fn() -> Fut, Fut: Future<Output = ()>> ThreadBody for Pass<'_, M, Fut> {
 }
 
 /// The phases of one block: the body's futures, one per thread.
-struct Phases<'a, M, Fut> {
-    make: &'a M,
+struct Phases<'a, Fut> {
     block: &'a Block,
     /// `block.wait`, `block.n` elements (a copy of its address that the
     /// loop over the threads keeps in a register).
     wait: &'a [Cell<Wait>],
-    /// `block.n` elements: `None` before the thread's first poll and after
-    /// it has returned.
-    futs: *mut Option<Fut>,
+    /// `block.n` futures, made before the first phase (no test per poll of
+    /// whether the thread has one), dropped after the last: a future that
+    /// has returned (or panicked) holds nothing more (its locals were
+    /// dropped as it ended), and is not polled again (`Wait::Done`).
+    futs: *mut Fut,
 }
 
-impl<M, Fut> Clone for Phases<'_, M, Fut> {
+impl<Fut> Clone for Phases<'_, Fut> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<M, Fut> Copy for Phases<'_, M, Fut> {}
+impl<Fut> Copy for Phases<'_, Fut> {}
 
-impl<M: Fn() -> Fut, Fut: Future<Output = ()>> PollThread for Phases<'_, M, Fut> {
+impl<Fut: Future<Output = ()>> PollThread for Phases<'_, Fut> {
     fn run_pass(&self) {
         // A phase's first pass polls every thread that has not returned, a
         // later one only the threads that paused at a step.
@@ -195,7 +198,7 @@ impl<M: Fn() -> Fut, Fut: Future<Output = ()>> PollThread for Phases<'_, M, Fut>
     }
 }
 
-impl<M: Fn() -> Fut, Fut: Future<Output = ()>> Phases<'_, M, Fut> {
+impl<Fut: Future<Output = ()>> Phases<'_, Fut> {
     /// Polls thread `t` unless its `wait` is in `skip`, and records whether
     /// it paused at a step, waits at a barrier or has returned.
     #[inline(always)]
@@ -209,20 +212,11 @@ impl<M: Fn() -> Fut, Fut: Future<Output = ()>> Phases<'_, M, Fut> {
         // SAFETY: `futs` points to `b.n` elements (`drive`), `t < b.n`, and
         // only the poll of thread `t` makes a reference to element `t` (a
         // thread is polled again only after its previous poll returned).
-        let slot = unsafe { &mut *self.futs.add(t) };
-        let fut = match slot {
-            Some(f) => f,
-            None => slot.insert((self.make)()),
-        };
-        // SAFETY: the element does not move: `drive` neither resizes nor
-        // moves the vector before dropping it, and a future is dropped in
-        // place (below, or with the vector).
-        let fut = unsafe { Pin::new_unchecked(fut) };
+        // The element does not move: `drive` neither resizes nor moves the
+        // vector before dropping it.
+        let fut = unsafe { Pin::new_unchecked(&mut *self.futs.add(t)) };
         match fut.poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(()) => {
-                *slot = None;
-                wait.set(Wait::Done);
-            }
+            Poll::Ready(()) => wait.set(Wait::Done),
             // `paused` says `Barrier` unless a step or collective set it.
             Poll::Pending => match b.paused.get() {
                 Paused::Barrier => {
@@ -295,11 +289,18 @@ impl Drop for Clear<'_> {
 
 /// Runs the phases of block `b` until every thread has returned.
 fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
-    let mut futs: Vec<Option<Fut>> = Vec::new();
-    futs.resize_with(b.n as usize, || None);
+    // Made with the thread's index set: a future holds the body's arguments,
+    // and an argument may be the calling thread's view (`DisjointSlice`).
+    let mut futs: Vec<Fut> = Vec::with_capacity(b.n as usize);
+    let mut idx = Dim3::new(0, 0, 0);
+    for _ in 0..b.n {
+        set_thread_idx(idx);
+        futs.push(make());
+        step(&mut idx, b.ctx.block_dim);
+    }
     b.wait.iter().for_each(|w| w.set(Wait::Running));
     b.phase_warp.set(0);
-    let phases = Phases { make, block: b, wait: &b.wait[..b.n as usize], futs: futs.as_mut_ptr() };
+    let phases = Phases { block: b, wait: &b.wait[..b.n as usize], futs: futs.as_mut_ptr() };
     let erased: NonNull<dyn PollThread + '_> = NonNull::from(&phases as &dyn PollThread);
     // SAFETY: only the lifetime is erased; `_clear` resets the pointer
     // before `phases` and `futs` are dropped (declared after them).

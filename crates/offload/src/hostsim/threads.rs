@@ -264,7 +264,7 @@ fn threads<F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
 /// `idx`, a thread index in a block of `d` threads, to the next thread
 /// (x fastest); whether y or z changed.
 #[inline(always)]
-fn step(idx: &mut Dim3, d: Dim3) -> bool {
+pub(super) fn step(idx: &mut Dim3, d: Dim3) -> bool {
     idx.x += 1;
     if idx.x < d.x {
         return false;
