@@ -41,15 +41,18 @@
 //! one of the body has threads at different barriers: the scheduler
 //! reports it as divergence (`deadlock::mixed_barriers`).
 
+use core::cell::Cell;
 use core::future::Future;
-use core::pin::{pin, Pin};
+use core::pin::Pin;
 use core::ptr::NonNull;
 use core::task::{Context, Poll, Waker};
 use std::vec::Vec;
 
 use super::awaits::{arrive, unreleased};
 use super::state::{Block, Paused, PollThread, Wait, BLOCK, PHASE_END, YIELDER};
-use super::threads::{run_threads_of, ThreadBody};
+use super::threads::{run_phased, step, ThreadBody};
+use crate::device::dim::Dim3;
+use crate::device::thread::set_thread_idx;
 
 /// A barrier of a kernel's body on the host (what `sync_threads()` becomes
 /// in the body's `async fn`): pending at its first poll, when the thread
@@ -145,87 +148,96 @@ impl StepCounter {
     }
 }
 
-/// What the loop over the block's threads runs in a phase: a poll.
-struct Polled<'a, P: ?Sized>(&'a P);
+/// What the loop of a runner over the block's threads runs in a pass of a
+/// phase: a poll of each thread whose `wait` is not in `skip` (a set of
+/// [`Wait::bit`]s).
+struct Pass<'a, Fut> {
+    phases: Phases<'a, Fut>,
+    skip: u8,
+}
 
-impl<P: PollThread + ?Sized> ThreadBody for Polled<'_, P> {
-    #[inline(always)]
-    fn run(&self, t: u32) {
-        self.0.poll_thread(t)
+impl<Fut> Clone for Pass<'_, Fut> {
+    fn clone(&self) -> Self {
+        *self
     }
 }
 
-/// What the loop of the runner that drives the phases runs in a pass: a
-/// poll, `LATER` telling whether the pass is a phase's first (known here,
-/// where other runners read `Block::later_pass`).
-struct Pass<'a, 'p, M, Fut, const LATER: bool>(&'a Phases<'p, M, Fut>);
+impl<Fut> Copy for Pass<'_, Fut> {}
 
-impl<M: Fn() -> Fut, Fut: Future<Output = ()>, const LATER: bool> ThreadBody for Pass<'_, '_, M, Fut, LATER> {
+impl<Fut: Future<Output = ()>> ThreadBody for Pass<'_, Fut> {
     #[inline(always)]
     fn run(&self, t: u32) {
-        self.0.poll::<LATER>(t)
+        self.phases.poll(t, self.skip)
     }
 }
 
 /// The phases of one block: the body's futures, one per thread.
-struct Phases<'a, M, Fut> {
-    make: &'a M,
+struct Phases<'a, Fut> {
     block: &'a Block,
-    /// `block.n` elements: `None` before the thread's first poll and after
-    /// it has returned.
-    futs: *mut Option<Fut>,
+    /// `block.wait`, `block.n` elements (a copy of its address that the
+    /// loop over the threads keeps in a register).
+    wait: &'a [Cell<Wait>],
+    /// `block.n` futures, made before the first phase (no test per poll of
+    /// whether the thread has one), dropped after the last: a future that
+    /// has returned (or panicked) holds nothing more (its locals were
+    /// dropped as it ended), and is not polled again (`Wait::Done`).
+    futs: *mut Fut,
 }
 
-impl<M: Fn() -> Fut, Fut: Future<Output = ()>> PollThread for Phases<'_, M, Fut> {
-    fn poll_thread(&self, t: u32) {
-        if self.block.later_pass.get() {
-            self.poll::<true>(t)
-        } else {
-            self.poll::<false>(t)
-        }
+impl<Fut> Clone for Phases<'_, Fut> {
+    fn clone(&self) -> Self {
+        *self
     }
 }
 
-impl<M: Fn() -> Fut, Fut: Future<Output = ()>> Phases<'_, M, Fut> {
-    /// Polls thread `t`, and records whether it paused at a step, waits at
-    /// a barrier or has returned; in a `LATER` pass only if it paused.
+impl<Fut> Copy for Phases<'_, Fut> {}
+
+impl<Fut: Future<Output = ()>> PollThread for Phases<'_, Fut> {
+    fn run_pass(&self) {
+        // A phase's first pass polls every thread that has not returned, a
+        // later one only the threads that paused at a step.
+        let skip = if self.block.later_pass.get() { !Wait::Running.bit() } else { Wait::Done.bit() };
+        run_phased(self.block, Pass { phases: *self, skip });
+    }
+}
+
+impl<Fut: Future<Output = ()>> Phases<'_, Fut> {
+    /// Polls thread `t` unless its `wait` is in `skip`, and records whether
+    /// it paused at a step, waits at a barrier or has returned.
     #[inline(always)]
-    fn poll<const LATER: bool>(&self, t: u32) {
+    fn poll(&self, t: u32, skip: u8) {
         let (b, t) = (self.block, t as usize);
-        if LATER && b.wait[t].get() != Wait::Running {
-            // A later pass polls only the threads that paused at a step.
+        // SAFETY: `t < b.n`, the length of `wait` (`drive`).
+        let wait = unsafe { self.wait.get_unchecked(t) };
+        if skip & wait.get().bit() != 0 {
             return;
         }
         // SAFETY: `futs` points to `b.n` elements (`drive`), `t < b.n`, and
         // only the poll of thread `t` makes a reference to element `t` (a
         // thread is polled again only after its previous poll returned).
-        let slot = unsafe { &mut *self.futs.add(t) };
-        let fut = match slot {
-            Some(f) => f,
-            None => slot.insert((self.make)()),
-        };
-        // SAFETY: the element does not move: `drive` neither resizes nor
-        // moves the vector before dropping it, and a future is dropped in
-        // place (below, or with the vector).
-        let fut = unsafe { Pin::new_unchecked(fut) };
+        // The element does not move: `drive` neither resizes nor moves the
+        // vector before dropping it.
+        let fut = unsafe { Pin::new_unchecked(&mut *self.futs.add(t)) };
         match fut.poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(()) => {
-                *slot = None;
-                b.wait[t].set(Wait::Done);
-            }
-            Poll::Pending => match b.paused.replace(Paused::Barrier) {
+            Poll::Ready(()) => wait.set(Wait::Done),
+            // `paused` says `Barrier` unless a step or collective set it.
+            Poll::Pending => match b.paused.get() {
+                Paused::Barrier => {
+                    wait.set(Wait::Barrier);
+                    b.phase_pending.set(b.phase_pending.get() + 1);
+                }
                 Paused::Step => {
                     // Paused at a step: it runs on in this phase's next pass
                     // (its `wait` may still say the barrier it left).
-                    b.wait[t].set(Wait::Running);
+                    b.paused.set(Paused::Barrier);
+                    wait.set(Wait::Running);
                     b.phase_stepped.set(b.phase_stepped.get() + 1);
                 }
                 // At a warp collective (its `wait` says so): it runs on when
                 // its warp is released (`awaits`).
-                Paused::Collective => arrive(b, t),
-                Paused::Barrier => {
-                    b.wait[t].set(Wait::Barrier);
-                    b.phase_pending.set(b.phase_pending.get() + 1);
+                Paused::Collective => {
+                    b.paused.set(Paused::Barrier);
+                    arrive(b, t)
                 }
             },
         }
@@ -235,15 +247,18 @@ impl<M: Fn() -> Fut, Fut: Future<Output = ()>> Phases<'_, M, Fut> {
 /// What a runner of a kernel whose barriers are `.await`s runs
 /// (`__private::host_phases`): the first runner of a block drives its
 /// phases; a runner that the scheduler starts after a thread waited inside
-/// a phase runs the phase's remaining threads. Outside a block of the host
-/// scheduler, one thread, alone.
+/// a phase runs the phase's remaining threads.
+///
+/// # Panics
+/// Outside a block of the host scheduler, which alone calls what the launch
+/// runs per runner (`Executor::start_runner`): a thread alone would poll
+/// the body's future from a second place, and LLVM would no longer inline
+/// the poll into the loop over the threads (`threads::run_phased`).
 #[inline(always)]
 pub(crate) fn run<M: Fn() -> Fut, Fut: Future<Output = ()>>(make: &M) {
     let b = BLOCK.with(|c| c.get());
     if b.is_null() {
-        let mut fut = pin!(make());
-        while fut.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending() {}
-        return;
+        outside_a_block();
     }
     // SAFETY: non-null only while `Executor::run_block` runs this block on
     // this OS thread, which outlives the runner that calls this.
@@ -253,11 +268,17 @@ pub(crate) fn run<M: Fn() -> Fut, Fut: Future<Output = ()>>(make: &M) {
         // which clears it before its frame ends; after a failure the
         // scheduler unwinds the runners it started later (this one) first
         // (`Executor::schedule`).
-        let phases = unsafe { phases.as_ref() };
-        run_threads_of::<true, _>(b, &Polled(phases));
+        unsafe { phases.as_ref() }.run_pass();
         return;
     }
     drive(b, make);
+}
+
+/// [`run`] outside a block of the host scheduler.
+#[cold]
+#[inline(never)]
+fn outside_a_block() -> ! {
+    panic!("offload: a kernel's host body ran outside a block of the host fallback's scheduler (a bug of offload)")
 }
 
 /// Clears `Block::phases` when the phases end, also by unwinding.
@@ -273,11 +294,18 @@ impl Drop for Clear<'_> {
 
 /// Runs the phases of block `b` until every thread has returned.
 fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
-    let mut futs: Vec<Option<Fut>> = Vec::new();
-    futs.resize_with(b.n as usize, || None);
+    // Made with the thread's index set: a future holds the body's arguments,
+    // and an argument may be the calling thread's view (`DisjointSlice`).
+    let mut futs: Vec<Fut> = Vec::with_capacity(b.n as usize);
+    let mut idx = Dim3::new(0, 0, 0);
+    for _ in 0..b.n {
+        set_thread_idx(idx);
+        futs.push(make());
+        step(&mut idx, b.ctx.block_dim);
+    }
     b.wait.iter().for_each(|w| w.set(Wait::Running));
     b.phase_warp.set(0);
-    let phases = Phases { make, block: b, futs: futs.as_mut_ptr() };
+    let phases = Phases { block: b, wait: &b.wait[..b.n as usize], futs: futs.as_mut_ptr() };
     let erased: NonNull<dyn PollThread + '_> = NonNull::from(&phases as &dyn PollThread);
     // SAFETY: only the lifetime is erased; `_clear` resets the pointer
     // before `phases` and `futs` are dropped (declared after them).
@@ -287,7 +315,6 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
     loop {
         b.phase_pending.set(0);
         b.later_pass.set(false);
-        let mut later = false;
         // The phase's passes: the first polls every thread that has not
         // returned, each later one the threads that paused at a step in
         // the one before.
@@ -296,11 +323,7 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
             b.suspended.set(false);
             b.next.set(0);
             b.sequencer.set(b.current.get());
-            if later {
-                run_threads_of::<true, _>(b, &Pass::<_, _, true>(&phases));
-            } else {
-                run_threads_of::<true, _>(b, &Pass::<_, _, false>(&phases));
-            }
+            phases.run_pass();
             if b.sequencer.get() != b.current.get() {
                 // A thread waited inside the phase and other runners ran the
                 // rest: wait until none can run (the scheduler has them poll
@@ -319,7 +342,6 @@ fn drive<M: Fn() -> Fut, Fut: Future<Output = ()>>(b: &Block, make: &M) {
                 break;
             }
             b.later_pass.set(true);
-            later = true;
         }
         if b.phase_warp.get() > 0 {
             unreleased(b);

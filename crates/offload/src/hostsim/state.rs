@@ -23,6 +23,13 @@ pub(crate) enum Wait {
     Done,
 }
 
+impl Wait {
+    /// `self` as a bit of a set of states (`phases::Pass`'s `skip`).
+    pub(super) const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
 /// The state of the block a worker is executing.
 pub(crate) struct Block {
     pub(super) n: u32,
@@ -159,11 +166,12 @@ pub(crate) enum Paused {
     Collective,
 }
 
-/// What the runners of a block in phases (`phases`) poll the calling GPU
-/// thread with, linear index `t`; it records whether the thread waits at a
-/// barrier or has returned.
+/// What a runner of a block in phases (`phases`) runs: a pass over the
+/// block's threads from `Block::next` on, polling each (in a later pass,
+/// each that paused at a step) and recording whether it waits at a barrier
+/// or has returned.
 pub(crate) trait PollThread {
-    fn poll_thread(&self, t: u32);
+    fn run_pass(&self);
 }
 
 /// No warp to poll again (of `Block::rewind`).

@@ -57,7 +57,7 @@ pub(crate) fn run_threads<F: Fn()>(body: &F) {
     }
     // SAFETY: non-null only while `Executor::run_block` runs this block on
     // this OS thread, which outlives the runner that calls this.
-    run_threads_of::<false, F>(unsafe { &*b }, body);
+    run_threads_of(unsafe { &*b }, body);
 }
 
 /// One GPU thread's work as the loop over a block's threads runs it, given
@@ -74,12 +74,9 @@ impl<F: Fn()> ThreadBody for F {
     }
 }
 
-/// [`run_threads`] in block `b`. With `PHASED` (a phase of a kernel whose
-/// barriers are `.await`s, `phases`), the loop skips the threads that
-/// have returned or panicked (`Wait::Done`), and `body` records what each
-/// thread does next itself (and skips more in a later pass of a phase).
+/// [`run_threads`] in block `b`.
 #[inline(always)]
-pub(super) fn run_threads_of<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F) {
+fn run_threads_of<F: ThreadBody>(b: &Block, body: &F) {
     // The body reads the block's index and extents from the thread context
     // (thread-local) again for every thread: stores through the kernel's
     // pointers may alias it as far as the optimizer knows. Telling it,
@@ -88,7 +85,31 @@ pub(super) fn run_threads_of<const PHASED: bool, F: ThreadBody>(b: &Block, body:
     let (bi, bd, gd) = (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim);
     let one_d = is_1d(bd, gd);
     // Each pass starts at `b.next`, the thread after one that panicked.
-    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_loop::<PHASED, F>(b, body, one_d, (bi, bd, gd)))) {
+    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_loop(b, body, one_d, (bi, bd, gd)))) {
+        if !stopped(b, payload) {
+            return;
+        }
+    }
+}
+
+/// [`run_threads_of`] for a pass of a block in phases (`phases`):
+/// `body`, a poll, skips the threads that it need not poll (those that
+/// have returned, and in a later pass of a phase those not paused at a
+/// step), and records what each thread does next itself.
+///
+/// One copy of the loop, whatever the launch's shape ([`threads_phased`]):
+/// the body's future is then polled from one place only, which LLVM
+/// inlines (a function called once) into the loop; `body` comes by value,
+/// so that its fields stay in registers while the body stores through
+/// pointers that might, as far as LLVM knows, point to it. A poll call per
+/// thread and phase, and those reloads, cost a barrier loop (16 rounds of
+/// a shared store, `sync_threads`, a shared load) a fifth of its
+/// instructions.
+#[inline(always)]
+pub(super) fn run_phased<F: ThreadBody + Copy>(b: &Block, body: F) {
+    let geometry = (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim);
+    // Each pass starts at `b.next`, the thread after one that panicked.
+    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| threads_phased(b, body, geometry))) {
         if !stopped(b, payload) {
             return;
         }
@@ -99,12 +120,12 @@ pub(super) fn run_threads_of<const PHASED: bool, F: ThreadBody>(b: &Block, body:
 /// 1-D launch (`one_d`), else [`threads`], with the optimizer told the
 /// block's index and the extents `(bi, bd, gd)`.
 #[inline(always)]
-fn run_loop<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F, one_d: bool, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
+fn run_loop<F: ThreadBody>(b: &Block, body: &F, one_d: bool, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
     if one_d {
         // A 1-D launch gets its own copy of the loop, in which the body's
         // geometry functions know that the y and z extents are 1.
         let (bx, bdx, gdx) = (bi.x, bd.x, gd.x);
-        threads_1d::<PHASED, F, _>(b, body, || {
+        threads_1d(b, body, || {
             let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
             // SAFETY: the thread context holds this block's index and the
             // launch's extents, which is 1-D (`one_d`, tested by the caller).
@@ -115,7 +136,7 @@ fn run_loop<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F, one_d: bool,
             }
         });
     } else {
-        threads::<PHASED, F, _>(b, body, || {
+        threads(b, body, || {
             let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
             // SAFETY: the thread context holds this block's index and the
             // launch's extents.
@@ -159,32 +180,18 @@ fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> bool {
 /// thread that suspends, `entry::suspend`, and here at the end: the
 /// scheduler reads it only then.)
 #[inline(always)]
-fn threads_1d<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
+fn threads_1d<F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
     let (rid, n) = (b.current.get(), b.n);
     let mut t = b.next.get();
     set_thread_idx(Dim3::new(t, 0, 0));
     while t < n {
-        if PHASED && b.wait[t as usize].get() == Wait::Done {
-            t += 1;
-            continue;
-        }
         set_thread_x(t);
         hint();
         body.run(t);
         if b.sequencer.get() != rid {
-            if PHASED && b.sequencer.get() == REWIND {
-                // The poll released the thread's warp at a collective: its
-                // lanes run on now (`awaits`).
-                b.sequencer.set(rid);
-                t = b.rewind.replace(NO_REWIND);
-                continue;
-            }
             // The thread suspended (this runner lost the sequence) and has
-            // now returned (in a phase: reached its next barrier or its
-            // end, which it recorded): so does the runner.
-            if !PHASED {
-                b.wait[t as usize].set(Wait::Done);
-            }
+            // now returned: so does the runner.
+            b.wait[t as usize].set(Wait::Done);
             return;
         }
         t += 1;
@@ -192,31 +199,60 @@ fn threads_1d<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, h
     b.next.set(n);
 }
 
+/// The loop of [`run_phased`]: [`threads`]' loop, going back to the first
+/// lane of a warp that a poll released at a collective (`Block::rewind`).
+/// It stores `threadIdx.x` for every thread, y and z when they change.
+/// The optimizer is told the block's index and the extents `(bi, bd, gd)`,
+/// not that a 1-D launch's y and z extents are 1 (which would take a
+/// second copy of the loop, see [`run_phased`]).
+#[inline(always)]
+fn threads_phased<F: ThreadBody>(b: &Block, body: F, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
+    let (rid, n) = (b.current.get(), b.n);
+    let mut t = b.next.get();
+    let mut idx = unlinear(t.min(n.saturating_sub(1)), bd);
+    set_thread_idx(idx);
+    while t < n {
+        set_thread_x(idx.x);
+        let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
+        // SAFETY: the thread context holds this block's index and the
+        // launch's extents.
+        unsafe { core::hint::assert_unchecked(i == bi && d == bd && g == gd) }
+        body.run(t);
+        if b.sequencer.get() != rid {
+            if b.sequencer.get() == REWIND {
+                // The poll released the thread's warp at a collective: its
+                // lanes run on now (`awaits`).
+                b.sequencer.set(rid);
+                t = b.rewind.replace(NO_REWIND);
+                idx = unlinear(t, bd);
+                set_thread_idx(idx);
+                continue;
+            }
+            // The thread waited on this runner's coroutine (which lost the
+            // sequence) and has now reached its next barrier or its end,
+            // which it recorded: so does the runner.
+            return;
+        }
+        t += 1;
+        if step(&mut idx, bd) {
+            set_thread_idx(idx);
+        }
+    }
+    b.next.set(n);
+}
+
 /// The loop of [`run_threads`] for any launch; see [`threads_1d`].
 #[inline(always)]
-fn threads<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
+fn threads<F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
     let (rid, n, d) = (b.current.get(), b.n, b.ctx.block_dim);
     let mut t = b.next.get();
     let mut idx = unlinear(t.min(n.saturating_sub(1)), d);
     while t < n {
-        if PHASED && b.wait[t as usize].get() == Wait::Done {
-            t += 1;
-            step(&mut idx, d);
-            continue;
-        }
         set_thread_idx(idx);
         hint();
         body.run(t);
         if b.sequencer.get() != rid {
-            if PHASED && b.sequencer.get() == REWIND {
-                b.sequencer.set(rid);
-                t = b.rewind.replace(NO_REWIND);
-                idx = unlinear(t, d);
-                continue;
-            }
-            if !PHASED {
-                b.wait[t as usize].set(Wait::Done);
-            }
+            b.wait[t as usize].set(Wait::Done);
             return;
         }
         t += 1;
@@ -226,18 +262,20 @@ fn threads<const PHASED: bool, F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint
 }
 
 /// `idx`, a thread index in a block of `d` threads, to the next thread
-/// (x fastest).
+/// (x fastest); whether y or z changed.
 #[inline(always)]
-fn step(idx: &mut Dim3, d: Dim3) {
+pub(super) fn step(idx: &mut Dim3, d: Dim3) -> bool {
     idx.x += 1;
-    if idx.x == d.x {
-        idx.x = 0;
-        idx.y += 1;
-        if idx.y == d.y {
-            idx.y = 0;
-            idx.z += 1;
-        }
+    if idx.x < d.x {
+        return false;
     }
+    idx.x = 0;
+    idx.y += 1;
+    if idx.y == d.y {
+        idx.y = 0;
+        idx.z += 1;
+    }
+    true
 }
 
 #[cfg(test)]
