@@ -23,7 +23,11 @@
 //!    ```
 //!    Likewise a variable declared before the loop and assigned first in
 //!    each iteration (`let mut tmp: u32; for i in … { tmp = x[i]; acc += tmp; }`:
-//!    E0381 "used binding `tmp` isn't initialized").
+//!    E0381 "used binding `tmp` isn't initialized"), and a `&mut` into a
+//!    local kept across iterations (E0521 "borrowed data escapes outside of
+//!    closure", E0499):
+//!    `let mut bins = [0u32; 8]; let mut slot = &mut bins[0];`
+//!    `for i in grid_stride(n) { *slot += 1; slot = &mut bins[(x[i] % 8) as usize]; } *slot += 1;`
 //! 2. In an edition-2018 crate (closures capture whole variables), a loop
 //!    over one field whose body writes another (E0499):
 //!    `let mut pair = (out, 0u32); for (_i, o) in pair.0.grid_stride() { *o = 5; pair.1 += 1; }`
