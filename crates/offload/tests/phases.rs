@@ -9,6 +9,8 @@
 
 #[path = "phases/lockstep.rs"]
 mod lockstep;
+#[path = "phases/lockstep_breaks.rs"]
+mod lockstep_breaks;
 
 use offload::prelude::*;
 #[offload::host]
