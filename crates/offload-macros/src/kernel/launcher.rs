@@ -111,6 +111,14 @@ fn shared_launch(b: &Body, shared: &Ident, parts: &Parts, select: &TokenStream) 
 /// (`__private::host_phases`, `barriers`).
 fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) {
     let generics = &b.kernel.func.sig.generics;
+    // The kernel's lint levels (`#[allow(…)]` and the like) reach its body.
+    let lints = b
+        .kernel
+        .func
+        .attrs
+        .iter()
+        .filter(|a| ["allow", "warn", "deny", "forbid", "expect"].iter().any(|l| a.path().is_ident(l)));
+    let lints = quote!(#(#lints)*);
     let (body_params, where_clause) = (&b.params, &b.where_clause);
     let generic_lints = generic_lints(b);
     let same_len = same_len_assumed(&b.kernel.same_len);
@@ -118,6 +126,7 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
         None => {
             let body = &b.block;
             let body_fn = quote! {
+                #lints
                 #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
                 #[inline(always)]
                 fn __offload_body #generics (#(#body_params),*) #where_clause #body
@@ -130,6 +139,7 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
         }
         Some(body) => {
             let body_fn = quote! {
+                #lints
                 #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
                 #[inline(always)]
                 async fn __offload_body #generics (#(#body_params),*) #where_clause #body
