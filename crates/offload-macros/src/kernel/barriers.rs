@@ -45,7 +45,9 @@ use super::lockstep;
 /// `block` with its barriers awaited, or `None` if it has none that the
 /// macro sees (the host body then stays a plain function).
 pub(super) fn rewrite(block: &syn::Block) -> Option<syn::Block> {
-    let mut v = Awaits { found: 0, awaits: 0 };
+    let mut declared = lockstep::Declared { names: Vec::new(), uninit_only: true };
+    syn::visit::Visit::visit_block(&mut declared, block);
+    let mut v = Awaits { found: 0, awaits: 0, uninit: declared.names };
     let mut block = block.clone();
     v.visit_block_mut(&mut block);
     (v.found > 0).then_some(block)
@@ -56,6 +58,8 @@ pub(super) fn rewrite(block: &syn::Block) -> Option<syn::Block> {
 struct Awaits {
     found: usize,
     awaits: usize,
+    /// The names the body declares without a value (`let x;`).
+    uninit: Vec<String>,
 }
 
 /// Whether `call` is `sync_threads()` (any path whose last segment is
@@ -170,7 +174,7 @@ impl VisitMut for Awaits {
                 let before = self.awaits;
                 visit_mut::visit_expr_for_loop_mut(self, f);
                 if is_grid_stride(&f.expr) {
-                    let new = if self.awaits == before && lockstep::fits(f) {
+                    let new = if self.awaits == before && lockstep::fits(f, &self.uninit) {
                         lockstep::lockstepped(f.clone())
                     } else {
                         stepped(f.clone())

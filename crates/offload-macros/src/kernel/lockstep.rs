@@ -60,16 +60,66 @@ const MACROS: &[&str] = &[
 ];
 
 /// Whether grid-stride loop `f` (its body already rewritten, with no await
-/// in it) can run in lockstep (see the module docs).
-pub(super) fn fits(f: &ExprForLoop) -> bool {
-    let mut v = Fits { ok: true, depth: 0, labels: Vec::new(), own: f.label.as_ref(), in_closure: 0 };
+/// in it) can run in lockstep (see the module docs). `uninit`: the names
+/// that the kernel's body declares without a value (`let x;`).
+pub(super) fn fits(f: &ExprForLoop, uninit: &[String]) -> bool {
+    if !f.attrs.is_empty() {
+        // `#[cfg(…)]`, `#[allow(…)]` on the loop: kept as written.
+        return false;
+    }
+    let mut inner = Declared::default();
+    inner.visit_pat(&f.pat);
+    inner.visit_block(&f.body);
+    let mut v = Fits {
+        ok: true,
+        depth: 0,
+        labels: Vec::new(),
+        own: f.label.as_ref(),
+        in_closure: 0,
+        inner: inner.names,
+        uninit,
+    };
     v.visit_block(&f.body);
     v.ok
 }
 
+/// The names that `let` statements and closure parameters declare, anywhere
+/// in what is visited (`names`); with `uninit`, only those of `let`s
+/// without a value.
+#[derive(Default)]
+pub(super) struct Declared {
+    pub(super) names: Vec<String>,
+    pub(super) uninit_only: bool,
+}
+
+impl<'ast> Visit<'ast> for Declared {
+    fn visit_local(&mut self, l: &'ast syn::Local) {
+        if !self.uninit_only || l.init.is_none() {
+            self.visit_pat(&l.pat);
+        }
+        if let Some(init) = &l.init {
+            self.visit_local_init(init);
+        }
+    }
+
+    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+        self.names.push(p.ident.to_string());
+        visit::visit_pat_ident(self, p);
+    }
+
+    fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
+        if !self.uninit_only {
+            c.inputs.iter().for_each(|p| self.visit_pat(p));
+        }
+        self.visit_expr(&c.body);
+    }
+
+    fn visit_item(&mut self, _: &'ast syn::Item) {}
+}
+
 /// `f` as an await of its lockstep loop.
 pub(super) fn lockstepped(mut f: ExprForLoop) -> TokenStream {
-    let mut c = Continues { depth: 0, own: f.label.clone() };
+    let mut c = Continues { depth: 0, own: f.label.clone(), inner: Vec::new() };
     c.visit_block_mut(&mut f.body);
     let (pat, expr, body) = (&f.pat, &f.expr, &f.body);
     let param = match &**pat {
@@ -90,6 +140,9 @@ struct Fits<'a> {
     labels: Vec<String>,
     own: Option<&'a Label>,
     in_closure: usize,
+    /// Names declared in the loop (its pattern, `let`s, closure parameters).
+    inner: Vec<String>,
+    uninit: &'a [String],
 }
 
 impl Fits<'_> {
@@ -212,6 +265,20 @@ impl<'ast> Visit<'ast> for Fits<'_> {
                 visit::visit_expr_call(self, c);
             }
             Expr::Macro(m) => self.check_macro(&m.mac),
+            // A variable of the kernel's declared outside the loop and given
+            // a new value in it: the closure borrows it, so the new value
+            // may neither come from moving its old one out (`a = a.add(x)`
+            // with a type that is not `Copy`) nor borrow what the closure
+            // borrows (`slot = &mut bins[k]`).
+            Expr::Assign(a) if self.outer_root(&a.left) => self.ok = false,
+            Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                // A variable declared without a value: the closure cannot
+                // capture it before it has one.
+                let name = p.path.segments[0].ident.to_string();
+                if self.uninit.contains(&name) && !self.inner.contains(&name) {
+                    self.ok = false;
+                }
+            }
             _ => visit::visit_expr(self, e),
         }
     }
@@ -224,6 +291,17 @@ impl<'ast> Visit<'ast> for Fits<'_> {
 }
 
 impl Fits<'_> {
+    /// Whether `place` is a variable declared outside the loop, or a field
+    /// of one.
+    fn outer_root(&self, place: &Expr) -> bool {
+        match place {
+            Expr::Path(p) => p.path.get_ident().is_some_and(|i| !self.inner.contains(&i.to_string())),
+            Expr::Field(f) => self.outer_root(&f.base),
+            Expr::Paren(p) => self.outer_root(&p.expr),
+            _ => false,
+        }
+    }
+
     fn check_macro(&mut self, m: &syn::Macro) {
         let name = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
         if !MACROS.contains(&name.as_str()) || !tokens_fit(m.tokens.clone()) {
@@ -237,6 +315,9 @@ impl Fits<'_> {
 struct Continues {
     depth: usize,
     own: Option<Label>,
+    /// Labels of the loops and blocks around the expression within the body
+    /// (an inner loop may shadow the grid-stride loop's label).
+    inner: Vec<String>,
 }
 
 impl VisitMut for Continues {
@@ -245,17 +326,33 @@ impl VisitMut for Continues {
             Expr::Continue(c) => {
                 let own = match &c.label {
                     None => self.depth == 0,
-                    Some(l) => self.own.as_ref().is_some_and(|o| o.name.ident == l.ident),
+                    Some(l) => {
+                        !self.inner.iter().any(|d| l.ident == d)
+                            && self.own.as_ref().is_some_and(|o| o.name.ident == l.ident)
+                    }
                 };
                 if own {
                     let span = c.continue_token.span;
                     *e = syn::parse2(quote_spanned! {span=> return}).expect("`return` is an expression");
                 }
             }
-            Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) => {
-                self.depth += 1;
+            Expr::ForLoop(_) | Expr::While(_) | Expr::Loop(_) | Expr::Block(_) => {
+                let label = match &*e {
+                    Expr::ForLoop(f) => f.label.as_ref(),
+                    Expr::While(w) => w.label.as_ref(),
+                    Expr::Loop(l) => l.label.as_ref(),
+                    Expr::Block(b) => b.label.as_ref(),
+                    _ => None,
+                }
+                .map(|l| l.name.ident.to_string());
+                let looped = !matches!(e, Expr::Block(_));
+                self.inner.extend(label.clone());
+                self.depth += usize::from(looped);
                 visit_mut::visit_expr_mut(self, e);
-                self.depth -= 1;
+                self.depth -= usize::from(looped);
+                if label.is_some() {
+                    self.inner.pop();
+                }
             }
             Expr::Closure(_) | Expr::Async(_) | Expr::Const(_) => {}
             _ => visit_mut::visit_expr_mut(self, e),
@@ -271,7 +368,7 @@ mod tests {
 
     fn fits_src(src: &str) -> bool {
         let f: ExprForLoop = syn::parse_str(src).unwrap();
-        fits(&f)
+        fits(&f, &["tmp".to_string()])
     }
 
     #[test]
@@ -283,6 +380,7 @@ mod tests {
             "'o: for i in grid_stride(n) { for j in 0..4 { if j == i { continue 'o; } break; } }",
             "for i in grid_stride(n) { let v = Some(core::cmp::max(i, thread_idx().x as usize)); assert!(v.is_some(), \"{i}\"); }",
             "for i in grid_stride(n) { s += a[i].iter().map(|x| { if *x > 2 { return 1; } *x }).sum::<u32>(); }",
+            "for (i, o) in out.grid_stride() { let mut t = 0; t = x[i]; let tmp = 2; *o = t + tmp; m[i] = 1; }",
         ] {
             assert!(fits_src(src), "{src}");
         }
@@ -303,6 +401,11 @@ mod tests {
             "for i in grid_stride(n) { println!(\"{}\", helper(i)); }",
             "for i in grid_stride(n) { my_macro!(i); }",
             "for i in grid_stride(n) { x.f().await; }",
+            "for i in grid_stride(n) { a = a.add(x[i]); }",
+            "for i in grid_stride(n) { *slot += 1; slot = &mut bins[i % 8]; }",
+            "for i in grid_stride(n) { pair.1 = pair.1.max(x[i]); }",
+            "for i in grid_stride(n) { tmp = x[i]; s += tmp; }",
+            "#[cfg(any())] for i in grid_stride(n) { s += x[i]; }",
         ] {
             assert!(!fits_src(src), "{src}");
         }
@@ -318,6 +421,12 @@ mod tests {
         assert!(out.starts_with("{ :: offload :: __private :: lockstep (grid_stride (n) , | i |"), "{out}");
         assert_eq!(out.matches("return").count(), 2, "{out}");
         assert_eq!(out.matches("continue").count(), 1, "the inner loop's own stays: {out}");
+        let f: ExprForLoop =
+            syn::parse_str("'o: for i in grid_stride(n) { 'o: for j in 0..2 { continue 'o; } 'b: { continue 'o; } }")
+                .unwrap();
+        let out = lockstepped(f).to_string();
+        assert_eq!(out.matches("continue 'o").count(), 1, "the inner loop's label shadows: {out}");
+        assert_eq!(out.matches("return").count(), 1, "{out}");
         assert!(out.ends_with(". await }"), "{out}");
     }
 }

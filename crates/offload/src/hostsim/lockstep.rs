@@ -147,6 +147,11 @@ fn run_site(b: &Block, site: unsafe fn(&Block, &mut [Entry]) -> Option<u32>, gro
             Ok(Some(_)) => return false,
             Err(payload) => {
                 let t = stopped(b, payload);
+                if b.suspended.get() {
+                    // It panicked after waiting on this runner's coroutine:
+                    // other runners have run the others' loops meanwhile.
+                    return false;
+                }
                 group.iter_mut().filter(|e| e.t == t).for_each(|e| e.data = core::ptr::null_mut());
             }
         }
