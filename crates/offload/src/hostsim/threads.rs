@@ -80,30 +80,42 @@ impl<F: Fn()> ThreadBody for F {
 /// thread does next itself (and skips more in a later pass of a phase).
 #[inline(always)]
 pub(super) fn run_threads_of<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F) {
+    let (bi, bd, gd) = (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim);
     // Each pass starts at `b.next`, the thread after one that panicked.
-    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_loop::<PHASED, F>(b, body))) {
+    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| {
+        if PHASED {
+            run_loop::<PHASED, F>(b, body, (bi, bd, gd))
+        } else {
+            run_loop_apart(b, body)
+        }
+    })) {
         if !stopped(b, payload) {
             return;
         }
     }
 }
 
+/// [`run_loop`] outside phases, out of line (one call per pass of a
+/// runner): inlined into [`run_threads_of`], the values that the loop
+/// keeps in registers were live across its `catch_unwind`, a call, and
+/// the register allocator kept them on the stack, reloading them for
+/// every thread. (In a phase, out of line cost instructions instead: the
+/// phase's own loop around it, `phases::drive`, keeps what it needs.)
+#[inline(never)]
+fn run_loop_apart<F: ThreadBody>(b: &Block, body: &F) {
+    run_loop::<false, F>(b, body, (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim))
+}
+
 /// The loop over the threads of the calling runner: [`threads_1d`] for a
 /// 1-D launch, else [`threads`] ([`phased_1d`] and [`phased`] in a
 /// phase), with the optimizer told the block's index and the launch's
-/// extents.
-///
-/// The body reads them from the thread context (thread-local) again for
-/// every thread: stores through the kernel's pointers may alias it as far
-/// as the optimizer knows. Telling it, before each thread, what they are
-/// lets it use the values it has in registers and drop those loads. Out
-/// of line (one call per pass of a runner): inlined into
-/// [`run_threads_of`], the values that the loop keeps in registers would
-/// be live across its `catch_unwind`, a call, and the register allocator
-/// kept them on the stack instead, reloading them for every thread.
-#[inline(never)]
-fn run_loop<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F) {
-    let (bi, bd, gd) = (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim);
+/// extents `(bi, bd, gd)`. The body reads them from the thread context
+/// (thread-local) again for every thread: stores through the kernel's
+/// pointers may alias it as far as the optimizer knows. Telling it, before
+/// each thread, what they are lets it use the values it has in registers
+/// and drop those loads.
+#[inline(always)]
+fn run_loop<const PHASED: bool, F: ThreadBody>(b: &Block, body: &F, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
     let one_d = is_1d(bd, gd);
     if one_d {
         // A 1-D launch gets its own copy of the loop, in which the body's
