@@ -642,6 +642,52 @@ fn barrier_in_a_function() {
     offload::sync_threads();
 }
 
+/// A block (3-D or 1-D) whose threads meet at a barrier the kernel macro does not
+/// see (so the host fallback runs the body in its plain loop over the
+/// block's threads, row by row, and suspends each thread's runner there):
+/// each thread publishes a value in shared memory, waits, and reads its
+/// mirror's (linear index `n - 1 - t`); after the barrier each thread still
+/// sees its own `threadIdx`. `runs` counts the times each thread started.
+#[kernel]
+fn mirror_across_block(runs: &[offload::atomic::AtomicU32], out: &mut [[u32; 4]]) {
+    runs[offload::global_index()].fetch_add(1, offload::atomic::Ordering::Relaxed);
+    let s = offload::shared_array!(u32; 64);
+    let (t, d) = (offload::thread_idx(), offload::block_dim());
+    let n = (d.x * d.y * d.z) as usize;
+    let me = (t.x + d.x * (t.y + d.y * t.z)) as usize;
+    s.set(me, me as u32 * 7 + 1000 * offload::block_idx().z + 100 * offload::block_idx().x);
+    barrier_in_a_function();
+    let after = offload::thread_idx();
+    if let Some((_, o)) = out.at_thread() {
+        *o = [s.get(n - 1 - me), after.x, after.y, after.z];
+    }
+}
+
+#[test]
+fn threads_meet_at_a_barrier_in_a_function_and_each_runs_once() {
+    // 3-D and 1-D: the host fallback's two loops over a block's threads.
+    for (grid, block) in [(Dim3::new(2, 1, 2), Dim3::new(4, 2, 3)), (Dim3::new(3, 1, 1), Dim3::new(40, 1, 1))] {
+        let n = (grid.volume() * block.volume()) as usize;
+        let mut out = vec![[u32::MAX; 4]; n];
+        let runs: Vec<_> = (0..n).map(|_| offload::atomic::AtomicU32::new(0)).collect();
+        mirror_across_block(LaunchConfig::new(grid, block), &runs, &mut out).unwrap();
+        let runs: Vec<u32> = runs.iter().map(|r| r.load(offload::atomic::Ordering::Relaxed)).collect();
+        assert_eq!(runs, vec![1; n], "each thread ran once ({block:?} threads per block)");
+        let (gx, gy) = ((grid.x * block.x) as usize, (grid.y * block.y) as usize);
+        let threads = block.volume() as usize;
+        for (bz, bx) in (0..grid.z).flat_map(|bz| (0..grid.x).map(move |bx| (bz, bx))) {
+            for (tz, ty, tx) in
+                (0..block.z).flat_map(|z| (0..block.y).flat_map(move |y| (0..block.x).map(move |x| (z, y, x))))
+            {
+                let me = (tx + block.x * (ty + block.y * tz)) as usize;
+                let (x, y, z) = ((bx * block.x + tx) as usize, ty as usize, (bz * block.z + tz) as usize);
+                let mirror = (threads - 1 - me) as u32 * 7 + 1000 * bz + 100 * bx;
+                assert_eq!(out[x + gx * (y + gy * z)], [mirror, tx, ty, tz], "block ({bx}, 0, {bz}), thread {me}");
+            }
+        }
+    }
+}
+
 /// Every thread of a block fills its stripe of the block's whole dynamic
 /// shared memory (as `u32`s) with values that depend on the block; after a
 /// barrier (in a function: every thread waits on a stack of its own on the

@@ -127,6 +127,7 @@ impl Executor {
             next: Cell::new(0),
             sequencer: Cell::new(NO_RUNNER),
             current: Cell::new(NO_RUNNER),
+            limit: Cell::new(0),
             panic: RefCell::new(None),
             unwinding: Cell::new(false),
             dirty: Cell::new(false),
@@ -354,6 +355,7 @@ impl Executor {
     /// Resumes runner `rid` until its thread waits or its threads return.
     fn resume(&mut self, b: &Block, rid: u32) -> Result<(), BlockFailure> {
         b.current.set(rid);
+        b.limit.set(if b.sequencer.get() == rid { b.n } else { 0 });
         let co = self.q.runners[rid as usize].as_mut().expect("a ready runner exists");
         // SAFETY: `guards` is not changed while the runner runs (only
         // `start_runner`, between resumes, adds to it).

@@ -59,6 +59,11 @@ pub(crate) struct Block {
     pub(super) sequencer: Cell<u32>,
     /// The runner being resumed.
     pub(super) current: Cell<u32>,
+    /// Where the loop of the runner being resumed stops outside phases
+    /// (`threads`): `n` if the runner holds the sequence, else 0 (its
+    /// thread suspended, and the runner ends when that thread returns).
+    /// Set at every resume (`Executor::resume`).
+    pub(super) limit: Cell<u32>,
     /// The block's first panicking thread (`threadIdx`) and what the panic
     /// hook saw; the block's other threads run on (`threads::stopped`).
     pub(super) panic: RefCell<Option<(Dim3, Option<PanicRecord>)>>,

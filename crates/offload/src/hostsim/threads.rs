@@ -77,15 +77,8 @@ impl<F: Fn()> ThreadBody for F {
 /// [`run_threads`] in block `b`.
 #[inline(always)]
 fn run_threads_of<F: ThreadBody>(b: &Block, body: &F) {
-    // The body reads the block's index and extents from the thread context
-    // (thread-local) again for every thread: stores through the kernel's
-    // pointers may alias it as far as the optimizer knows. Telling it,
-    // before each thread, what they are lets it use the values it has in
-    // registers and drop those loads.
-    let (bi, bd, gd) = (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim);
-    let one_d = is_1d(bd, gd);
     // Each pass starts at `b.next`, the thread after one that panicked.
-    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_loop(b, body, one_d, (bi, bd, gd)))) {
+    while let Err(payload) = catch_unwind(AssertUnwindSafe(|| run_loop_apart(b, body))) {
         if !stopped(b, payload) {
             return;
         }
@@ -116,32 +109,48 @@ pub(super) fn run_phased<F: ThreadBody + Copy>(b: &Block, body: F) {
     }
 }
 
+/// [`run_loop`], out of line (one call per pass of a runner): inlined into
+/// [`run_threads_of`], the values that the loop keeps in registers were
+/// live across its `catch_unwind`, a call, and the register allocator kept
+/// them on the stack, reloading them for every thread.
+#[inline(never)]
+fn run_loop_apart<F: ThreadBody>(b: &Block, body: &F) {
+    run_loop(b, body, (b.ctx.block, b.ctx.block_dim, b.ctx.grid_dim))
+}
+
 /// The loop over the threads of the calling runner: [`threads_1d`] for a
-/// 1-D launch (`one_d`), else [`threads`], with the optimizer told the
-/// block's index and the extents `(bi, bd, gd)`.
+/// 1-D launch, else [`threads`], with the optimizer told the block's index and the launch's
+/// extents `(bi, bd, gd)`. The body reads them from the thread context
+/// (thread-local) again for every thread: stores through the kernel's
+/// pointers may alias it as far as the optimizer knows. Telling it, before
+/// each thread, what they are lets it use the values it has in registers
+/// and drop those loads.
 #[inline(always)]
-fn run_loop<F: ThreadBody>(b: &Block, body: &F, one_d: bool, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
+fn run_loop<F: ThreadBody>(b: &Block, body: &F, (bi, bd, gd): (Dim3, Dim3, Dim3)) {
+    let one_d = is_1d(bd, gd);
     if one_d {
         // A 1-D launch gets its own copy of the loop, in which the body's
         // geometry functions know that the y and z extents are 1.
         let (bx, bdx, gdx) = (bi.x, bd.x, gd.x);
-        threads_1d(b, body, || {
+        let hint = || {
             let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
             // SAFETY: the thread context holds this block's index and the
-            // launch's extents, which is 1-D (`one_d`, tested by the caller).
+            // launch's extents, which is 1-D (`one_d`).
             unsafe {
                 core::hint::assert_unchecked(i.x == bx && i.y == 0 && i.z == 0);
                 core::hint::assert_unchecked(d.x == bdx && d.y == 1 && d.z == 1);
                 core::hint::assert_unchecked(g.x == gdx && g.y == 1 && g.z == 1);
             }
-        });
+        };
+        threads_1d(b, body, hint);
     } else {
-        threads(b, body, || {
+        let hint = || {
             let (i, d, g) = (crate::block_idx(), crate::block_dim(), crate::grid_dim());
             // SAFETY: the thread context holds this block's index and the
-            // launch's extents.
-            unsafe { core::hint::assert_unchecked(i == bi && d == bd && g == gd) }
-        });
+            // launch's extents, which is not 1-D (`one_d`).
+            unsafe { core::hint::assert_unchecked(i == bi && d == bd && g == gd && !is_1d(d, g)) }
+        };
+        threads(b, body, hint);
     }
 }
 
@@ -174,29 +183,114 @@ fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> bool {
     true
 }
 
-/// The loop of [`run_threads`] for a 1-D launch: only `threadIdx.x`
-/// changes from one thread to the next. `hint` runs before each thread's
-/// body. (`b.next`, the first thread not started, is kept up to date by a
-/// thread that suspends, `entry::suspend`, and here at the end: the
-/// scheduler reads it only then.)
+/// The loop of [`run_threads`] for a 1-D launch outside phases: only
+/// `threadIdx.x` changes from one thread to the next. It runs threads
+/// while `t < b.limit`, which is the block's size while this runner holds
+/// the sequence and 0 once the scheduler resumed it after its thread
+/// suspended (`Executor::resume`): one compare per thread tests both.
+/// `hint` runs before each thread's body. (`b.next`, the first thread not
+/// started, is kept up to date by a thread that suspends,
+/// `entry::suspend`, and here at the end: the scheduler reads it only
+/// then.)
 #[inline(always)]
 fn threads_1d<F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
-    let (rid, n) = (b.current.get(), b.n);
     let mut t = b.next.get();
     set_thread_idx(Dim3::new(t, 0, 0));
-    while t < n {
-        set_thread_x(t);
+    while t < b.limit.get() {
+        let u = opaque(t);
+        set_thread_x(u);
         hint();
-        body.run(t);
-        if b.sequencer.get() != rid {
-            // The thread suspended (this runner lost the sequence) and has
-            // now returned: so does the runner.
-            b.wait[t as usize].set(Wait::Done);
-            return;
-        }
+        body.run(u);
         t += 1;
     }
+    if b.limit.get() == 0 {
+        // Thread `t - 1` suspended (the runner lost the sequence) and has
+        // now returned: so does the runner. (The limit was the block's
+        // size when the loop started, so it ran a thread.)
+        lost(b, t - 1);
+    } else {
+        b.next.set(b.n);
+    }
+}
+
+/// The loop of [`run_threads`] for a launch of any shape outside phases:
+/// the threads row by row (a row: the threads that differ in x only), so
+/// that in the inner loop only `threadIdx.x` changes and what the body
+/// computes from y and z alone is computed once per row; see
+/// [`threads_1d`].
+#[inline(always)]
+fn threads<F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
+    let (n, d) = (b.n, b.ctx.block_dim);
+    let start = b.next.get();
+    let Dim3 { x: mut x0, mut y, mut z } = unlinear(start, d);
+    // The linear index of thread (0, y, z).
+    let mut row = start - x0;
+    while row < n {
+        set_thread_idx(Dim3::new(x0, y, z));
+        for x in x0..d.x {
+            let u = opaque(x);
+            set_thread_x(u);
+            hint();
+            let i = crate::thread_idx();
+            // SAFETY: the thread context holds this row's index (set above);
+            // the optimizer cannot know, as a store of the body may alias it.
+            unsafe { core::hint::assert_unchecked(i.y == y && i.z == z) };
+            body.run(row + u);
+            if b.limit.get() == 0 {
+                // As in `threads_1d`.
+                lost(b, row + x);
+                return;
+            }
+        }
+        (x0, row, y) = (0, row + d.x, y + 1);
+        if y == d.y {
+            (y, z) = (0, z + 1);
+        }
+    }
     b.next.set(n);
+}
+
+/// Thread `t` of the calling runner suspended (the runner lost the
+/// sequence) and has now returned: it is done. Out of line, so that the
+/// loops keep no register for it.
+#[cold]
+#[inline(never)]
+fn lost(b: &Block, t: u32) {
+    b.wait[t as usize].set(Wait::Done);
+}
+
+/// `t`, which the optimizer may no longer relate to the loop's counter:
+/// the loop's index then stays one register, instead of one pointer per
+/// array that the body indexes with it (loop strength reduction turns
+/// `a[base + t]` into pointers that all step with `t`, more registers
+/// than the loop has).
+#[inline(always)]
+fn opaque(mut t: u32) -> u32 {
+    // The 32-bit name of the register (no extension to 64 bits around it).
+    #[cfg(target_arch = "x86_64")]
+    macro_rules! reg32 {
+        () => {
+            "/* {0:e} */"
+        };
+    }
+    #[cfg(target_arch = "aarch64")]
+    macro_rules! reg32 {
+        () => {
+            "/* {0:w} */"
+        };
+    }
+    // SAFETY: the assembly is a comment: it reads and writes no memory and
+    // leaves `t` as it is.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    unsafe {
+        core::arch::asm!(reg32!(), inout(reg) t, options(pure, nomem, nostack, preserves_flags))
+    };
+    // Elsewhere `asm!` may not be stable: the standard library's barrier.
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        t = core::hint::black_box(t);
+    }
+    t
 }
 
 /// The loop of [`run_phased`]: [`threads`]' loop, going back to the first
@@ -237,26 +331,6 @@ fn threads_phased<F: ThreadBody>(b: &Block, body: F, (bi, bd, gd): (Dim3, Dim3, 
         if step(&mut idx, bd) {
             set_thread_idx(idx);
         }
-    }
-    b.next.set(n);
-}
-
-/// The loop of [`run_threads`] for any launch; see [`threads_1d`].
-#[inline(always)]
-fn threads<F: ThreadBody, H: Fn()>(b: &Block, body: &F, hint: H) {
-    let (rid, n, d) = (b.current.get(), b.n, b.ctx.block_dim);
-    let mut t = b.next.get();
-    let mut idx = unlinear(t.min(n.saturating_sub(1)), d);
-    while t < n {
-        set_thread_idx(idx);
-        hint();
-        body.run(t);
-        if b.sequencer.get() != rid {
-            b.wait[t as usize].set(Wait::Done);
-            return;
-        }
-        t += 1;
-        step(&mut idx, d);
     }
     b.next.set(n);
 }

@@ -27,7 +27,7 @@
 
 use std::format;
 use std::string::{String, ToString};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 use std::vec::Vec;
 
@@ -44,7 +44,10 @@ use crate::runtime::error::{Error, Result};
 use crate::runtime::kernel::KernelInfo;
 use crate::runtime::spec::ArgSpec;
 
+mod claims;
 mod pool;
+
+use claims::Claims;
 
 /// The smallest `OFFLOAD_HOST_STACK_KIB`: the runtime's own calls from a
 /// simulated thread need 32 KiB (`stack_guard::MARGIN`) besides the
@@ -300,12 +303,7 @@ impl Backend for Host {
             kernel,
             cfg,
             body: host,
-            blocks,
-            // Blocks are claimed in runs of consecutive ones (neighbouring
-            // blocks usually touch neighbouring memory), about 8 runs per
-            // worker, so that uneven blocks still spread evenly.
-            chunk: (blocks / (workers as u64 * 8)).max(1),
-            next: AtomicU64::new(0),
+            claims: Claims::new(blocks, workers),
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
         };
@@ -327,11 +325,8 @@ struct Launch<'a> {
     cfg: &'a LaunchConfig,
     /// Runs the threads of a runner (`hostsim::threads::run_threads`).
     body: &'a (dyn Fn() + Sync),
-    blocks: u64,
-    /// Blocks per claim.
-    chunk: u64,
-    /// The first block not claimed.
-    next: AtomicU64,
+    /// The blocks not claimed yet.
+    claims: Claims,
     /// A block failed otherwise than by a panic: the workers stop (a
     /// panicking thread ends alone, as on a GPU).
     stop: AtomicBool,
@@ -353,11 +348,10 @@ impl Launch<'_> {
         let (cfg, shared_limit) = (self.cfg, self.host.shared_limit.0 as usize);
         let mut exec = Executor::checkout(cfg.block, cfg.grid, self.host.stack_size, shared_limit);
         'claims: while !self.stop.load(Ordering::Relaxed) {
-            let first = self.next.fetch_add(self.chunk, Ordering::Relaxed);
-            if first >= self.blocks {
+            let Some(run) = self.claims.claim() else {
                 break;
-            }
-            for b in first..(first.saturating_add(self.chunk)).min(self.blocks) {
+            };
+            for b in run {
                 if self.stop.load(Ordering::Relaxed) {
                     break 'claims;
                 }
