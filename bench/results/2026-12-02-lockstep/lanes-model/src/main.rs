@@ -105,4 +105,89 @@ fn main() {
         best_ours = best_ours.min(ours); best_seq = best_seq.min(seq);
     }
     println!("workers {workers} lanes as SIMD: {:.2} ms, rayon {:.2} ms, ratio {:.3} (sum {tot})", best_ours * 1e3, best_seq * 1e3, best_seq / best_ours);
+    fission_models(&pool, workers, chunk);
+}
+
+fn mix(v: u32, other: u32) -> u32 {
+    v.wrapping_mul(0x9e37_79b1).rotate_left(5) ^ other
+}
+
+/// What MCUDA-style regions (the body split at its barriers, each region a
+/// loop over the block's threads, per-thread values in arrays) compile
+/// to, for bench/host's barrier loop and histogram, against the same rayon
+/// code as bench/host's. Blocks claimed as offload's host fallback does.
+fn fission_models(pool: &rayon::ThreadPool, workers: usize, chunk0: usize) {
+    let _ = chunk0;
+    // Barrier loop: 2^18 threads in blocks of 256, 16 rounds.
+    let (n, bt, rounds) = (1usize << 18, 256usize, 16u32);
+    let blocks = n / bt;
+    let chunk = (blocks / (workers * 8)).max(1);
+    let (mut best_ours, mut best_ray) = (f64::MAX, f64::MAX);
+    let mut out = vec![0u32; n];
+    let mut want = vec![0u32; n];
+    for _ in 0..7 {
+        let next = AtomicUsize::new(0);
+        let cells: Vec<std::sync::atomic::AtomicU32> = (0..n).map(|_| std::sync::atomic::AtomicU32::new(0)).collect();
+        let t0 = Instant::now();
+        pool.broadcast(|_| loop {
+            let first = next.fetch_add(chunk, Ordering::Relaxed);
+            if first >= blocks { break }
+            for blk in first..(first + chunk).min(blocks) {
+                let mut v: [u32; 256] = core::array::from_fn(|t| (blk * bt + t) as u32);
+                let mut bufs = [[0u32; 256]; 2];
+                for r in 0..rounds as usize {
+                    let buf = &mut bufs[r % 2];
+                    buf.copy_from_slice(&v); // region 1: every thread publishes its value
+                    for t in 0..bt { v[t] = mix(v[t], buf[t ^ 1]); } // region 2, after the barrier
+                }
+                for t in 0..bt { cells[blk * bt + t].store(v[t], Ordering::Relaxed); }
+            }
+        });
+        best_ours = best_ours.min(t0.elapsed().as_secs_f64());
+        for (o, c) in out.iter_mut().zip(&cells) { *o = c.load(Ordering::Relaxed); }
+        let t0 = Instant::now();
+        pool.install(|| want.par_chunks_mut(bt).enumerate().for_each(|(g, out)| {
+            let mut v: [u32; 256] = core::array::from_fn(|t| (g * bt + t) as u32);
+            for _ in 0..rounds { let old = v; for (t, x) in v.iter_mut().enumerate() { *x = mix(*x, old[t ^ 1]); } }
+            out.copy_from_slice(&v[..out.len()]);
+        }));
+        best_ray = best_ray.min(t0.elapsed().as_secs_f64());
+    }
+    assert_eq!(out, want);
+    println!("workers {workers} barrier loop as regions: {:.3} ms, rayon {:.3} ms, ratio {:.3}", best_ours * 1e3, best_ray * 1e3, best_ray / best_ours);
+
+    // Histogram: 2^26 bytes, 1024 blocks of 256, per-block bins, each round one byte per thread.
+    let n = 1usize << 26;
+    let data: Vec<u8> = (0..n).map(|i| ((i.wrapping_mul(2654435761) >> 7) % 251) as u8).collect();
+    let (blocks, bt) = (1024usize, 256usize);
+    let grid = blocks * bt;
+    let chunk = (blocks / (workers * 8)).max(1);
+    let (mut best_ours, mut best_ray) = (f64::MAX, f64::MAX);
+    let (mut got, mut want) = (vec![0u32; 256], vec![0u32; 256]);
+    for _ in 0..5 {
+        let next = AtomicUsize::new(0);
+        let bins: Vec<std::sync::atomic::AtomicU32> = (0..256).map(|_| std::sync::atomic::AtomicU32::new(0)).collect();
+        let t0 = Instant::now();
+        pool.broadcast(|_| loop {
+            let first = next.fetch_add(chunk, Ordering::Relaxed);
+            if first >= blocks { break }
+            for blk in first..(first + chunk).min(blocks) {
+                let mut local = [0u32; 256];
+                let mut base = blk * bt;
+                while base < n { // the grid-stride loop's rounds
+                    for &x in &data[base..(base + bt).min(n)] { local[x as usize] += 1; }
+                    base += grid;
+                }
+                for (b, &c) in bins.iter().zip(&local) { if c != 0 { b.fetch_add(c, Ordering::Relaxed); } }
+            }
+        });
+        best_ours = best_ours.min(t0.elapsed().as_secs_f64());
+        for (g, b) in got.iter_mut().zip(&bins) { *g = b.load(Ordering::Relaxed); }
+        let t0 = Instant::now();
+        want = pool.install(|| data.par_chunks(1 << 16).fold(|| vec![0u32; 256], |mut h, c| { for &x in c { h[x as usize] += 1; } h })
+            .reduce(|| vec![0u32; 256], |mut a, b| { a.iter_mut().zip(&b).for_each(|(x, y)| *x += y); a }));
+        best_ray = best_ray.min(t0.elapsed().as_secs_f64());
+    }
+    assert_eq!(got, want);
+    println!("workers {workers} histogram as regions: {:.2} ms, rayon {:.2} ms, ratio {:.3}", best_ours * 1e3, best_ray * 1e3, best_ray / best_ours);
 }
