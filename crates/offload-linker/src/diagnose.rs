@@ -25,6 +25,9 @@ pub struct Failure {
     pub function: Option<String>,
     /// The signal that ended the tool, if any.
     pub signal: Option<i32>,
+    /// An input file the tool could not read (llvm-link's `error: loading
+    /// file '…'`): damaged, or not bitcode of this LLVM.
+    pub unreadable: Option<String>,
 }
 
 impl Failure {
@@ -32,6 +35,7 @@ impl Failure {
     pub fn parse(stderr: &str, signal: Option<i32>) -> Self {
         let mut errors = Vec::new();
         let mut function = None;
+        let mut unreadable = None;
         let mut in_dump = false;
         for line in stderr.lines() {
             let t = line.trim();
@@ -48,9 +52,14 @@ impl Failure {
             if in_dump || t.is_empty() || t.starts_with('#') {
                 continue;
             }
+            if let Some((_, file)) =
+                t.split_once("error:  loading file '").or_else(|| t.split_once("error: loading file '"))
+            {
+                unreadable.get_or_insert_with(|| file.trim_end_matches('\'').to_string());
+            }
             errors.push(t.to_string());
         }
-        Failure { errors, function, signal }
+        Failure { errors, function, signal, unreadable }
     }
 
     /// Killed by SIGINT or SIGTERM.
@@ -110,6 +119,18 @@ pub fn f128_functions(ir: &str, crates: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// llvm-link 23's output for a cached device `core` whose bytes were
+    /// changed in place (same size).
+    #[test]
+    fn an_unreadable_input_is_named() {
+        let stderr = "error: can't skip to bit 70255765600 from 245856\n\
+                      /x/bin/llvm-link: error:  loading file '/c/sysroot/lib/libcore-c4c7.rlib'\n";
+        let f = Failure::parse(stderr, None);
+        assert_eq!(f.unreadable.as_deref(), Some("/c/sysroot/lib/libcore-c4c7.rlib"));
+        assert_eq!(f.errors.len(), 2);
+        assert_eq!(Failure::parse("error: something else\n", None).unreadable, None);
+    }
 
     const LLC_ABORT: &str = "LLVM ERROR: unsupported library call operation
 PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/ and include the crash backtrace and instructions to reproduce the bug.

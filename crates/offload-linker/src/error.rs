@@ -98,11 +98,19 @@ fn tool_message(t: &ToolFailure) -> String {
             m.push_str(&format!("\n  {e}"));
         }
     }
-    m.push_str(&format!(
-        "\n  = note: {tool}'s full output: {}\n  = note: command: {command}\n  = help: this is a limitation or a bug \
-         of LLVM's GPU backend or of offload, not an error Rust reports: rewrite the construct in the function \
-         named above, or report it with the output above and the modules that OFFLOAD_LINK_KEEP=1 keeps",
-        log.display()
-    ));
+    m.push_str(&format!("\n  = note: {tool}'s full output: {}\n  = note: command: {command}", log.display()));
+    match &failure.unreadable {
+        Some(file) => m.push_str(&format!(
+            "\n  = help: {tool} could not read `{file}`: the file is damaged (or was written by another LLVM). \
+             If it is in offload's cache (the device `core` and its sysroot are built once and kept there), remove \
+             the cache with `cargo offload clean --cache` and build again; otherwise remove the build's files with \
+             `cargo clean` and build again"
+        )),
+        None => m.push_str(
+            "\n  = help: this is a limitation or a bug of LLVM's GPU backend or of offload, not an error Rust \
+             reports: rewrite the construct in the function named above, or report it with the output above and \
+             the modules that OFFLOAD_LINK_KEEP=1 keeps",
+        ),
+    }
     m
 }
