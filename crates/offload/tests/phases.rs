@@ -11,6 +11,8 @@
 mod lockstep;
 #[path = "phases/lockstep_breaks.rs"]
 mod lockstep_breaks;
+#[path = "phases/steps.rs"]
+mod steps;
 
 use offload::prelude::*;
 #[offload::host]

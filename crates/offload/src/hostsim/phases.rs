@@ -135,14 +135,16 @@ impl Future for Step {
 pub struct StepCounter(u32);
 
 impl StepCounter {
-    /// The pause at the top of an iteration: pending every
-    /// `STEP_ITERATIONS` iterations, else ready.
+    /// The pause at the top of an iteration: pending before iterations
+    /// `STEP_ITERATIONS + 1`, `2 · STEP_ITERATIONS + 1`, … (a thread's
+    /// turns are `STEP_ITERATIONS` iterations, the first one included),
+    /// else ready.
     #[inline(always)]
     pub fn tick(&mut self) -> Step {
         self.0 += 1;
-        let pause = self.0 == STEP_ITERATIONS;
+        let pause = self.0 > STEP_ITERATIONS;
         if pause {
-            self.0 = 0;
+            self.0 = 1;
         }
         Step { pause }
     }
