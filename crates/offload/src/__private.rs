@@ -168,6 +168,40 @@ where
 
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use crate::hostsim::lockstep::{lockstep, Lockstep};
+
+/// The host fallback's side of a launch of a kernel without barriers whose
+/// grid-stride loops can run in lockstep (generated code only): with
+/// `phased`, `make` (the body as an `async fn`, its loops awaits of
+/// [`lockstep`]) runs in phases; else `body` (the plain body) runs in the
+/// plain loop over the threads. See [`lockstep_pays`].
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[inline(always)]
+pub fn run_threads_or_phases<F, M, Fut>(phased: bool, body: F, make: M)
+where
+    F: Fn(),
+    M: Fn() -> Fut,
+    Fut: core::future::Future<Output = ()>,
+{
+    if phased {
+        crate::hostsim::phases::run(&make)
+    } else {
+        crate::hostsim::threads::run_threads(&body)
+    }
+}
+
+/// Whether a launch of `cfg` whose kernel has no barriers should run its
+/// grid-stride loops in lockstep (in phases): if one of them, over
+/// `lengths` elements (`None`: not known at the launch), makes at least 4
+/// iterations per thread. Run one thread after another, the threads of
+/// such a loop each stride alone through lines that the next thread then
+/// misses (a fixed grid of 1024 blocks of 256 over 2^25 elements ran 7
+/// times slower than one thread per element); in phases, a launch of one
+/// element per thread costs a future per thread (about 10 times slower).
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+pub fn lockstep_pays(cfg: &crate::LaunchConfig, lengths: &[Option<usize>]) -> bool {
+    let threads = cfg.threads().max(1);
+    lengths.iter().flatten().any(|&n| n as u64 / threads >= 4)
+}
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 pub use crate::hostsim::phases::{Barrier, Step, StepCounter};
 

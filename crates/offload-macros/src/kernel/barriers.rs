@@ -45,12 +45,30 @@ use super::lockstep;
 /// `block` with its barriers awaited, or `None` if it has none that the
 /// macro sees (the host body then stays a plain function).
 pub(super) fn rewrite(block: &syn::Block) -> Option<syn::Block> {
+    let (block, v) = rewritten(block);
+    (v.found > 0).then_some(block)
+}
+
+/// For a body without barriers that the macro sees: `block` with its
+/// grid-stride loops that fit run in lockstep (awaits, as in a body with
+/// barriers), and what each such loop iterates over; `None` if it has
+/// barriers or no such loop. The host fallback runs this `async` body
+/// instead of the plain one when a launch's loops make several iterations
+/// per thread (`__private::lockstep_pays`).
+pub(super) fn lockstep_variant(block: &syn::Block) -> Option<(syn::Block, Vec<Expr>)> {
+    let (block, v) = rewritten(block);
+    (v.found == 0 && !v.lockstep.is_empty()).then_some((block, v.lockstep))
+}
+
+/// `block` with its barriers, warp collectives and grid-stride loops
+/// rewritten, and the visitor that did it.
+fn rewritten(block: &syn::Block) -> (syn::Block, Awaits) {
     let mut declared = lockstep::Declared { names: Vec::new(), uninit_only: true };
     syn::visit::Visit::visit_block(&mut declared, block);
-    let mut v = Awaits { found: 0, awaits: 0, uninit: declared.names };
+    let mut v = Awaits { found: 0, awaits: 0, uninit: declared.names, lockstep: Vec::new() };
     let mut block = block.clone();
     v.visit_block_mut(&mut block);
-    (v.found > 0).then_some(block)
+    (block, v)
 }
 
 /// The rewriting visitor; `found` counts the barriers it rewrote,
@@ -60,6 +78,8 @@ struct Awaits {
     awaits: usize,
     /// The names the body declares without a value (`let x;`).
     uninit: Vec<String>,
+    /// What each loop made a lockstep loop iterates over.
+    lockstep: Vec<Expr>,
 }
 
 /// Whether `call` is `sync_threads()` (any path whose last segment is
@@ -175,6 +195,7 @@ impl VisitMut for Awaits {
                 visit_mut::visit_expr_for_loop_mut(self, f);
                 if is_grid_stride(&f.expr) {
                     let new = if self.awaits == before && lockstep::fits(f, &self.uninit) {
+                        self.lockstep.push((*f.expr).clone());
                         lockstep::lockstepped(f.clone())
                     } else {
                         stepped(f.clone())

@@ -39,6 +39,10 @@ pub(super) struct Body<'a> {
     /// macro sees: [`block`] with each awaited ([`barriers::rewrite`]), the
     /// body of an `async fn`; `None`: the host runs [`Body::block`].
     pub(super) host_block: Option<TokenStream>,
+    /// For a body without such barriers whose grid-stride loops can run in
+    /// lockstep: that body as an `async fn`'s ([`barriers::lockstep_variant`])
+    /// and what each loop iterates over.
+    pub(super) host_lockstep: Option<(TokenStream, Vec<syn::Expr>)>,
 }
 
 impl Body<'_> {
@@ -65,6 +69,7 @@ pub(super) fn of(k: &Kernel) -> Body<'_> {
         block: block(&k.func.block, k),
         device_block: block(&panics::rewrite(&k.func.block), k),
         host_block: barriers::rewrite(&k.func.block).map(|b| block(&b, k)),
+        host_lockstep: barriers::lockstep_variant(&k.func.block).map(|(b, loops)| (block(&b, k), loops)),
     }
 }
 

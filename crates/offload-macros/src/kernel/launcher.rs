@@ -7,6 +7,7 @@
 use super::align::{self, Place};
 use super::attr::Shape;
 use super::body::{self, Body};
+use super::lockstep;
 use super::param::{Mapping, Param};
 use super::types::mentions;
 use proc_macro2::{Span, TokenStream};
@@ -88,13 +89,14 @@ fn shared_launch(b: &Body, shared: &Ident, parts: &Parts, select: &TokenStream) 
             #(#prep)*
             #same_len_check
             let __offload_args: &[::offload::__private::ArgSpec<'_>] = &[#(#specs),*];
+            let __offload_cfg = ::offload::IntoLaunchConfig::into_launch_config(#launch_ident);
             let __offload_host = #host;
             // SAFETY: the caller's contract.
             unsafe {
                 ::offload::__private::launch_to(
                     #target_ident,
                     __offload_kernel,
-                    ::offload::IntoLaunchConfig::into_launch_config(#launch_ident),
+                    __offload_cfg,
                     __offload_args,
                     __offload_host,
                 )
@@ -123,6 +125,38 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
     let generic_lints = generic_lints(b);
     let same_len = same_len_assumed(&b.kernel.same_len);
     match &b.host_block {
+        None if b.host_lockstep.is_some() => {
+            let (phased, loops) = b.host_lockstep.as_ref().expect("matched");
+            let body = &b.block;
+            let names: Vec<&syn::Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
+            let lengths = loops.iter().map(|e| lockstep::loop_length(e, &names));
+            let body_fn = quote! {
+                #lints
+                #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
+                #[inline(always)]
+                fn __offload_body #generics (#(#body_params),*) #where_clause #body
+                // The same code as `__offload_body`, whose warnings are shown:
+                // none twice.
+                #[allow(warnings)]
+                #[inline(always)]
+                async fn __offload_body_phased #generics (#(#body_params),*) #where_clause #phased
+            };
+            let host = quote!({
+                let __offload_phased = ::offload::__private::lockstep_pays(&__offload_cfg, &[#(#lengths),*]);
+                move || ::offload::__private::run_threads_or_phases(
+                    __offload_phased,
+                    #[inline(always)] || {
+                        #same_len
+                        __offload_body(#(#call_args),*)
+                    },
+                    || {
+                        #same_len
+                        __offload_body_phased(#(#call_args),*)
+                    },
+                )
+            });
+            (body_fn, host)
+        }
         None => {
             let body = &b.block;
             let body_fn = quote! {

@@ -16,7 +16,7 @@
 //! `return` from the closure.
 
 use proc_macro2::{TokenStream, TokenTree};
-use quote::quote_spanned;
+use quote::{quote, quote_spanned};
 use syn::visit::{self, Visit};
 use syn::visit_mut::{self, VisitMut};
 use syn::{Expr, ExprForLoop, Label};
@@ -360,6 +360,42 @@ impl VisitMut for Continues {
     }
 
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+/// How many elements grid-stride loop `e` (what it iterates over) covers,
+/// given the kernel's parameters' `names` (their arguments' specs are in
+/// this order),
+/// as an `Option<usize>` the launch computes: `p.grid_stride()` and
+/// `grid_stride(p.len())` of a slice parameter `p` its length,
+/// `grid_stride(n)` (or `n as usize`) of a parameter `n` its value; else
+/// `None` (not known before the body runs).
+pub(super) fn loop_length(e: &syn::Expr, names: &[&syn::Ident]) -> TokenStream {
+    let param = |e: &syn::Expr| -> Option<usize> {
+        let syn::Expr::Path(p) = e else { return None };
+        let id = p.path.get_ident()?;
+        names.iter().position(|q| *q == id)
+    };
+    let elements = |k: usize| quote!(__offload_args[#k].elements());
+    match e {
+        syn::Expr::MethodCall(m) if m.method == "grid_stride" && m.args.is_empty() => {
+            param(&m.receiver).map_or(quote!(None), elements)
+        }
+        syn::Expr::Call(c) if c.args.len() == 1 => {
+            let arg = &c.args[0];
+            match arg {
+                syn::Expr::MethodCall(m) if m.method == "len" && m.args.is_empty() => {
+                    param(&m.receiver).map_or(quote!(None), elements)
+                }
+                syn::Expr::Cast(cast) if param(&cast.expr).is_some() => {
+                    let n = &cast.expr;
+                    quote!(::core::convert::TryFrom::try_from(#n).ok())
+                }
+                _ if param(arg).is_some() => quote!(::core::convert::TryFrom::try_from(#arg).ok()),
+                _ => quote!(None),
+            }
+        }
+        _ => quote!(None),
+    }
 }
 
 #[cfg(test)]

@@ -44,6 +44,17 @@ impl<'a> ArgSpec<'a> {
         ArgSpec { kind, _borrow: PhantomData }
     }
 
+    /// The element count of a slice or buffer argument; `None` for a value.
+    /// (Generated code: the host fallback's choice of how to run a launch,
+    /// `__private::lockstep_pays`.)
+    #[doc(hidden)]
+    pub fn elements(&self) -> Option<usize> {
+        match self.kind {
+            ArgKind::Value { .. } => None,
+            ArgKind::Host { len, .. } | ArgKind::Resident { len, .. } => Some(len),
+        }
+    }
+
     /// A by-value argument.
     pub fn value<T: DeviceCopy>(v: &'a T) -> Self {
         ArgSpec::new(ArgKind::Value { ptr: v as *const T as *const u8 })

@@ -37,3 +37,32 @@ fn a_stepped_loop_runs_four_iterations_per_turn() {
         assert_eq!(got, want as u32, "element {i} (thread {t}, iteration {k})");
     }
 }
+
+/// A kernel without barriers whose grid-stride loop fits lockstep: each
+/// element gets the ticket of the iteration that wrote it, plus the
+/// writing thread's index.
+#[kernel]
+fn plain_order(counter: &AtomicU32, out: &mut [u64]) {
+    for (_, o) in out.grid_stride() {
+        *o = (counter.fetch_add(1, Relaxed) as u64) << 32 | offload::thread_idx().x as u64;
+    }
+}
+
+/// Without barriers, a launch whose grid-stride loop makes at least 4
+/// iterations per thread runs it in lockstep (element `i` of a one-block
+/// launch gets ticket `i`); one that makes fewer runs each thread's
+/// iterations in turn. Both write every element with its own thread.
+#[test]
+fn a_kernel_without_barriers_runs_long_grid_stride_loops_in_lockstep() {
+    for (threads, per_thread, lockstep) in [(4usize, 12usize, true), (4, 3, false), (64, 1, false)] {
+        let counter = AtomicU32::new(0);
+        let n = threads * per_thread;
+        let mut out = vec![u64::MAX; n];
+        plain_order(LaunchConfig::new(1u32, threads as u32), &counter, &mut out).unwrap();
+        for (i, &o) in out.iter().enumerate() {
+            let (t, k) = (i % threads, i / threads);
+            let want = if lockstep { i } else { t * per_thread + k };
+            assert_eq!(o, (want as u64) << 32 | t as u64, "{threads} threads, {n} elements: element {i}");
+        }
+    }
+}
