@@ -143,7 +143,7 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
             };
             let host = quote!({
                 let __offload_phased = ::offload::__private::lockstep_pays(&__offload_cfg, &[#(#lengths),*]);
-                move || ::offload::__private::run_threads_or_phases(
+                move || ::offload::__private::run_threads_or_phases::<{ !::core::cfg!(debug_assertions) }, _, _, _>(
                     __offload_phased,
                     #[inline(always)] || {
                         #same_len
