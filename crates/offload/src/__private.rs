@@ -170,25 +170,20 @@ where
 pub use crate::hostsim::lockstep::{lockstep, Lockstep};
 
 /// The host fallback's side of a launch of a kernel without barriers whose
-/// grid-stride loops can run in lockstep (generated code only): with
-/// `LOCKSTEP` and `phased`, `make` (the body as an `async fn`, its loops
-/// awaits of [`lockstep`]) runs in phases; else `body` (the plain body)
-/// runs in the plain loop over the threads. See [`lockstep_pays`].
-///
-/// The kernel macro passes `LOCKSTEP` false in builds with debug
-/// assertions (tests, `cargo run` without `--release`): the phased copy is
-/// then type-checked but not compiled (rustc does not generate code under a
-/// branch that a constant parameter makes dead), which would make every
-/// such kernel cost twice its build time where speed does not matter.
+/// grid-stride loops can run in lockstep, in an optimized build (generated
+/// code only; a build with debug assertions runs [`host_threads`]): with
+/// `phased`, `make` (the body as an `async fn`, its loops awaits of
+/// [`lockstep`]) runs in phases; else `body` (the plain body) runs in the
+/// plain loop over the threads. See [`lockstep_pays`].
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 #[inline(always)]
-pub fn run_threads_or_phases<const LOCKSTEP: bool, F, M, Fut>(phased: bool, body: F, make: M)
+pub fn run_threads_or_phases<F, M, Fut>(phased: bool, body: F, make: M)
 where
     F: Fn(),
     M: Fn() -> Fut,
     Fut: core::future::Future<Output = ()>,
 {
-    if LOCKSTEP && phased {
+    if phased {
         crate::hostsim::phases::run(&make)
     } else {
         crate::hostsim::threads::run_threads(&body)

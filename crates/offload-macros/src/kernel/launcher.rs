@@ -125,38 +125,7 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
     let generic_lints = generic_lints(b);
     let same_len = same_len_assumed(&b.kernel.same_len);
     match &b.host_block {
-        None if b.host_lockstep.is_some() => {
-            let (phased, loops) = b.host_lockstep.as_ref().expect("matched");
-            let body = &b.block;
-            let names: Vec<&syn::Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
-            let lengths = loops.iter().map(|e| lockstep::loop_length(e, &names));
-            let body_fn = quote! {
-                #lints
-                #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
-                #[inline(always)]
-                fn __offload_body #generics (#(#body_params),*) #where_clause #body
-                // The same code as `__offload_body`, whose warnings are shown:
-                // none twice.
-                #[allow(warnings)]
-                #[inline(always)]
-                async fn __offload_body_phased #generics (#(#body_params),*) #where_clause #phased
-            };
-            let host = quote!({
-                let __offload_phased = ::offload::__private::lockstep_pays(&__offload_cfg, &[#(#lengths),*]);
-                move || ::offload::__private::run_threads_or_phases::<{ !::core::cfg!(debug_assertions) }, _, _, _>(
-                    __offload_phased,
-                    #[inline(always)] || {
-                        #same_len
-                        __offload_body(#(#call_args),*)
-                    },
-                    || {
-                        #same_len
-                        __offload_body_phased(#(#call_args),*)
-                    },
-                )
-            });
-            (body_fn, host)
-        }
+        None if b.host_lockstep.is_some() => host_body_lockstep(b, call_args, (&lints, &generic_lints, &same_len)),
         None => {
             let body = &b.block;
             let body_fn = quote! {
@@ -185,6 +154,62 @@ fn host_body(b: &Body, call_args: &[TokenStream]) -> (TokenStream, TokenStream) 
             (body_fn, host)
         }
     }
+}
+
+/// [`host_body`] for a body without barriers whose grid-stride loops can
+/// run in lockstep: the plain body and, in an optimized build, its lockstep
+/// copy, chosen per launch (`__private::lockstep_pays`). `(lints,
+/// generic_lints, same_len)` as in [`host_body`].
+fn host_body_lockstep(
+    b: &Body,
+    call_args: &[TokenStream],
+    (lints, generic_lints, same_len): (&TokenStream, &TokenStream, &Option<TokenStream>),
+) -> (TokenStream, TokenStream) {
+    let generics = &b.kernel.func.sig.generics;
+    let (body_params, where_clause) = (&b.params, &b.where_clause);
+    // The lockstep copy exists only in optimized builds: in a build
+    // with debug assertions (tests) it would cost every such kernel
+    // a second body to check, for speed that does not matter there.
+    let (phased, loops) = b.host_lockstep.as_ref().expect("matched");
+    let body = &b.block;
+    let names: Vec<&syn::Ident> = b.kernel.params.iter().map(|p| &p.name).collect();
+    let lengths = loops.iter().map(|e| lockstep::loop_length(e, &names));
+    let body_fn = quote! {
+        #lints
+        #[allow(unused_mut, clippy::needless_lifetimes #generic_lints)]
+        #[inline(always)]
+        fn __offload_body #generics (#(#body_params),*) #where_clause #body
+        // The same code as `__offload_body`, whose warnings are shown:
+        // none twice.
+        #[cfg(not(debug_assertions))]
+        #[allow(warnings)]
+        #[inline(always)]
+        async fn __offload_body_phased #generics (#(#body_params),*) #where_clause #phased
+    };
+    let host = quote!({
+        #[cfg(not(debug_assertions))]
+        let __offload_host = {
+            let __offload_phased = ::offload::__private::lockstep_pays(&__offload_cfg, &[#(#lengths),*]);
+            move || ::offload::__private::run_threads_or_phases(
+                __offload_phased,
+                #[inline(always)] || {
+                    #same_len
+                    __offload_body(#(#call_args),*)
+                },
+                || {
+                    #same_len
+                    __offload_body_phased(#(#call_args),*)
+                },
+            )
+        };
+        #[cfg(debug_assertions)]
+        let __offload_host = ::offload::__private::host_threads(#[inline(always)] move || {
+            #same_len
+            __offload_body(#(#call_args),*)
+        });
+        __offload_host
+    });
+    (body_fn, host)
 }
 
 /// The kernel's `KernelInfo` static and its record: "symbol\tfile:line[\tgeneric]\0"
