@@ -37,12 +37,10 @@
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use std::any::Any;
-use std::boxed::Box;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use super::failure::{take_panic, Abort, Divergent};
-use super::state::{Block, Entry, Paused, Wait, BLOCK, NO_RUNNER};
+use super::state::{Block, Entry, Paused, BLOCK, NO_RUNNER};
+use super::threads::ended;
 use crate::device::thread::{set_thread_idx, CTX};
 
 /// The loop `for item in iter { f(item) }` of one GPU thread, as an await
@@ -146,7 +144,7 @@ fn run_site(b: &Block, site: unsafe fn(&Block, &mut [Entry]) -> Option<u32>, gro
             Ok(None) => return true,
             Ok(Some(_)) => return false,
             Err(payload) => {
-                let t = stopped(b, payload);
+                let t = ended(b, payload);
                 if b.suspended.get() {
                     // It panicked after waiting on this runner's coroutine:
                     // other runners have run the others' loops meanwhile.
@@ -191,25 +189,4 @@ unsafe fn rounds<I: Iterator, F: FnMut(I::Item)>(b: &Block, entries: &mut [Entry
             return None;
         }
     }
-}
-
-/// Thread `payload`'s panic during the rounds: the thread (whose
-/// `threadIdx` is set) has ended, as in `threads::stopped`; returns its
-/// linear index. The runtime's own unwinding goes on.
-#[cold]
-#[inline(never)]
-fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> u32 {
-    if b.unwinding.get() || payload.is::<Abort>() || payload.is::<Divergent>() {
-        resume_unwind(payload);
-    }
-    drop(payload);
-    let thread = CTX.with(|c| c.get()).thread;
-    let t = super::state::linear(thread, b.ctx.block_dim);
-    b.wait[t as usize].set(Wait::Done);
-    let record = take_panic();
-    let mut first = b.panic.borrow_mut();
-    if first.is_none() {
-        *first = Some((thread, record));
-    }
-    t
 }

@@ -164,6 +164,22 @@ fn run_loop<F: ThreadBody>(b: &Block, body: &F, (bi, bd, gd): (Dim3, Dim3, Dim3)
 #[cold]
 #[inline(never)]
 fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> bool {
+    let t = ended(b, payload);
+    if b.sequencer.get() != b.current.get() {
+        return false;
+    }
+    b.next.set(t + 1);
+    true
+}
+
+/// The calling GPU thread of block `b` (whose `threadIdx` is set) panicked
+/// with `payload`: it is done, and the block keeps its first panic; returns
+/// the thread's linear index. A panic of the runtime itself ([`Abort`],
+/// `Divergent`) and the scheduler's unwinding go on. Shared by the loops
+/// over the threads ([`stopped`]) and the lockstep rounds (`lockstep`).
+#[cold]
+#[inline(never)]
+pub(super) fn ended(b: &Block, payload: Box<dyn Any + Send>) -> u32 {
     if b.unwinding.get() || payload.is::<Abort>() || payload.is::<Divergent>() {
         resume_unwind(payload);
     }
@@ -176,11 +192,7 @@ fn stopped(b: &Block, payload: Box<dyn Any + Send>) -> bool {
     if first.is_none() {
         *first = Some((thread, record));
     }
-    if b.sequencer.get() != b.current.get() {
-        return false;
-    }
-    b.next.set(t + 1);
-    true
+    t
 }
 
 /// The loop of [`run_threads`] for a 1-D launch outside phases: only
