@@ -192,14 +192,21 @@ impl Fixture {
     }
 
     /// A `rustup` that never answers, first on `PATH`: the `PATH` to use.
+    /// Once started it creates [`Fixture::rustup_started`].
     fn hanging_rustup(&self) -> String {
         let bin = self.dir.join("fake-bin");
         std::fs::create_dir_all(&bin).unwrap();
         let rustup = bin.join("rustup");
-        std::fs::write(&rustup, "#!/bin/sh\nexec sleep 20\n").unwrap();
+        std::fs::write(&rustup, format!("#!/bin/sh\n: > '{}'\nexec sleep 20\n", self.rustup_started().display()))
+            .unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&rustup, std::fs::Permissions::from_mode(0o755)).unwrap();
         format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+    }
+
+    /// The file the [`Fixture::hanging_rustup`] creates when it starts.
+    fn rustup_started(&self) -> PathBuf {
+        self.dir.join("rustup-started")
     }
 
     /// Rewrites the fixture's `Cargo.toml` with `f`.
@@ -997,8 +1004,12 @@ fn an_interruption_during_a_probe_ends_the_build() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Past `cargo metadata`, into the probes.
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    // Past `cargo metadata`, into the probes: until the hanging `rustup`
+    // has started (a fixed 3 s sleep before, most of this test's time).
+    while !f.rustup_started().exists() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "the probe did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(sent.success());
     let out = child.wait_with_output().unwrap();
