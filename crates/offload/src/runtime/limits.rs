@@ -70,6 +70,14 @@ pub(crate) fn host_shared_limit<'a>(arches: impl IntoIterator<Item = (ImageKind,
 /// runs, on the host fallback). `source` says where `total` comes from. The
 /// same text on both backends.
 pub(crate) fn dynamic_shared_reason(requested: u32, total: u32, static_bytes: Option<u32>, source: &str) -> String {
+    if let Some(s) = static_bytes.filter(|&s| s > total) {
+        // The static arrays alone are over the limit: a request of 0 bytes
+        // of dynamic memory against a limit of 0 said nothing useful.
+        return format!(
+            "the kernel's static shared memory (its `shared_array!`s and shared statics) is {s} bytes, over the \
+             {total} bytes of shared memory per block ({source}); make its shared arrays smaller or fewer"
+        );
+    }
     let (available, minus) = match static_bytes {
         Some(s) => (total.saturating_sub(s), format!("minus the kernel's {s} bytes of static shared memory")),
         None => (total, "less the kernel's static shared memory".into()),
@@ -106,6 +114,13 @@ mod tests {
              of shared memory per block, the opt-in limit of sm_90, the smallest of the architectures this binary's \
              device images were built for, minus the kernel's 4096 bytes of static shared memory); request less \
              (LaunchConfig::shared_mem_bytes)"
+        );
+        // Static arrays alone over the limit: that is what the reason says.
+        assert_eq!(
+            dynamic_shared_reason(0, 166_912, Some(262_144), "the opt-in limit of sm_80"),
+            "the kernel's static shared memory (its `shared_array!`s and shared statics) is 262144 bytes, over the \
+             166912 bytes of shared memory per block (the opt-in limit of sm_80); make its shared arrays smaller or \
+             fewer"
         );
         let (limit, what) = host_shared_limit([(ImageKind::Ptx, "sm_90"), (ImageKind::Ptx, "sm_80a")]);
         assert_eq!((limit, what.contains("sm_80a")), (166_912, true));
