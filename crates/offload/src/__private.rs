@@ -136,7 +136,10 @@ pub fn extent<E: Extent>(e: E) -> usize {
 #[diagnostic::on_unimplemented(
     message = "a kernel cannot call or launch another kernel",
     label = "a call of a kernel from device code",
-    note = "move the code both kernels need into a plain `fn` and call that from both; launch kernels from host code"
+    note = "move the code both kernels need into a plain `fn` and call that from both; launch kernels from host code",
+    note = "if this call is in host code (`main`, a test, a helper that launches): mark that function \
+            `#[offload::host]` (a file module `#[cfg(not(offload_device))]`); unmarked code is compiled for the GPU \
+            too, where a kernel's name cannot be called"
 )]
 pub trait KernelCannotLaunch {}
 
