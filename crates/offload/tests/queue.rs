@@ -12,6 +12,10 @@ use offload::prelude::*;
 use offload::Error;
 use offload::LaunchConfig;
 
+mod common;
+#[offload::host]
+use common::lcg_jump;
+
 /// The 64-bit LCG of Knuth's MMIX, `iters` steps from `v`.
 fn lcg(mut v: u64, iters: u32) -> u64 {
     let mut i = 0;
@@ -163,26 +167,6 @@ fn slow() -> u32 {
         Ok(offload::BackendKind::Cuda) => 20_000_000,
         _ => 100_000,
     }
-}
-
-/// `lcg(v, n)` computed independently, in O(log n): `n` steps of
-/// `x -> a x + c` are the affine map `x -> A x + C`, built by squaring.
-#[offload::host]
-fn lcg_jump(v: u64, mut n: u32) -> u64 {
-    let (mut a, mut c) = (6364136223846793005u64, 1442695040888963407u64);
-    let (mut big_a, mut big_c) = (1u64, 0u64);
-    while n > 0 {
-        if n & 1 == 1 {
-            // Apply (a, c) after (A, C): x -> a (A x + C) + c.
-            big_a = a.wrapping_mul(big_a);
-            big_c = a.wrapping_mul(big_c).wrapping_add(c);
-        }
-        // (a, c) ∘ (a, c): x -> a (a x + c) + c.
-        c = a.wrapping_mul(c).wrapping_add(c);
-        a = a.wrapping_mul(a);
-        n >>= 1;
-    }
-    big_a.wrapping_mul(v).wrapping_add(big_c)
 }
 
 #[test]

@@ -68,7 +68,8 @@ pub(crate) fn host_shared_limit<'a>(arches: impl IntoIterator<Item = (ImageKind,
 /// block may use `total` bytes of shared memory, of which the kernel's static
 /// shared memory takes `static_bytes` (`None`: not known before the kernel
 /// runs, on the host fallback). `source` says where `total` comes from. The
-/// same text on both backends.
+/// same text on both backends. Static shared memory alone over `total` is
+/// named as such, whatever `requested` is.
 pub(crate) fn dynamic_shared_reason(requested: u32, total: u32, static_bytes: Option<u32>, source: &str) -> String {
     if let Some(s) = static_bytes.filter(|&s| s > total) {
         // The static arrays alone are over the limit: a request of 0 bytes
